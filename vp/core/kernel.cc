@@ -1,0 +1,32 @@
+#include "vp/core/kernel.h"
+
+#include <systemc>
+
+namespace sc_core {
+extern sc_simcontext* sc_curr_simcontext;
+extern sc_simcontext* sc_default_global_context;
+}  // namespace sc_core
+
+namespace mprdma::core {
+namespace {
+bool resolution_set = false;
+}
+
+void init_kernel() {
+  if (resolution_set) return;
+  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+  // Our own log channels report; SystemC's info banner and the "simulation
+  // stopped" message would only add noise.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  resolution_set = true;
+}
+
+void reset_kernel() {
+  delete sc_core::sc_curr_simcontext;
+  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext;
+  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
+  resolution_set = false;
+  init_kernel();
+}
+
+}  // namespace mprdma::core
