@@ -22,19 +22,29 @@ void Calendar::at(const sc_core::sc_time& when, Action action) {
   queue_.push(Entry{when, seq_++, std::move(action)});
   // An earlier notification overrides a pending later one; a later one is
   // ignored by SystemC, so only a new head needs notifying.
-  if (new_head) wake_.notify(when - now);
+  if (new_head && !dispatching_) wake_.notify(when - now);
 }
 
 void Calendar::dispatch() {
   ++total_activations_;
   const sc_core::sc_time now = sc_core::sc_time_stamp();
+  // Re-arms wake_ for the head however dispatch() ends: an action that
+  // throws must not leave the calendar unable to wake again.
+  struct Rearm {
+    Calendar& c;
+    sc_core::sc_time now;
+    ~Rearm() {
+      c.dispatching_ = false;
+      if (!c.queue_.empty()) c.wake_.notify(c.queue_.top().when - now);
+    }
+  } rearm{*this, now};
+  dispatching_ = true;
   while (!queue_.empty() && queue_.top().when <= now) {
     Action action = std::move(const_cast<Entry&>(queue_.top()).action);
     queue_.pop();
     ++total_dispatched_;
     action();
   }
-  if (!queue_.empty()) wake_.notify(queue_.top().when - now);
 }
 
 }  // namespace mprdma::core

@@ -51,6 +51,10 @@ class Calendar : public sc_core::sc_module {
   std::priority_queue<Entry, std::vector<Entry>, Later> queue_;
   sc_core::sc_event wake_;
   uint64_t seq_ = 0;
+  // True while dispatch() runs: it re-arms wake_ for the new head itself,
+  // so at() must not add a notification (a delta one would cost an empty
+  // extra activation).
+  bool dispatching_ = false;
   static uint64_t total_dispatched_;
   static uint64_t total_activations_;
 };

@@ -1,7 +1,5 @@
 #include "vp/core/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cfloat>
@@ -13,6 +11,8 @@
 #include <limits>
 #include <sstream>
 #include <utility>
+
+#include <yaml-cpp/yaml.h>
 
 namespace mprdma::core {
 namespace {
@@ -264,6 +264,11 @@ struct YamlBinder::Impl {
 
 namespace {
 
+// " (ns)" after "expected an integer", or nothing without a unit.
+std::string in_unit(const char* unit) {
+  return unit && *unit ? std::string(" (") + unit + ")" : std::string();
+}
+
 std::string with_unit(const std::string& value, const char* unit) {
   return unit && *unit ? value + " " + unit : value;
 }
@@ -357,8 +362,7 @@ void YamlBinder::field(const char* key, int64_t& v, const char* doc, int64_t min
     int64_t x = 0;
     uint64_t unused = 0;
     if (!parse_integer(text, true, &x, &unused))
-      return "expected an integer" + std::string(*unit ? std::string(" (") + unit + ")" : "") +
-             ", got '" + text + "'";
+      return "expected an integer" + in_unit(unit) + ", got '" + text + "'";
     if (x < min || x > max)
       return with_unit(text, unit) + " is out of range: " + range_text(min, max, unit, fmt_i64);
     v = x;
@@ -372,8 +376,7 @@ void YamlBinder::field(const char* key, uint64_t& v, const char* doc, uint64_t m
     int64_t unused = 0;
     uint64_t x = 0;
     if (!parse_integer(text, false, &unused, &x))
-      return "expected a non-negative integer" +
-             std::string(*unit ? std::string(" (") + unit + ")" : "") + ", got '" + text + "'";
+      return "expected a non-negative integer" + in_unit(unit) + ", got '" + text + "'";
     if (x < min || x > max)
       return with_unit(text, unit) + " is out of range: " + range_text(min, max, unit, fmt_u64);
     v = x;
@@ -389,8 +392,7 @@ void YamlBinder::field(const char* key, double& v, const char* doc, double min, 
     double x = std::strtod(s, &end);
     if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) || end == s ||
         *end != '\0' || !std::isfinite(x))
-      return "expected a number" + std::string(*unit ? std::string(" (") + unit + ")" : "") +
-             ", got '" + text + "'";
+      return "expected a number" + in_unit(unit) + ", got '" + text + "'";
     if (x < min || x > max)
       return with_unit(text, unit) + " is out of range: " + double_range_text(min, max, unit);
     v = x;

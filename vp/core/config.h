@@ -119,7 +119,13 @@ class Binder {
 
 // Fills a struct from a YAML mapping. Collects every error; finish() throws a
 // ConfigError listing them all (unknown keys included, with a suggestion of
-// the nearest known key).
+// the nearest known key), sorted by position in the file.
+//
+// Details: an absent key keeps the default; a section given as an empty
+// value ("nic:") is an empty mapping, a list given as an empty value is an
+// empty list; a key given twice in one mapping is an error (yaml-cpp keeps
+// both entries, so duplicates are detected); an error in a list of sizes or
+// a map leaves the whole field at its default.
 class YamlBinder : public Binder {
  public:
   // `file` names the document in messages.

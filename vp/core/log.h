@@ -2,9 +2,10 @@
 //
 // Every block logs through a channel named after it ("nic0.requester",
 // "pcie", ...). Levels are set at run time with a spec such as
-// "nic*.requester=debug,pcie=trace,*=warn" (--log on the command line or the
-// scenario's log: key). Messages go to stderr by default, prefixed with the
-// simulated time when a simulation is running.
+// "*=warn,nic*.requester=debug,pcie=trace" (--log on the command line or the
+// scenario's log: key); later entries win, so a catch-all goes first.
+// Messages go to stderr by default, prefixed with the simulated time when a
+// simulation is running.
 #pragma once
 
 #include <cstdint>

@@ -6,8 +6,10 @@
 namespace mprdma::core {
 namespace {
 constexpr int kSubBuckets = 64;
-// Values below 2^-20 (in the registered unit) share bucket kZeroBucket.
-constexpr int kMinExp = -20;
+// Values below 2^-64 (in the registered unit) share bucket kZeroBucket.
+// Buckets are sparse, so a low limit costs nothing, and it keeps the 1.6 %
+// bound for small values in large units (e.g. latencies in seconds).
+constexpr int kMinExp = -64;
 constexpr int kZeroBucket = (kMinExp - 1) * kSubBuckets;
 }  // namespace
 

@@ -95,9 +95,27 @@ std::string to_string(const Duration& d) {
   if (d.ps == 0) return "0s";
   static const std::pair<const char*, uint64_t> kUnits[] = {
       {"s", 1000000000000ull}, {"ms", 1000000000ull}, {"us", 1000000ull}, {"ns", 1000ull}};
-  for (const auto& [u, scale] : kUnits)
-    if (d.ps >= scale && d.ps % (scale / 1000 ? scale / 1000 : 1) == 0)
-      return trim_number(static_cast<double>(d.ps) / static_cast<double>(scale)) + u;
+  // The largest unit in which the value has at most three decimals, written
+  // with integer arithmetic: "%.12g" on a double dropped the picoseconds of
+  // long durations (2500000000001 ps came out as "2500000000ns").
+  for (const auto& [u, scale] : kUnits) {
+    const uint64_t step = scale / 1000;
+    if (d.ps < scale || d.ps % step != 0) continue;
+    std::string text = std::to_string(d.ps / scale);
+    const uint64_t thousandths = d.ps % scale / step;
+    if (thousandths) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "%03u", static_cast<unsigned>(thousandths));
+      std::string frac(buf);
+      frac.erase(frac.find_last_not_of('0') + 1);
+      text += "." + frac;
+    }
+    text += u;
+    // Beyond 2^53 ps the parser's double arithmetic cannot return the exact
+    // value; the plain picosecond form is then as good as any.
+    if (parse_duration(text).ps == d.ps) return text;
+    break;
+  }
   return std::to_string(d.ps) + "ps";
 }
 
