@@ -1,0 +1,208 @@
+// RoCEv2 packets as real bytes: building and parsing Ethernet II / IPv4 /
+// UDP / InfiniBand BTH (+ extended transport headers) / payload / pad / ICRC
+// for the Reliable Connection opcodes.
+//
+// Frame layout (offsets from the destination MAC):
+//   0  Ethernet II, 14 B, ethertype 0x0800
+//   14 IPv4, 20 B (no options), DF set, protocol 17
+//   34 UDP, 8 B, destination port 4791, checksum 0 (allowed by RoCEv2)
+//   42 BTH, 12 B
+//   54 extended headers by opcode, in this order: RETH 16 B | AETH 4 B,
+//      then AtomicETH 28 B | AtomicAckETH 8 B | ImmDt 4 B
+//   .. payload, zero pad to a multiple of 4 (BTH PadCnt), ICRC 4 B
+// All multi-byte fields are big-endian on the wire except the ICRC (see
+// icrc.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "vp/net/packet.h"
+
+namespace mprdma::net {
+
+// RC opcodes (transport bits 7..5 = 000).
+enum class Opcode : uint8_t {
+  SEND_FIRST = 0x00,
+  SEND_MIDDLE = 0x01,
+  SEND_LAST = 0x02,
+  SEND_LAST_WITH_IMMEDIATE = 0x03,
+  SEND_ONLY = 0x04,
+  SEND_ONLY_WITH_IMMEDIATE = 0x05,
+  RDMA_WRITE_FIRST = 0x06,
+  RDMA_WRITE_MIDDLE = 0x07,
+  RDMA_WRITE_LAST = 0x08,
+  RDMA_WRITE_LAST_WITH_IMMEDIATE = 0x09,
+  RDMA_WRITE_ONLY = 0x0A,
+  RDMA_WRITE_ONLY_WITH_IMMEDIATE = 0x0B,
+  RDMA_READ_REQUEST = 0x0C,
+  RDMA_READ_RESPONSE_FIRST = 0x0D,
+  RDMA_READ_RESPONSE_MIDDLE = 0x0E,
+  RDMA_READ_RESPONSE_LAST = 0x0F,
+  RDMA_READ_RESPONSE_ONLY = 0x10,
+  ACKNOWLEDGE = 0x11,
+  ATOMIC_ACKNOWLEDGE = 0x12,
+  COMPARE_SWAP = 0x13,
+  FETCH_ADD = 0x14,
+};
+constexpr int kNumOpcodes = 0x15;  // every value below this is a valid Opcode
+
+// True for the 21 RC opcodes above.
+constexpr bool is_valid_opcode(uint8_t v) { return v < kNumOpcodes; }
+// "SEND_FIRST", ...; "INVALID" for other values.
+const char* to_string(Opcode op);
+
+// Which headers and data an opcode carries (IBA table 38 for RC).
+bool has_reth(Opcode op);
+bool has_aeth(Opcode op);
+bool has_imm(Opcode op);
+bool has_atomic_eth(Opcode op);
+bool has_atomic_ack_eth(Opcode op);
+// True if the packet may carry payload (sends, writes, read responses).
+bool has_payload(Opcode op);
+// Position of the packet in its message. Single-packet operations (read
+// request, acknowledge, atomic acknowledge, compare-swap, fetch-add) are
+// "only", as are the *_ONLY opcodes: is_only means "first and last".
+bool is_first(Opcode op);
+bool is_middle(Opcode op);
+bool is_last(Opcode op);
+bool is_only(Opcode op);
+// Requests flow requester -> responder (sends, writes, read requests,
+// atomics); responses flow back (read responses, acknowledges).
+bool is_request(Opcode op);
+bool is_response(Opcode op);
+
+struct MacAddr {
+  std::array<uint8_t, 6> b{};
+  bool operator==(const MacAddr& o) const { return b == o.b; }
+  bool operator!=(const MacAddr& o) const { return b != o.b; }
+};
+
+// Every field a RoCEv2 RC packet carries. build_roce() writes the fields the
+// opcode has and ignores the others; parse_roce() fills the fields present
+// and leaves the others at their defaults.
+struct RoceFields {
+  MacAddr src_mac, dst_mac;
+  uint32_t src_ip = 0, dst_ip = 0;  // host byte order
+  uint8_t dscp = 0, ecn = 0 /* 2 bits */, ttl = 64;
+  uint16_t ip_id = 0;
+  uint16_t udp_sport = 0xC000;
+  Opcode opcode = Opcode::ACKNOWLEDGE;
+  bool solicited = false, mig_req = true, ack_req = false, fecn = false, becn = false;
+  uint16_t pkey = 0xFFFF;
+  uint32_t dest_qp = 0 /* 24 bits */;
+  uint32_t psn = 0 /* 24 bits */;
+  uint64_t reth_va = 0;
+  uint32_t reth_rkey = 0, reth_dma_len = 0;
+  uint8_t aeth_syndrome = 0;
+  uint32_t aeth_msn = 0 /* 24 bits */;
+  uint64_t atomic_va = 0;
+  uint32_t atomic_rkey = 0;
+  uint64_t atomic_swap_add = 0, atomic_compare = 0;
+  uint64_t atomic_ack_orig = 0;
+  uint32_t imm = 0;  // the 4 ImmDt bytes as a big-endian number
+  uint32_t payload_offset = 0, payload_len = 0;  // filled by parse (pad excluded)
+};
+
+// Header sizes.
+constexpr size_t kIpv4HeaderBytes = 20;
+constexpr size_t kUdpHeaderBytes = 8;
+constexpr size_t kBthBytes = 12;
+constexpr size_t kRethBytes = 16;
+constexpr size_t kAethBytes = 4;
+constexpr size_t kAtomicEthBytes = 28;
+constexpr size_t kAtomicAckEthBytes = 8;
+constexpr size_t kImmDtBytes = 4;
+constexpr size_t kIpOffset = kEthHeaderBytes;
+constexpr size_t kUdpOffset = kIpOffset + kIpv4HeaderBytes;
+constexpr size_t kBthOffset = kUdpOffset + kUdpHeaderBytes;
+constexpr size_t kExtOffset = kBthOffset + kBthBytes;
+
+// Bytes of the extended transport headers an opcode carries.
+size_t ext_header_bytes(Opcode op);
+// Frame bytes that are not payload: eth+ip+udp+bth+ext+icrc (pad excluded).
+size_t roce_overhead_bytes(Opcode op);
+// Zero bytes appended to `payload_len` bytes to reach a multiple of 4.
+constexpr size_t pad_bytes(size_t payload_len) { return (4 - payload_len % 4) % 4; }
+// Size of the frame build_roce() makes.
+inline size_t roce_frame_bytes(Opcode op, size_t payload_len) {
+  return roce_overhead_bytes(op) + payload_len + pad_bytes(payload_len);
+}
+
+// Builds the frame: all headers, payload, pad and ICRC, with the IP header
+// checksum computed. `payload` may be null when `len` is 0. Throws
+// std::invalid_argument for payload on an opcode that carries none, a field
+// out of range (ecn > 3, dscp > 63, 24-bit fields above 2^24) or a frame too
+// large for IPv4. Allocates only the Packet and its frame buffer.
+PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len);
+
+enum class ParseStatus {
+  ok,
+  not_ipv4,         // ethertype is not IPv4, or IP version is not 4
+  not_roce,         // not UDP to port 4791, IP options, or a fragment
+  truncated,        // fewer bytes than the IP total length (or a header) needs
+  bad_ip_checksum,  // IPv4 header checksum wrong
+  bad_icrc,         // invariant CRC wrong
+  bad_opcode,       // not an RC opcode
+  bad_length,       // IP/UDP lengths inconsistent, payload where none may be,
+                    // or pad longer than the payload area
+};
+const char* to_string(ParseStatus s);
+
+// Parses and validates a frame. Checks run in the order a receiver would
+// apply them: Ethernet, IPv4 header and checksum, UDP port, lengths, ICRC,
+// opcode, extended headers. Bytes beyond the IP total length (Ethernet
+// padding) are ignored. On ok, `out` holds every field of the packet
+// (absent ones at their defaults) and payload_offset/payload_len locate the
+// payload within `data`. No allocation.
+ParseStatus parse_roce(const uint8_t* data, size_t len, RoceFields& out);
+inline ParseStatus parse_roce(const Packet& p, RoceFields& out) {
+  return parse_roce(p.data.data(), p.data.size(), out);
+}
+
+// AETH syndrome (IBA 9.7.5.2.8): bits 6..5 select the kind, bits 4..0 hold
+// the credit count, the RNR timer code or the NAK code.
+enum class NakCode : uint8_t {
+  psn_seq_error = 0,
+  invalid_request = 1,
+  remote_access_error = 2,
+  remote_operational_error = 3,
+  invalid_rd_request = 4,
+};
+enum class AethKind : uint8_t { ack, rnr_nak, nak, reserved };
+// `credits` is the 5-bit credit code (31 = no end-to-end flow control).
+constexpr uint8_t aeth_ack(uint8_t credits) { return credits & 0x1F; }
+// `timer` is the 5-bit RNR timer code of IBA table 45.
+constexpr uint8_t aeth_rnr_nak(uint8_t timer) { return 0x20 | (timer & 0x1F); }
+constexpr uint8_t aeth_nak(NakCode code) { return 0x60 | (static_cast<uint8_t>(code) & 0x1F); }
+// Bit 7 is reserved and must be zero; a set bit 7 also yields `reserved`.
+constexpr AethKind aeth_kind(uint8_t syndrome) {
+  if (syndrome & 0x80) return AethKind::reserved;
+  switch (syndrome >> 5) {
+    case 0:
+      return AethKind::ack;
+    case 1:
+      return AethKind::rnr_nak;
+    case 3:
+      return AethKind::nak;
+    default:
+      return AethKind::reserved;
+  }
+}
+// The low 5 bits: credit count, RNR timer or NAK code.
+constexpr uint8_t aeth_value(uint8_t syndrome) { return syndrome & 0x1F; }
+
+// Internet checksum (RFC 1071) of `len` bytes, as stored in the header: the
+// result over a header whose checksum field is zero is the value to write
+// there; over a header with a correct checksum it is 0.
+uint16_t ipv4_checksum(const uint8_t* hdr, size_t len);
+
+// Marks the packet Congestion Experienced (ECN = 11) as a switch would and
+// fixes the IP header checksum. The ICRC stays valid because TOS is masked.
+// Throws std::invalid_argument if the frame is not Ethernet/IPv4.
+void set_ecn_ce(Packet& p);
+// The ECN bits of an Ethernet/IPv4 frame (std::invalid_argument otherwise).
+uint8_t ecn_of(const Packet& p);
+
+}  // namespace mprdma::net
