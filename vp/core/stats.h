@@ -27,6 +27,10 @@ class Counter {
  public:
   explicit Counter(StatInfo info) : info_(std::move(info)) {}
   void add(uint64_t n = 1) { value_ += n; }
+  Counter& operator++() {
+    ++value_;
+    return *this;
+  }
   void set(uint64_t v) { value_ = v; }
   uint64_t value() const { return value_; }
   const StatInfo& info() const { return info_; }

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * mprdma data path: WQE construction, doorbells and CQ polling.
+ * See <mprdma/dp.h> and docs/host-interface.md.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include <mprdma/dp.h>
+
+/* Stores into the rings are ordered before the doorbell, and the owner bit
+ * of a CQE is read before the rest of it. */
+#define mpr_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define mpr_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+
+static inline uint8_t *wq_slot(const struct mpr_dp_wq *wq, uint32_t idx)
+{
+	uint32_t mask = (1u << wq->log_size) - 1;
+
+	return wq->buf + ((size_t)(idx & mask) << wq->log_stride);
+}
+
+static inline uint32_t wq_space(const struct mpr_dp_wq *wq)
+{
+	return (1u << wq->log_size) - (wq->pi - wq->ci);
+}
+
+uint32_t mpr_dp_sq_space(const struct mpr_dp_qp *qp)
+{
+	return wq_space(&qp->sq);
+}
+
+/* Bytes available for segments after the control segment. */
+static inline uint32_t sq_seg_room(const struct mpr_dp_qp *qp)
+{
+	return (1u << qp->sq.log_stride) - (uint32_t)sizeof(struct mpr_wqe_ctrl);
+}
+
+uint32_t mpr_dp_max_inline(const struct mpr_dp_qp *qp)
+{
+	/* Worst case: a remote segment precedes the inline block. */
+	uint32_t room = sq_seg_room(qp) - (uint32_t)sizeof(struct mpr_wqe_raddr) -
+			(uint32_t)sizeof(struct mpr_wqe_inline);
+
+	return room < qp->max_inline ? room : qp->max_inline;
+}
+
+static int opcode_has_raddr(uint8_t op)
+{
+	return op == MPR_WQE_RDMA_WRITE || op == MPR_WQE_RDMA_WRITE_IMM ||
+	       op == MPR_WQE_RDMA_READ || op == MPR_WQE_ATOMIC_CAS ||
+	       op == MPR_WQE_ATOMIC_FA;
+}
+
+static int opcode_is_atomic(uint8_t op)
+{
+	return op == MPR_WQE_ATOMIC_CAS || op == MPR_WQE_ATOMIC_FA;
+}
+
+static int build_inline(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr,
+			uint8_t *seg, uint32_t room, uint32_t *num_ds)
+{
+	struct mpr_wqe_inline *hdr = (struct mpr_wqe_inline *)seg;
+	uint8_t *dst = seg + sizeof(*hdr);
+	uint32_t total = 0;
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > mpr_dp_max_inline(qp) ||
+	    total + sizeof(*hdr) > room)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct mpr_sge *sge = &wr->sg_list[i];
+
+		if (!sge->length)
+			continue;
+		err = qp->ops->copy_from_user(qp->ops->ctx, dst, sge->addr,
+					      sge->length);
+		if (err)
+			return err;
+		dst += sge->length;
+	}
+	hdr->byte_count = htole32(total);
+	*num_ds = (uint32_t)((sizeof(*hdr) + total + MPR_WQE_SEG_SIZE - 1) /
+			     MPR_WQE_SEG_SIZE);
+	return 0;
+}
+
+static int check_send_wr(const struct mpr_dp_qp *qp,
+			 const struct mpr_send_wr *wr)
+{
+	if (qp->state == MPR_DP_QPS_RESET)
+		return -EINVAL;
+	if (wr->opcode == MPR_WQE_NOP || wr->opcode > MPR_WQE_OPCODE_MAX)
+		return -EINVAL;
+	if (wr->flags & ~MPR_WQE_F_ALL)
+		return -EINVAL;
+	if (wr->num_sge > qp->sq.max_sge)
+		return -EINVAL;
+	if (opcode_is_atomic(wr->opcode) &&
+	    (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+	     (wr->flags & MPR_WQE_F_INLINE)))
+		return -EINVAL;
+	if (wr->opcode == MPR_WQE_RDMA_READ && (wr->flags & MPR_WQE_F_INLINE))
+		return -EINVAL;
+	return 0;
+}
+
+int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr,
+		     int ring)
+{
+	uint8_t staging[1u << MPR_SQ_LOG_STRIDE_MAX];
+	uint32_t stride = 1u << qp->sq.log_stride;
+	struct mpr_wqe_ctrl *ctrl = (struct mpr_wqe_ctrl *)staging;
+	uint8_t *seg = staging + sizeof(*ctrl);
+	uint32_t num_ds = 0;
+	uint32_t idx = qp->sq.pi;
+	uint32_t i;
+	int err;
+
+	err = check_send_wr(qp, wr);
+	if (err)
+		return err;
+	if (!wq_space(&qp->sq))
+		return -ENOMEM;
+
+	/* Build in a staging buffer so that a failed post leaves the ring
+	 * untouched and the slot is written in one pass. */
+	memset(staging, 0, stride);
+	if (opcode_has_raddr(wr->opcode)) {
+		struct mpr_wqe_raddr *raddr = (struct mpr_wqe_raddr *)seg;
+
+		raddr->remote_addr = htole64(wr->remote_addr);
+		raddr->rkey = htole32(wr->rkey);
+		seg += sizeof(*raddr);
+		num_ds++;
+	}
+	if (opcode_is_atomic(wr->opcode)) {
+		struct mpr_wqe_atomic *atomic = (struct mpr_wqe_atomic *)seg;
+
+		if (wr->opcode == MPR_WQE_ATOMIC_CAS) {
+			atomic->swap_add = htole64(wr->swap);
+			atomic->compare = htole64(wr->compare_add);
+		} else {
+			atomic->swap_add = htole64(wr->compare_add);
+		}
+		seg += sizeof(*atomic);
+		num_ds++;
+	}
+	if (wr->flags & MPR_WQE_F_INLINE) {
+		uint32_t inline_ds;
+
+		err = build_inline(qp, wr, seg,
+				   stride - (uint32_t)(seg - staging),
+				   &inline_ds);
+		if (err)
+			return err;
+		num_ds += inline_ds;
+	} else {
+		if ((seg - staging) + wr->num_sge * sizeof(struct mpr_wqe_data) >
+		    stride)
+			return -EINVAL;
+		for (i = 0; i < wr->num_sge; i++) {
+			struct mpr_wqe_data *data = (struct mpr_wqe_data *)seg;
+
+			data->byte_count = htole32(wr->sg_list[i].length);
+			data->lkey = htole32(wr->sg_list[i].lkey);
+			data->addr = htole64(wr->sg_list[i].addr);
+			seg += sizeof(*data);
+			num_ds++;
+		}
+	}
+
+	ctrl->opcode = wr->opcode;
+	ctrl->flags = wr->flags;
+	if (qp->sq_sig_all)
+		ctrl->flags |= MPR_WQE_F_SIGNALED;
+	ctrl->num_ds = (uint8_t)num_ds;
+	ctrl->wqe_index = htole16((uint16_t)idx);
+	ctrl->imm_data = wr->imm_data;
+
+	memcpy(wq_slot(&qp->sq, idx), staging, stride);
+	qp->sq.wr_id[idx & ((1u << qp->sq.log_size) - 1)] = wr->wr_id;
+	qp->sq.pi = idx + 1;
+	if (ring)
+		mpr_dp_ring_sq(qp);
+	return 0;
+}
+
+void mpr_dp_ring_sq(struct mpr_dp_qp *qp)
+{
+	mpr_wmb();
+	qp->ops->uar_write64(qp->ops->ctx, MPR_UAR_SQ_DB,
+			     MPR_SQ_DB(qp->qpn, qp->sq.pi));
+}
+
+int mpr_dp_post_recv(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr)
+{
+	uint32_t stride = 1u << qp->rq.log_stride;
+	uint32_t max = stride / sizeof(struct mpr_wqe_data);
+	struct mpr_wqe_data *data;
+	uint32_t idx = qp->rq.pi;
+	uint32_t i;
+
+	if (qp->state == MPR_DP_QPS_RESET)
+		return -EINVAL;
+	if (wr->num_sge > qp->rq.max_sge || wr->num_sge > max)
+		return -EINVAL;
+	if (!wq_space(&qp->rq))
+		return -ENOMEM;
+
+	data = (struct mpr_wqe_data *)wq_slot(&qp->rq, idx);
+	for (i = 0; i < wr->num_sge; i++) {
+		data[i].byte_count = htole32(wr->sg_list[i].length);
+		data[i].lkey = htole32(wr->sg_list[i].lkey);
+		data[i].addr = htole64(wr->sg_list[i].addr);
+	}
+	if (i < max) {
+		data[i].byte_count = 0;
+		data[i].lkey = htole32(MPR_LKEY_END);
+		data[i].addr = 0;
+	}
+	qp->rq.wr_id[idx & ((1u << qp->rq.log_size) - 1)] = wr->wr_id;
+	qp->rq.pi = idx + 1;
+	mpr_wmb();
+	qp->ops->uar_write64(qp->ops->ctx, MPR_UAR_RQ_DB,
+			     MPR_RQ_DB(qp->qpn, qp->rq.pi));
+	return 0;
+}
+
+/* A CQE names the 16-bit index of the WQE it completes; recover the
+ * free-running index nearest above the queue's consumer index. */
+static uint32_t widen_index(uint32_t ci, uint16_t idx16)
+{
+	return ci + (uint16_t)(idx16 - (uint16_t)ci);
+}
+
+int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc)
+{
+	uint32_t mask = (1u << cq->log_size) - 1;
+	int done = 0;
+
+	while (done < n) {
+		struct mpr_cqe *cqe =
+			(struct mpr_cqe *)(cq->buf + (size_t)(cq->ci & mask) *
+							     sizeof(struct mpr_cqe));
+		uint8_t owner = __atomic_load_n(&cqe->owner, __ATOMIC_ACQUIRE);
+		struct mpr_wc *out = &wc[done];
+		struct mpr_dp_qp *qp;
+		struct mpr_dp_wq *wq;
+		uint32_t idx;
+
+		if ((owner & 1) != MPR_PHASE(cq->ci, cq->log_size))
+			break;
+		mpr_rmb();
+
+		out->status = cqe->status;
+		out->opcode = cqe->opcode;
+		out->byte_len = le32toh(cqe->byte_len);
+		out->imm_data = cqe->imm_data;
+		out->qpn = le32toh(cqe->qpn) & MPR_DB_QPN_MASK;
+		out->flags = cqe->flags;
+		out->syndrome = cqe->syndrome;
+		out->wqe_index = le16toh(cqe->wqe_index);
+		out->is_recv = cqe->opcode >= MPR_CQE_RESP_RECV;
+		out->wr_id = 0;
+
+		qp = cq->ops->lookup_qp(cq->ops->ctx, out->qpn);
+		if (qp) {
+			wq = out->is_recv ? &qp->rq : &qp->sq;
+			idx = widen_index(wq->ci, (uint16_t)out->wqe_index);
+			out->wr_id = wq->wr_id[idx & ((1u << wq->log_size) - 1)];
+			/* A send CQE also retires the unsignaled WQEs before
+			 * it: the NIC completes a send queue in order. */
+			wq->ci = idx + 1;
+		}
+		cq->ci++;
+		done++;
+	}
+	if (done && cq->dbrec)
+		*cq->dbrec = htole32(cq->ci);
+	return done;
+}
+
+void mpr_dp_arm_cq(struct mpr_dp_cq *cq, int solicited_only)
+{
+	uint32_t cmd = solicited_only ? MPR_CQ_DB_ARM_SOLICITED :
+					MPR_CQ_DB_ARM_NEXT;
+
+	mpr_wmb();
+	cq->ops->uar_write64(cq->ops->ctx, MPR_UAR_CQ_DB,
+			     MPR_CQ_DB(cq->cqn, cmd, cq->ci));
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * mprdma data path: the user-space half of the hardware interface.
+ *
+ * Builds send and receive WQEs in host memory, rings doorbells and polls
+ * completion queues. It has no SystemC and no libibverbs dependency: the
+ * rdma-core provider (in a QEMU guest) and the modeled hosts (in the
+ * simulator) link the same code and differ only in struct mpr_dp_ops, which
+ * says how a doorbell reaches the UAR page and how bytes of a user buffer
+ * are read for inline sends.
+ *
+ * Not thread-safe: callers serialise per QP and per CQ, as providers do.
+ */
+#ifndef MPRDMA_DP_H
+#define MPRDMA_DP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mprdma/hw.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mpr_dp_qp;
+
+struct mpr_dp_ops {
+	/* Write a 64-bit doorbell at byte offset `off` of the UAR page. */
+	void (*uar_write64)(void *ctx, uint32_t off, uint64_t value);
+	/* Copy `len` bytes of the caller's buffer at `addr` into `dst`;
+	 * returns 0, or -EFAULT if the address is not readable. */
+	int (*copy_from_user)(void *ctx, void *dst, uint64_t addr, uint32_t len);
+	/* Find the QP a CQE names (CQs can be shared by QPs). */
+	struct mpr_dp_qp *(*lookup_qp)(void *ctx, uint32_t qpn);
+	void *ctx;
+};
+
+struct mpr_dp_wq {
+	uint8_t *buf;       /* ring of 2^log_size slots of 2^log_stride bytes */
+	uint64_t *wr_id;    /* 2^log_size entries, owned by the caller */
+	uint32_t log_size;
+	uint32_t log_stride;
+	uint32_t pi;        /* next slot to fill (free-running) */
+	uint32_t ci;        /* oldest slot not yet completed (free-running) */
+	uint32_t max_sge;
+};
+
+/* Software view of the QP state, kept by whoever calls modify_qp. */
+enum mpr_dp_qp_state {
+	MPR_DP_QPS_RESET = MPR_QPS_RESET,
+	MPR_DP_QPS_INIT = MPR_QPS_INIT,
+	MPR_DP_QPS_RTR = MPR_QPS_RTR,
+	MPR_DP_QPS_RTS = MPR_QPS_RTS,
+	MPR_DP_QPS_ERR = MPR_QPS_ERR,
+};
+
+struct mpr_dp_qp {
+	uint32_t qpn;
+	uint32_t state;      /* enum mpr_dp_qp_state */
+	uint32_t max_inline;
+	int sq_sig_all;
+	struct mpr_dp_wq sq;
+	struct mpr_dp_wq rq;
+	const struct mpr_dp_ops *ops;
+};
+
+struct mpr_dp_cq {
+	uint8_t *buf;            /* ring of 2^log_size struct mpr_cqe */
+	volatile uint32_t *dbrec; /* consumer-index record the NIC may read */
+	uint32_t cqn;
+	uint32_t log_size;
+	uint32_t ci;             /* free-running consumer index */
+	const struct mpr_dp_ops *ops;
+};
+
+struct mpr_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct mpr_send_wr {
+	uint64_t wr_id;
+	uint8_t opcode;       /* enum mpr_wqe_opcode */
+	uint8_t flags;        /* MPR_WQE_F_* */
+	uint32_t imm_data;    /* network byte order */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add; /* CAS: compare; FETCH_ADD: addend */
+	uint64_t swap;        /* CAS: swap value */
+	const struct mpr_sge *sg_list;
+	uint32_t num_sge;
+};
+
+struct mpr_recv_wr {
+	uint64_t wr_id;
+	const struct mpr_sge *sg_list;
+	uint32_t num_sge;
+};
+
+struct mpr_wc {
+	uint64_t wr_id;
+	uint32_t status;   /* enum mpr_cqe_status (= enum ibv_wc_status) */
+	uint32_t opcode;   /* enum mpr_cqe_opcode */
+	uint32_t byte_len;
+	uint32_t imm_data; /* network byte order */
+	uint32_t qpn;
+	uint32_t flags;    /* MPR_CQE_F_* */
+	uint32_t syndrome; /* enum mpr_cqe_syndrome */
+	uint32_t wqe_index;
+	int is_recv;
+};
+
+/* Largest payload a WQE of this QP can carry inline. */
+uint32_t mpr_dp_max_inline(const struct mpr_dp_qp *qp);
+
+/* Builds the WQE for `wr` in the next SQ slot. Rings the SQ doorbell when
+ * `ring` is non-zero (pass 0 to batch several WQEs behind one doorbell).
+ * Returns 0, -ENOMEM when the SQ is full, -EINVAL for a malformed request
+ * (unknown opcode, too many SGEs, inline payload too long, atomic without
+ * exactly one 8-byte SGE) or when the QP is in RESET, -EFAULT if an inline
+ * source is unreadable. On error nothing is posted. */
+int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr, int ring);
+/* Rings the SQ doorbell with the current producer index. */
+void mpr_dp_ring_sq(struct mpr_dp_qp *qp);
+
+/* Posts a RECV WQE and rings the RQ doorbell. Same error convention. */
+int mpr_dp_post_recv(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr);
+
+/* Polls up to `n` completions into `wc`; returns how many (0 if none).
+ * Updates the consumer-index record. */
+int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc);
+
+/* Requests an event for the next completion (or the next solicited one). */
+void mpr_dp_arm_cq(struct mpr_dp_cq *cq, int solicited_only);
+
+/* Free slots in the send queue. */
+uint32_t mpr_dp_sq_space(const struct mpr_dp_qp *qp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPRDMA_DP_H */

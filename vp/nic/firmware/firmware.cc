@@ -1,0 +1,486 @@
+#include "vp/nic/firmware/firmware.h"
+
+#include <cstring>
+#include <vector>
+
+#include "vp/nic/context_memory.h"
+
+namespace mprdma::nic {
+namespace {
+
+constexpr uint32_t kFwVersion = 0x00010000;
+
+void fail(mpr_cmd_comp& c, uint8_t status, uint32_t syndrome = MPR_CMD_SYN_NONE) {
+  c.status = status;
+  c.syndrome = syndrome;
+}
+
+int log2_floor(uint64_t v) {
+  int r = -1;
+  while (v) {
+    v >>= 1;
+    ++r;
+  }
+  return r;
+}
+
+bool all_zero(const void* p, size_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  for (size_t i = 0; i < n; ++i)
+    if (b[i]) return false;
+  return true;
+}
+
+// RoCEv2 GIDs of this NIC are IPv4-mapped IPv6 addresses.
+bool is_ipv4_mapped(const uint8_t gid[16]) {
+  static const uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(gid, kPrefix, sizeof kPrefix) == 0;
+}
+
+}  // namespace
+
+QpTransitionRule qp_transition_rule(uint8_t from, uint8_t to) {
+  constexpr uint32_t S = MPR_QP_ATTR_STATE;
+  if (to == MPR_QPS_RESET || to == MPR_QPS_ERR) return {from <= MPR_QPS_ERR, S, 0};
+  switch (from) {
+    case MPR_QPS_RESET:
+      if (to == MPR_QPS_INIT)
+        return {true, S | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS, 0};
+      break;
+    case MPR_QPS_INIT:
+      if (to == MPR_QPS_INIT)
+        return {true, 0, MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS};
+      if (to == MPR_QPS_RTR)
+        return {true,
+                S | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU | MPR_QP_ATTR_DEST_QPN |
+                    MPR_QP_ATTR_RQ_PSN | MPR_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                    MPR_QP_ATTR_MIN_RNR_TIMER,
+                MPR_QP_ATTR_ACCESS_FLAGS | MPR_QP_ATTR_PKEY_INDEX};
+      break;
+    case MPR_QPS_RTR:
+      if (to == MPR_QPS_RTS)
+        return {true,
+                S | MPR_QP_ATTR_SQ_PSN | MPR_QP_ATTR_TIMEOUT | MPR_QP_ATTR_RETRY_CNT |
+                    MPR_QP_ATTR_RNR_RETRY | MPR_QP_ATTR_MAX_QP_RD_ATOMIC,
+                MPR_QP_ATTR_CUR_STATE | MPR_QP_ATTR_ACCESS_FLAGS | MPR_QP_ATTR_MIN_RNR_TIMER};
+      break;
+    case MPR_QPS_RTS:
+      if (to == MPR_QPS_RTS)
+        return {true, 0,
+                MPR_QP_ATTR_CUR_STATE | MPR_QP_ATTR_ACCESS_FLAGS | MPR_QP_ATTR_MIN_RNR_TIMER};
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
+const char* Firmware::opcode_name(uint16_t opcode) {
+  switch (opcode) {
+    case MPR_CMD_NOP: return "NOP";
+    case MPR_CMD_QUERY_DEVICE: return "QUERY_DEVICE";
+    case MPR_CMD_QUERY_PORT: return "QUERY_PORT";
+    case MPR_CMD_SET_GID: return "SET_GID";
+    case MPR_CMD_ALLOC_PD: return "ALLOC_PD";
+    case MPR_CMD_DEALLOC_PD: return "DEALLOC_PD";
+    case MPR_CMD_REG_MR: return "REG_MR";
+    case MPR_CMD_DEREG_MR: return "DEREG_MR";
+    case MPR_CMD_CREATE_EQ: return "CREATE_EQ";
+    case MPR_CMD_DESTROY_EQ: return "DESTROY_EQ";
+    case MPR_CMD_CREATE_CQ: return "CREATE_CQ";
+    case MPR_CMD_DESTROY_CQ: return "DESTROY_CQ";
+    case MPR_CMD_CREATE_QP: return "CREATE_QP";
+    case MPR_CMD_MODIFY_QP: return "MODIFY_QP";
+    case MPR_CMD_QUERY_QP: return "QUERY_QP";
+    case MPR_CMD_DESTROY_QP: return "DESTROY_QP";
+  }
+  return "UNKNOWN";
+}
+
+const char* Firmware::status_name(uint8_t status) {
+  switch (status) {
+    case MPR_CMD_OK: return "OK";
+    case MPR_CMD_BAD_OPCODE: return "BAD_OPCODE";
+    case MPR_CMD_BAD_PARAM: return "BAD_PARAM";
+    case MPR_CMD_BAD_HANDLE: return "BAD_HANDLE";
+    case MPR_CMD_NO_RESOURCES: return "NO_RESOURCES";
+    case MPR_CMD_BAD_STATE: return "BAD_STATE";
+    case MPR_CMD_BAD_ATTR: return "BAD_ATTR";
+    case MPR_CMD_BUSY: return "BUSY";
+    case MPR_CMD_DMA_ERROR: return "DMA_ERROR";
+    case MPR_CMD_INTERNAL: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+void Firmware::run() {
+  mpr_cmd cmd;
+  while (hal_.next_command(cmd)) hal_.complete_command(execute(cmd));
+}
+
+mpr_cmd_comp Firmware::execute(const mpr_cmd& cmd) {
+  mpr_cmd_comp c{};
+  c.cmd_id = cmd.hdr.cmd_id;
+  c.status = MPR_CMD_OK;
+  if (cmd.hdr.rsvd0 != 0) {
+    fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+    return c;
+  }
+  switch (cmd.hdr.opcode) {
+    case MPR_CMD_NOP: break;
+    case MPR_CMD_QUERY_DEVICE: query_device(cmd, c); break;
+    case MPR_CMD_QUERY_PORT: query_port(cmd, c); break;
+    case MPR_CMD_SET_GID: set_gid(cmd, c); break;
+    case MPR_CMD_ALLOC_PD: alloc_pd(cmd, c); break;
+    case MPR_CMD_DEALLOC_PD: dealloc_pd(cmd, c); break;
+    case MPR_CMD_REG_MR: reg_mr(cmd, c); break;
+    case MPR_CMD_DEREG_MR: dereg_mr(cmd, c); break;
+    case MPR_CMD_CREATE_EQ: create_eq(cmd, c); break;
+    case MPR_CMD_DESTROY_EQ: destroy_eq(cmd, c); break;
+    case MPR_CMD_CREATE_CQ: create_cq(cmd, c); break;
+    case MPR_CMD_DESTROY_CQ: destroy_cq(cmd, c); break;
+    case MPR_CMD_CREATE_QP: create_qp(cmd, c); break;
+    case MPR_CMD_MODIFY_QP: modify_qp(cmd, c); break;
+    case MPR_CMD_QUERY_QP: query_qp(cmd, c); break;
+    case MPR_CMD_DESTROY_QP: destroy_qp(cmd, c); break;
+    default: fail(c, MPR_CMD_BAD_OPCODE); break;
+  }
+  return c;
+}
+
+bool Firmware::write_output(const mpr_cmd& cmd, Comp& c, const void* data, size_t len) {
+  if (cmd.hdr.out_mailbox == 0 || cmd.hdr.out_len < len) {
+    fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+    return false;
+  }
+  if (!hal_.dma_write(cmd.hdr.out_mailbox, data, len)) {
+    fail(c, MPR_CMD_DMA_ERROR, MPR_CMD_SYN_ADDRESS);
+    return false;
+  }
+  return true;
+}
+
+void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
+  const NicLimits& l = hal_.contexts().limits();
+  mpr_device_attr a{};
+  a.fw_version = kFwVersion;
+  a.max_qp = static_cast<uint32_t>(l.max_qp);
+  a.max_qp_wr = static_cast<uint32_t>(l.max_qp_wr);
+  a.max_sge = static_cast<uint32_t>(l.max_sge);
+  a.max_cq = static_cast<uint32_t>(l.max_cq);
+  a.max_cqe = static_cast<uint32_t>(l.max_cqe);
+  a.max_mr = static_cast<uint32_t>(l.max_mr);
+  a.max_pd = static_cast<uint32_t>(l.max_pd);
+  a.max_mr_size = uint64_t{1} << 40;
+  a.page_size_cap = ((uint64_t{1} << 31) - 1) & ~uint64_t{0xfff};  // 4 KiB .. 1 GiB
+  a.max_qp_rd_atom = static_cast<uint32_t>(l.max_rd_atomic);
+  a.max_inline = static_cast<uint32_t>(l.max_inline);
+  a.max_eq = static_cast<uint32_t>(l.max_eq);
+  a.num_uar_pages = static_cast<uint32_t>(l.num_uar_pages);
+  a.max_gids = static_cast<uint32_t>(l.max_gids);
+  a.max_msg_size = 1u << 31;
+  write_output(cmd, c, &a, sizeof a);
+}
+
+void Firmware::query_port(const mpr_cmd& cmd, Comp& c) {
+  PortInfo p = hal_.port();
+  mpr_port_attr a{};
+  a.state = p.link_up ? MPR_PORT_ACTIVE : MPR_PORT_DOWN;
+  a.max_mtu = p.max_mtu;
+  a.active_mtu = p.max_mtu;
+  a.speed_mbps = p.speed_mbps;
+  std::memcpy(a.mac, p.mac.data(), 6);
+  write_output(cmd, c, &a, sizeof a);
+}
+
+void Firmware::set_gid(const mpr_cmd& cmd, Comp& c) {
+  const mpr_cmd_set_gid& in = cmd.u.set_gid;
+  if (in.rsvd) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  if (!is_ipv4_mapped(in.gid)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  if (!hal_.contexts().set_gid(in.index, in.gid))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX);
+}
+
+void Firmware::alloc_pd(const mpr_cmd&, Comp& c) {
+  int64_t pdn = hal_.contexts().alloc_pd();
+  if (pdn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  c.out[0] = static_cast<uint32_t>(pdn);
+}
+
+void Firmware::dealloc_pd(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  uint32_t pdn = cmd.u.pd.pdn;
+  if (!ctx.pd_valid(pdn)) return fail(c, MPR_CMD_BAD_HANDLE);
+  if (ctx.pd_refs(pdn)) return fail(c, MPR_CMD_BUSY);
+  ctx.free_pd(pdn);
+}
+
+void Firmware::reg_mr(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const mpr_cmd_reg_mr& in = cmd.u.reg_mr;
+  if (!ctx.pd_valid(in.pdn)) return fail(c, MPR_CMD_BAD_HANDLE);
+  if (in.access & ~MPR_ACCESS_ALL) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ACCESS);
+  // IB: remote write and remote atomic need local write.
+  if ((in.access & (MPR_ACCESS_REMOTE_WRITE | MPR_ACCESS_REMOTE_ATOMIC)) &&
+      !(in.access & MPR_ACCESS_LOCAL_WRITE))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ACCESS);
+  if (in.page_shift < 12 || in.page_shift > 30)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_PAGE_SHIFT);
+  if (in.length == 0 || in.length > (uint64_t{1} << 40) || in.iova + in.length < in.iova)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+  const uint64_t page = uint64_t{1} << in.page_shift;
+  const uint64_t first = in.iova & ~(page - 1);
+  const uint64_t pages = (in.iova + in.length - first + page - 1) >> in.page_shift;
+  if (pages != in.num_pages) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+  if (cmd.hdr.in_mailbox == 0 || cmd.hdr.in_len != pages * 8)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+
+  std::vector<uint64_t> list(pages);
+  if (!hal_.dma_read(cmd.hdr.in_mailbox, list.data(), pages * 8))
+    return fail(c, MPR_CMD_DMA_ERROR, MPR_CMD_SYN_ADDRESS);
+  for (uint64_t pa : list)
+    if (pa & (page - 1)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+
+  int64_t base = ctx.alloc_mtt(static_cast<uint32_t>(pages));
+  if (base < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  int64_t key = ctx.alloc_mr();
+  if (key < 0) {
+    ctx.free_mtt(static_cast<uint32_t>(base), static_cast<uint32_t>(pages));
+    return fail(c, MPR_CMD_NO_RESOURCES);
+  }
+  for (uint64_t i = 0; i < pages; ++i) ctx.set_mtt(static_cast<uint32_t>(base + i), list[i]);
+  mpr_mpt* m = ctx.mr(static_cast<uint32_t>(key));
+  m->iova = in.iova;
+  m->length = in.length;
+  m->pdn = in.pdn;
+  m->access = in.access;
+  m->mtt_base = static_cast<uint32_t>(base);
+  m->num_pages = static_cast<uint32_t>(pages);
+  m->page_shift = static_cast<uint8_t>(in.page_shift);
+  ctx.pd_ref(in.pdn, +1);
+  c.out[0] = static_cast<uint32_t>(key);
+}
+
+void Firmware::dereg_mr(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  mpr_mpt* m = ctx.mr(cmd.u.dereg_mr.key);
+  if (!m) return fail(c, MPR_CMD_BAD_HANDLE);
+  ctx.free_mtt(m->mtt_base, m->num_pages);
+  ctx.pd_ref(m->pdn, -1);
+  ctx.free_mr(cmd.u.dereg_mr.key);
+}
+
+void Firmware::create_eq(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const mpr_cmd_create_eq& in = cmd.u.create_eq;
+  if (in.log_size < 1 || in.log_size > 16) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
+  if (in.base == 0 || (in.base & 63)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  if (in.vector >= 32) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_VECTOR);
+  int64_t eqn = ctx.alloc_eq();
+  if (eqn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  mpr_eqc* e = ctx.eq(static_cast<uint32_t>(eqn));
+  e->base = in.base;
+  e->log_size = static_cast<uint8_t>(in.log_size);
+  e->vector = in.vector;
+  c.out[0] = static_cast<uint32_t>(eqn);
+}
+
+void Firmware::destroy_eq(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  mpr_eqc* e = ctx.eq(cmd.u.handle.handle);
+  if (!e) return fail(c, MPR_CMD_BAD_HANDLE);
+  if (e->num_cqs) return fail(c, MPR_CMD_BUSY);
+  ctx.free_eq(cmd.u.handle.handle);
+}
+
+void Firmware::create_cq(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const NicLimits& l = ctx.limits();
+  const mpr_cmd_create_cq& in = cmd.u.create_cq;
+  if (in.log_size < 1 || (uint64_t{1} << in.log_size) > static_cast<uint64_t>(l.max_cqe) ||
+      in.log_size > 24)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
+  if (in.base == 0 || (in.base & 63) || (in.dbrec & 3))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  if (in.uar_index >= static_cast<uint64_t>(l.num_uar_pages))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR);
+  mpr_eqc* e = ctx.eq(in.eqn);
+  if (!e) return fail(c, MPR_CMD_BAD_HANDLE);
+  int64_t cqn = ctx.alloc_cq();
+  if (cqn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  mpr_cqc* q = ctx.cq(static_cast<uint32_t>(cqn));
+  q->base = in.base;
+  q->dbrec = in.dbrec;
+  q->eqn = in.eqn;
+  q->uar_index = in.uar_index;
+  q->log_size = static_cast<uint8_t>(in.log_size);
+  ++e->num_cqs;
+  c.out[0] = static_cast<uint32_t>(cqn);
+}
+
+void Firmware::destroy_cq(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  mpr_cqc* q = ctx.cq(cmd.u.handle.handle);
+  if (!q) return fail(c, MPR_CMD_BAD_HANDLE);
+  if (q->num_qps) return fail(c, MPR_CMD_BUSY);
+  if (mpr_eqc* e = ctx.eq(q->eqn)) --e->num_cqs;
+  ctx.free_cq(cmd.u.handle.handle);
+}
+
+void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const NicLimits& l = ctx.limits();
+  const mpr_cmd_create_qp& in = cmd.u.create_qp;
+  const int max_log_wr = log2_floor(static_cast<uint64_t>(l.max_qp_wr));
+  if (in.qp_type != MPR_QPT_RC) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE);
+  if (in.rsvd0) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  if (in.transport != MPR_TRANSPORT_DEFAULT && in.transport != MPR_TRANSPORT_GBN)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT);
+  if (in.sq_log_size < 1 || in.sq_log_size > max_log_wr || in.rq_log_size < 1 ||
+      in.rq_log_size > max_log_wr)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
+  if (in.sq_log_stride < MPR_SQ_LOG_STRIDE_MIN || in.sq_log_stride > MPR_SQ_LOG_STRIDE_MAX ||
+      in.rq_log_stride < MPR_RQ_LOG_STRIDE_MIN || in.rq_log_stride > MPR_RQ_LOG_STRIDE_MAX)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE);
+  if (in.sq_base == 0 || (in.sq_base & 63) || in.rq_base == 0 || (in.rq_base & 63))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  if (in.uar_index >= static_cast<uint64_t>(l.num_uar_pages))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR);
+  const uint32_t stride_room = (1u << in.sq_log_stride) - sizeof(mpr_wqe_ctrl) -
+                               sizeof(mpr_wqe_raddr) - sizeof(mpr_wqe_inline);
+  if (in.max_inline > static_cast<uint64_t>(l.max_inline) || in.max_inline > stride_room)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+  if (!ctx.pd_valid(in.pdn)) return fail(c, MPR_CMD_BAD_HANDLE);
+  mpr_cqc* scq = ctx.cq(in.send_cqn);
+  mpr_cqc* rcq = ctx.cq(in.recv_cqn);
+  if (!scq || !rcq) return fail(c, MPR_CMD_BAD_HANDLE);
+
+  int64_t qpn = ctx.alloc_qp();
+  if (qpn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  mpr_qpc* q = ctx.qp(static_cast<uint32_t>(qpn));
+  q->sq_base = in.sq_base;
+  q->rq_base = in.rq_base;
+  q->pdn = in.pdn;
+  q->send_cqn = in.send_cqn;
+  q->recv_cqn = in.recv_cqn;
+  q->uar_index = in.uar_index;
+  q->max_inline = in.max_inline;
+  q->qp_type = in.qp_type;
+  q->state = MPR_QPS_RESET;
+  q->sq_log_size = in.sq_log_size;
+  q->sq_log_stride = in.sq_log_stride;
+  q->rq_log_size = in.rq_log_size;
+  q->rq_log_stride = in.rq_log_stride;
+  q->transport = in.transport == MPR_TRANSPORT_DEFAULT ? uint8_t{MPR_TRANSPORT_GBN} : in.transport;
+  q->sq_sig_all = in.sq_sig_all;
+  ctx.pd_ref(in.pdn, +1);
+  ++scq->num_qps;
+  ++rcq->num_qps;
+  c.out[0] = static_cast<uint32_t>(qpn);
+}
+
+void Firmware::modify_qp(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const NicLimits& l = ctx.limits();
+  const mpr_cmd_modify_qp& in = cmd.u.modify_qp;
+  const mpr_qp_attr& a = in.attr;
+  mpr_qpc* q = ctx.qp(in.qpn);
+  if (!q) return fail(c, MPR_CMD_BAD_HANDLE);
+  const uint8_t from = q->state;
+  const uint32_t mask = a.attr_mask;
+  const uint8_t to = (mask & MPR_QP_ATTR_STATE) ? a.qp_state : from;
+  if (to > MPR_QPS_ERR) return fail(c, MPR_CMD_BAD_PARAM, MPR_QP_ATTR_STATE);
+  if ((mask & MPR_QP_ATTR_CUR_STATE) && a.cur_state != from)
+    return fail(c, MPR_CMD_BAD_STATE, MPR_QP_ATTR_CUR_STATE);
+
+  QpTransitionRule rule = qp_transition_rule(from, to);
+  if (!rule.allowed) return fail(c, MPR_CMD_BAD_STATE, MPR_QP_ATTR_STATE);
+  const uint32_t missing = rule.required & ~mask;
+  if (missing) return fail(c, MPR_CMD_BAD_ATTR, missing & (~missing + 1));
+  const uint32_t extra = mask & ~(rule.required | rule.optional | MPR_QP_ATTR_STATE);
+  if (extra) return fail(c, MPR_CMD_BAD_ATTR, extra & (~extra + 1));
+
+  // Value checks, for the attributes present.
+  const uint8_t port_mtu = hal_.port().max_mtu;
+  struct Check {
+    uint32_t bit;
+    bool bad;
+  };
+  const Check checks[] = {
+      {MPR_QP_ATTR_ACCESS_FLAGS, (a.access_flags & ~MPR_ACCESS_ALL) != 0},
+      {MPR_QP_ATTR_PKEY_INDEX, a.pkey_index != 0},
+      {MPR_QP_ATTR_PORT, a.port_num != 1},
+      {MPR_QP_ATTR_PATH_MTU, a.path_mtu < MPR_MTU_256 || a.path_mtu > port_mtu},
+      {MPR_QP_ATTR_TIMEOUT, a.timeout > 31},
+      {MPR_QP_ATTR_RETRY_CNT, a.retry_cnt > 7},
+      {MPR_QP_ATTR_RNR_RETRY, a.rnr_retry > 7},
+      {MPR_QP_ATTR_MIN_RNR_TIMER, a.min_rnr_timer > 31},
+      {MPR_QP_ATTR_MAX_QP_RD_ATOMIC, a.max_rd_atomic > l.max_rd_atomic},
+      {MPR_QP_ATTR_MAX_DEST_RD_ATOMIC, a.max_dest_rd_atomic > l.max_rd_atomic},
+      {MPR_QP_ATTR_SQ_PSN, a.sq_psn > 0xffffff},
+      {MPR_QP_ATTR_RQ_PSN, a.rq_psn > 0xffffff},
+      {MPR_QP_ATTR_DEST_QPN, a.dest_qpn > 0xffffff},
+      {MPR_QP_ATTR_AV, !ctx.gid(a.sgid_index) || !is_ipv4_mapped(a.dgid) || a.hop_limit == 0 ||
+                           all_zero(a.dmac, 6)},
+  };
+  for (const Check& chk : checks)
+    if ((mask & chk.bit) && chk.bad) return fail(c, MPR_CMD_BAD_PARAM, chk.bit);
+  if (a.rsvd0 || a.rsvd1) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+
+  // Apply: copy each present attribute into the context's attribute block.
+  mpr_qp_attr& s = q->attr;
+  if (mask & MPR_QP_ATTR_ACCESS_FLAGS) s.access_flags = a.access_flags;
+  if (mask & MPR_QP_ATTR_PKEY_INDEX) s.pkey_index = a.pkey_index;
+  if (mask & MPR_QP_ATTR_PORT) s.port_num = a.port_num;
+  if (mask & MPR_QP_ATTR_PATH_MTU) s.path_mtu = a.path_mtu;
+  if (mask & MPR_QP_ATTR_TIMEOUT) s.timeout = a.timeout;
+  if (mask & MPR_QP_ATTR_RETRY_CNT) s.retry_cnt = a.retry_cnt;
+  if (mask & MPR_QP_ATTR_RNR_RETRY) s.rnr_retry = a.rnr_retry;
+  if (mask & MPR_QP_ATTR_MIN_RNR_TIMER) s.min_rnr_timer = a.min_rnr_timer;
+  if (mask & MPR_QP_ATTR_MAX_QP_RD_ATOMIC) s.max_rd_atomic = a.max_rd_atomic;
+  if (mask & MPR_QP_ATTR_MAX_DEST_RD_ATOMIC) s.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & MPR_QP_ATTR_SQ_PSN) s.sq_psn = a.sq_psn;
+  if (mask & MPR_QP_ATTR_RQ_PSN) s.rq_psn = a.rq_psn;
+  if (mask & MPR_QP_ATTR_DEST_QPN) s.dest_qpn = a.dest_qpn;
+  if (mask & MPR_QP_ATTR_AV) {
+    s.sgid_index = a.sgid_index;
+    s.hop_limit = a.hop_limit;
+    s.traffic_class = a.traffic_class;
+    s.udp_sport = a.udp_sport;
+    std::memcpy(s.dgid, a.dgid, sizeof s.dgid);
+    std::memcpy(s.dmac, a.dmac, sizeof s.dmac);
+  }
+  if (to == MPR_QPS_RESET) {
+    // RESET forgets everything but the creation parameters.
+    s = mpr_qp_attr{};
+    q->sq_pi = q->rq_pi = 0;
+  }
+  q->state = to;
+  s.qp_state = to;
+  if (to != from || to == MPR_QPS_RESET) hal_.qp_state_changed(in.qpn, from, to);
+}
+
+void Firmware::query_qp(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const mpr_qpc* q = ctx.qp(cmd.u.qpn.qpn);
+  if (!q) return fail(c, MPR_CMD_BAD_HANDLE);
+  mpr_qp_attr a = q->attr;
+  a.qp_state = q->state;
+  a.cur_state = q->state;
+  a.attr_mask = 0;
+  write_output(cmd, c, &a, sizeof a);
+}
+
+void Firmware::destroy_qp(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const uint32_t qpn = cmd.u.qpn.qpn;
+  mpr_qpc* q = ctx.qp(qpn);
+  if (!q) return fail(c, MPR_CMD_BAD_HANDLE);
+  hal_.qp_destroyed(qpn);
+  ctx.pd_ref(q->pdn, -1);
+  if (mpr_cqc* s = ctx.cq(q->send_cqn)) --s->num_qps;
+  if (mpr_cqc* r = ctx.cq(q->recv_cqn)) --r->num_qps;
+  ctx.free_qp(qpn);
+}
+
+}  // namespace mprdma::nic

@@ -1,0 +1,57 @@
+// Command-processor firmware: executes admin commands against the context
+// memory through the FirmwareHal. Plain C++, no timing, no SystemC.
+#pragma once
+
+#include <cstdint>
+
+#include <mprdma/hw.h>
+
+#include "vp/nic/firmware/firmware_hal.h"
+
+namespace mprdma::nic {
+
+class Firmware {
+ public:
+  explicit Firmware(FirmwareHal& hal) : hal_(hal) {}
+
+  // Serves the admin queue until next_command() returns false.
+  void run();
+  // Executes one command and returns its completion (owner bit not set).
+  mpr_cmd_comp execute(const mpr_cmd& cmd);
+
+  static const char* opcode_name(uint16_t opcode);
+  static const char* status_name(uint8_t status);
+
+ private:
+  using Comp = mpr_cmd_comp;
+  void query_device(const mpr_cmd& cmd, Comp& c);
+  void query_port(const mpr_cmd& cmd, Comp& c);
+  void set_gid(const mpr_cmd& cmd, Comp& c);
+  void alloc_pd(const mpr_cmd& cmd, Comp& c);
+  void dealloc_pd(const mpr_cmd& cmd, Comp& c);
+  void reg_mr(const mpr_cmd& cmd, Comp& c);
+  void dereg_mr(const mpr_cmd& cmd, Comp& c);
+  void create_eq(const mpr_cmd& cmd, Comp& c);
+  void destroy_eq(const mpr_cmd& cmd, Comp& c);
+  void create_cq(const mpr_cmd& cmd, Comp& c);
+  void destroy_cq(const mpr_cmd& cmd, Comp& c);
+  void create_qp(const mpr_cmd& cmd, Comp& c);
+  void modify_qp(const mpr_cmd& cmd, Comp& c);
+  void query_qp(const mpr_cmd& cmd, Comp& c);
+  void destroy_qp(const mpr_cmd& cmd, Comp& c);
+  // Writes `len` bytes of output to the command's out mailbox.
+  bool write_output(const mpr_cmd& cmd, Comp& c, const void* data, size_t len);
+
+  FirmwareHal& hal_;
+};
+
+// Attribute rules of one QP state transition (IB spec, Table "QP state
+// transition properties", for RC QPs).
+struct QpTransitionRule {
+  bool allowed = false;
+  uint32_t required = 0;
+  uint32_t optional = 0;
+};
+QpTransitionRule qp_transition_rule(uint8_t from, uint8_t to);
+
+}  // namespace mprdma::nic

@@ -1,0 +1,53 @@
+// The firmware's view of the NIC: the hardware abstraction layer that the
+// command-processor firmware is written against.
+//
+// The firmware is plain sequential C++ with no SystemC in it. Here it runs on
+// the command processor's modeled embedded core (CommandProcessor implements
+// this interface with timed DMA and doorbells); the same code can run on an
+// embedded core of a real NIC, or against the test HAL of the unit tests.
+// Every call may take (simulated) time; none may fail silently.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include <mprdma/hw.h>
+
+namespace mprdma::nic {
+
+class ContextMemory;
+
+struct PortInfo {
+  std::array<uint8_t, 6> mac{};
+  uint8_t max_mtu = MPR_MTU_1024;  // enum mpr_mtu
+  uint32_t speed_mbps = 40000;
+  bool link_up = true;
+};
+
+class FirmwareHal {
+ public:
+  virtual ~FirmwareHal() = default;
+
+  // Admin queue. next_command() blocks until a command is available and
+  // returns false when the admin queue is disabled or the device is reset.
+  virtual bool next_command(mpr_cmd& cmd) = 0;
+  virtual void complete_command(const mpr_cmd_comp& comp) = 0;
+
+  // DMA to host memory, blocking from the firmware's view. False when the
+  // host reported an error (address not backed).
+  virtual bool dma_read(uint64_t pa, void* dst, size_t len) = 0;
+  virtual bool dma_write(uint64_t pa, const void* src, size_t len) = 0;
+
+  // On-chip context memory.
+  virtual ContextMemory& contexts() = 0;
+
+  // Tell the data path about QP lifecycle changes it must act on (start or
+  // stop engines, flush WQEs). Called after the context was updated.
+  virtual void qp_state_changed(uint32_t qpn, uint8_t from, uint8_t to) = 0;
+  virtual void qp_destroyed(uint32_t qpn) = 0;
+
+  virtual PortInfo port() const = 0;
+};
+
+}  // namespace mprdma::nic

@@ -1,0 +1,203 @@
+#include "vp/nic/gbn_transport.h"
+
+namespace mprdma::nic {
+
+size_t GbnTransport::state_bytes() const {
+  // What a hardware GBN context holds: una, nxt, max, high, epsn (3 B each),
+  // retry and RNR counters (1 B each), timer deadline (4 B of cycle-coarse
+  // time), RNR wait end (4 B), flags (1 B), ACK coalescing counter (2 B).
+  return 5 * 3 + 2 + 4 + 4 + 1 + 2;
+}
+
+void GbnTransport::open(const ConnParams& p) {
+  Conn& c = conns_[p.qpn];
+  c = Conn{};
+  c.params = p;
+  c.epsn = p.rq_psn & kPsnMask;
+}
+
+void GbnTransport::set_requester(const ConnParams& p) {
+  Conn& c = conns_[p.qpn];
+  c.params = p;
+  c.requester = true;
+  c.una = c.nxt = c.max = c.high = p.sq_psn & kPsnMask;
+  c.retry_left = p.retry_cnt;
+  c.rnr_left = p.rnr_retry;
+  c.deadline = kNever;
+  c.rnr_until = 0;
+}
+
+void GbnTransport::close(uint32_t qpn) { conns_.erase(qpn); }
+
+void GbnTransport::set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t) {
+  conns_.at(qpn).max = snd_max & kPsnMask;
+}
+
+TxGrant GbnTransport::next_tx(uint32_t qpn, uint64_t now) {
+  Conn& c = conns_.at(qpn);
+  TxGrant g;
+  if (!c.requester || now < c.rnr_until || psn_diff(c.nxt, c.max) >= 0) return g;
+  g.send = true;
+  g.psn = c.nxt;
+  g.udp_sport = c.params.udp_sport;
+  g.retransmit = psn_diff(c.nxt, c.high) < 0;
+  return g;
+}
+
+void GbnTransport::arm(Conn& c, uint64_t now) {
+  c.deadline = c.params.ack_timeout_cycles && c.una != c.nxt
+                   ? now + c.params.ack_timeout_cycles
+                   : kNever;
+}
+
+void GbnTransport::on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) {
+  Conn& c = conns_.at(qpn);
+  c.nxt = psn_add(psn, npsn);
+  if (psn_diff(c.nxt, c.high) > 0) c.high = c.nxt;
+  if (c.deadline == kNever) arm(c, now);
+}
+
+void GbnTransport::advance(Conn& c, uint32_t new_una, uint64_t now, AckResult& r) {
+  if (psn_diff(new_una, c.una) <= 0) return;
+  c.una = new_una;
+  if (psn_diff(c.nxt, c.una) < 0) c.nxt = c.una;
+  r.progress = true;
+  c.retry_left = c.params.retry_cnt;  // progress restores the retry budget
+  c.rewound_for_una = false;
+  arm(c, now);
+}
+
+void GbnTransport::rewind(Conn& c, uint32_t to, AckResult& r) {
+  if (psn_diff(c.nxt, to) > 0) c.nxt = to;
+  r.rewound = true;
+}
+
+AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
+  Conn& c = conns_.at(qpn);
+  AckResult r;
+  // An ACK for a PSN never sent is a protocol violation: ignore it.
+  if (psn_diff(a.psn, c.high) >= 0 && a.kind != AckEvent::Kind::nak_sequence &&
+      a.kind != AckEvent::Kind::nak_rnr && a.kind != AckEvent::Kind::nak_fatal)
+    return r;
+  switch (a.kind) {
+    case AckEvent::Kind::ack: {
+      uint32_t new_una = psn_add(a.psn, 1);
+      if (psn_diff(new_una, a.ack_limit) > 0) {
+        // Acknowledged beyond a READ/atomic whose response is missing: that
+        // response was lost. Resend from it (once per loss).
+        new_una = a.ack_limit;
+        advance(c, new_una, now, r);
+        if (!c.rewound_for_una) {
+          c.rewound_for_una = true;
+          rewind(c, c.una, r);
+        }
+        return r;
+      }
+      advance(c, new_una, now, r);
+      return r;
+    }
+    case AckEvent::Kind::nak_sequence: {
+      const bool before = psn_diff(a.psn, c.una) > 0;
+      advance(c, a.psn, now, r);
+      if (!before) {
+        // No progress: this retransmission spends one retry.
+        if (c.retry_left == 0) {
+          r.error = AckResult::Error::retry_exceeded;
+          return r;
+        }
+        --c.retry_left;
+      }
+      rewind(c, c.una, r);
+      return r;
+    }
+    case AckEvent::Kind::nak_rnr:
+      advance(c, a.psn, now, r);
+      if (c.params.rnr_retry != 7) {
+        if (c.rnr_left == 0) {
+          r.error = AckResult::Error::rnr_exceeded;
+          return r;
+        }
+        --c.rnr_left;
+      }
+      c.rnr_until = now + a.rnr_delay_cycles;
+      rewind(c, c.una, r);
+      return r;
+    case AckEvent::Kind::nak_fatal:
+      advance(c, a.psn, now, r);
+      r.error = AckResult::Error::fatal_nak;
+      return r;
+    case AckEvent::Kind::read_response:
+    case AckEvent::Kind::atomic_ack: {
+      const int32_t d = psn_diff(a.psn, c.una);
+      if (d == 0) {
+        r.accept = true;
+        advance(c, psn_add(a.psn, 1), now, r);
+      } else if (d > 0 && !c.rewound_for_una) {
+        // A response is missing before this one: go back to it.
+        c.rewound_for_una = true;
+        rewind(c, c.una, r);
+      }
+      return r;
+    }
+  }
+  return r;
+}
+
+uint64_t GbnTransport::wake_at(uint32_t qpn) const {
+  const Conn& c = conns_.at(qpn);
+  uint64_t t = c.deadline;
+  if (c.rnr_until && c.rnr_until < t) t = c.rnr_until;
+  return t;
+}
+
+AckResult GbnTransport::on_timer(uint32_t qpn, uint64_t now) {
+  Conn& c = conns_.at(qpn);
+  AckResult r;
+  if (c.rnr_until && now >= c.rnr_until) c.rnr_until = 0;
+  if (c.deadline == kNever || now < c.deadline) return r;
+  if (c.una == c.nxt && c.una == c.high) {
+    c.deadline = kNever;
+    return r;
+  }
+  if (c.retry_left == 0) {
+    r.error = AckResult::Error::retry_exceeded;
+    c.deadline = kNever;
+    return r;
+  }
+  --c.retry_left;
+  c.rewound_for_una = false;
+  rewind(c, c.una, r);
+  c.deadline = now + c.params.ack_timeout_cycles;
+  return r;
+}
+
+RxVerdict GbnTransport::classify(uint32_t qpn, uint32_t psn, uint64_t) {
+  Conn& c = conns_.at(qpn);
+  const int32_t d = psn_diff(psn, c.epsn);
+  if (d == 0) return RxVerdict::accept;
+  if (d < 0) return RxVerdict::duplicate;
+  if (c.nak_sent) return RxVerdict::drop;
+  c.nak_sent = true;
+  return RxVerdict::nak_sequence;
+}
+
+AckDecision GbnTransport::commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
+                                 uint64_t) {
+  Conn& c = conns_.at(qpn);
+  c.epsn = psn_add(c.epsn, npsn);
+  c.nak_sent = false;
+  AckDecision d;
+  if (implicit_ack) {
+    c.since_ack = 0;
+    return d;
+  }
+  ++c.since_ack;
+  if (ack_req || c.since_ack >= c.params.ack_coalesce) {
+    c.since_ack = 0;
+    d.send = true;
+    d.psn = psn_add(c.epsn, -1);
+  }
+  return d;
+}
+
+}  // namespace mprdma::nic

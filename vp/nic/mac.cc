@@ -1,0 +1,96 @@
+#include "vp/nic/mac.h"
+
+#include <algorithm>
+
+namespace mprdma::nic {
+
+Mac::Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx)
+    : sc_core::sc_module(name),
+      core_(core),
+      tx_(tx),
+      calendar_("calendar"),
+      log_(core::Log::channel("nic." + core.cfg.name + ".mac")),
+      tx_packets_(core.env.stats.counter(core.stat("mac.tx_packets"), "packets", "Frames sent")),
+      tx_bytes_(core.env.stats.counter(core.stat("mac.tx_bytes"), "bytes",
+                                       "Frame bytes sent (without FCS, preamble, IFG)")),
+      rx_packets_(core.env.stats.counter(core.stat("mac.rx_packets"), "packets",
+                                         "Frames received and accepted")),
+      rx_bytes_(core.env.stats.counter(core.stat("mac.rx_bytes"), "bytes",
+                                       "Frame bytes received and accepted")),
+      rx_drops_(core.env.stats.counter(core.stat("mac.rx_drops"), "packets",
+                                       "Frames dropped by the receive checks")),
+      rx_queue_max_(core.env.stats.counter(core.stat("mac.rx_queue_max"), "packets",
+                                           "Largest receive queue seen")) {
+  tx_.set_mac_kick([this] { kick(); });
+}
+
+void Mac::attach(fabric::EthLink* link, int side) {
+  link_ = link;
+  side_ = side;
+  link_->attach(side, this);
+}
+
+void Mac::reset() {
+  rx_queue_.clear();
+  rx_busy_ = false;
+}
+
+void Mac::kick() {
+  if (!link_ || tx_waiting_) return;
+  if (!link_->idle(side_)) {
+    tx_waiting_ = true;
+    calendar_.at(link_->idle_at(side_), [this] {
+      tx_waiting_ = false;
+      kick();
+    });
+    return;
+  }
+  net::PacketPtr pkt = tx_.pop();
+  if (!pkt) return;
+  pkt->id = ++packet_ids_;
+  pkt->birth_ps = sc_core::sc_time_stamp().value();
+  ++tx_packets_;
+  tx_bytes_.add(pkt->data.size());
+  const sc_core::sc_time free_at = link_->transmit(side_, std::move(pkt));
+  tx_waiting_ = true;
+  calendar_.at(free_at, [this] {
+    tx_waiting_ = false;
+    kick();
+  });
+}
+
+void Mac::receive(net::PacketPtr pkt) {
+  rx_queue_.push_back(std::move(pkt));
+  if (rx_queue_.size() > rx_queue_max_.value()) rx_queue_max_.set(rx_queue_.size());
+  if (!rx_busy_) {
+    rx_busy_ = true;
+    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_packet)),
+                 [this] { rx_step(); });
+  }
+}
+
+void Mac::rx_step() {
+  net::PacketPtr pkt = std::move(rx_queue_.front());
+  rx_queue_.pop_front();
+  net::RoceFields f;
+  const net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f);
+  if (st != net::ParseStatus::ok) {
+    ++rx_drops_;
+    MPR_LOG(log_, info, "dropped frame: " << net::to_string(st));
+  } else if (f.dst_ip != core_.cfg.ip) {
+    ++rx_drops_;
+    MPR_LOG(log_, info, "dropped frame for another address");
+  } else {
+    ++rx_packets_;
+    rx_bytes_.add(pkt->data.size());
+    if (rx_) rx_(std::move(pkt), f);
+  }
+  if (rx_queue_.empty()) {
+    rx_busy_ = false;
+  } else {
+    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_packet)),
+                 [this] { rx_step(); });
+  }
+}
+
+}  // namespace mprdma::nic

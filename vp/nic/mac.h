@@ -1,0 +1,59 @@
+// MAC: the NIC's Ethernet port. Transmits packets from the TX scheduler
+// back to back at the link rate; receives packets from the link into an RX
+// queue that the NIC parses at `latency.rx_packet` cycles per packet and
+// dispatches by opcode. Packets failing the checks (not RoCEv2, bad ICRC,
+// bad IP checksum, not for this NIC's address) are dropped and counted.
+#pragma once
+
+#include <deque>
+#include <functional>
+
+#include <systemc>
+
+#include "vp/core/calendar.h"
+#include "vp/core/log.h"
+#include "vp/fabric/eth_link.h"
+#include "vp/fabric/eth_port.h"
+#include "vp/net/roce_codec.h"
+#include "vp/nic/nic_core.h"
+#include "vp/nic/tx_scheduler.h"
+
+namespace mprdma::nic {
+
+class Mac : public sc_core::sc_module, public fabric::EthPortIf {
+ public:
+  using RxHandler = std::function<void(net::PacketPtr pkt, const net::RoceFields& f)>;
+
+  Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx);
+  void attach(fabric::EthLink* link, int side);
+  void set_rx_handler(RxHandler handler) { rx_ = std::move(handler); }
+
+  void kick();                                  // TX: a packet may be ready
+  void receive(net::PacketPtr pkt) override;    // from the link
+
+  void reset();
+
+ private:
+  void rx_step();
+
+  const NicCore& core_;
+  TxScheduler& tx_;
+  core::Calendar calendar_;
+  core::LogChannel& log_;
+  fabric::EthLink* link_ = nullptr;
+  int side_ = 0;
+  bool tx_waiting_ = false;  // a kick is scheduled for when the link is idle
+  RxHandler rx_;
+  std::deque<net::PacketPtr> rx_queue_;
+  bool rx_busy_ = false;
+  uint64_t packet_ids_ = 0;
+
+  core::Counter& tx_packets_;
+  core::Counter& tx_bytes_;
+  core::Counter& rx_packets_;
+  core::Counter& rx_bytes_;
+  core::Counter& rx_drops_;
+  core::Counter& rx_queue_max_;
+};
+
+}  // namespace mprdma::nic

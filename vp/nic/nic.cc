@@ -1,0 +1,134 @@
+#include "vp/nic/nic.h"
+
+namespace mprdma::nic {
+
+Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
+    : sc_core::sc_module(name),
+      cfg_(cfg),
+      env_(env),
+      clock_(cfg.period_ps()),
+      log_(core::Log::channel("nic." + cfg.name)),
+      contexts_(cfg_.limits),
+      translation_(contexts_),
+      dma_port_("dma"),
+      dma_(dma_port_, env, "nic." + cfg.name + "."),
+      hostif_("hostif", cfg_, env, dma_port_,
+              HostInterface::Callbacks{
+                  [this] { on_reset(); },
+                  [this] { cp_.on_aq_enable_changed(); },
+                  [this] { cp_.on_aq_doorbell(); },
+                  [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); }}),
+      cq_("cq", cfg_, env, clock_, dma_, hostif_, contexts_),
+      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, engine_, tx_},
+      tx_("tx", core_),
+      requester_("requester", core_),
+      responder_("responder", core_),
+      mac_("mac", core_, tx_),
+      cp_("firmware", cfg_, env, clock_, dma_port_, hostif_, contexts_,
+          CommandProcessor::DataPathHooks{
+              [this](uint32_t qpn, uint8_t from, uint8_t to) { on_qp_state(qpn, from, to); },
+              [this](uint32_t qpn) { on_qp_destroyed(qpn); }}),
+      calendar_("calendar"),
+      bad_doorbells_(env.stats.counter("nic." + cfg.name + ".hostif.bad_doorbells", "doorbells",
+                                       "Doorbells naming an object not bound to their UAR page")),
+      resets_(env.stats.counter("nic." + cfg.name + ".hostif.resets", "resets",
+                                "Device resets")) {
+  tx_.set_sources(&responder_, &requester_);
+  mac_.set_rx_handler([this](net::PacketPtr pkt, const net::RoceFields& f) {
+    on_packet(std::move(pkt), f);
+  });
+  requester_.on_qp_error = [this](uint32_t qpn) { responder_.qp_to_error(qpn); };
+  responder_.on_qp_error = [this](uint32_t qpn) { requester_.qp_to_error(qpn); };
+  hostif_.set_link_up(true);
+  // Power-on is a reset: the NIC is ready after the reset latency.
+  calendar_.at(clock_.cycles(static_cast<uint64_t>(cfg_.latency.reset)),
+               [this] { hostif_.set_ready(true); });
+}
+
+void Nic::on_uar(uint32_t page, uint32_t offset, uint64_t value) {
+  // Decoding a doorbell and scheduling its queue takes `doorbell` cycles.
+  calendar_.at(clock_.after_cycles(static_cast<uint64_t>(cfg_.latency.doorbell)),
+               [this, page, offset, value] {
+    const uint32_t qpn = static_cast<uint32_t>(value & MPR_DB_QPN_MASK);
+    const uint16_t pi = static_cast<uint16_t>((value >> MPR_DB_PI_SHIFT) & MPR_DB_PI_MASK);
+    switch (offset) {
+      case MPR_UAR_SQ_DB:
+      case MPR_UAR_RQ_DB: {
+        const mpr_qpc* q = contexts_.qp(qpn);
+        if (!q || q->uar_index != page) {
+          ++bad_doorbells_;
+          MPR_LOG(log_, warn, "doorbell for QP " << qpn << " on UAR page " << page
+                                                 << " dropped (not its page or no such QP)");
+          return;
+        }
+        if (offset == MPR_UAR_SQ_DB)
+          requester_.sq_doorbell(qpn, pi);
+        else
+          responder_.rq_doorbell(qpn, pi);
+        return;
+      }
+      case MPR_UAR_CQ_DB: cq_.cq_doorbell(page, value); return;
+      case MPR_UAR_EQ_DB: cq_.eq_doorbell(page, value); return;
+      default:
+        ++bad_doorbells_;
+        MPR_LOG(log_, warn, "UAR write at offset 0x" << std::hex << offset
+                                                     << " ignored (no register there; "
+                                                        "WQE-by-MMIO is not implemented)");
+    }
+  });
+}
+
+void Nic::on_reset() {
+  ++resets_;
+  MPR_LOG(log_, info, "device reset");
+  hostif_.reset_registers();
+  hostif_.set_link_up(true);
+  cp_.reset();
+  requester_.reset();
+  responder_.reset();
+  tx_.reset();
+  cq_.reset();
+  mac_.reset();
+  for (uint32_t i = 0; i < contexts_.limits().max_qp; ++i)
+    if (contexts_.qp(i + kFirstQpn)) engine_.close(i + kFirstQpn);
+  contexts_.clear();
+  calendar_.at(clock_.after_cycles(static_cast<uint64_t>(cfg_.latency.reset)),
+               [this] { hostif_.set_ready(true); });
+}
+
+void Nic::on_qp_state(uint32_t qpn, uint8_t from, uint8_t to) {
+  switch (to) {
+    case MPR_QPS_RTR:
+      responder_.qp_to_rtr(qpn);
+      break;
+    case MPR_QPS_RTS:
+      if (from == MPR_QPS_RTR) requester_.qp_to_rts(qpn);
+      break;
+    case MPR_QPS_ERR:
+      requester_.qp_to_error(qpn);
+      responder_.qp_to_error(qpn);
+      break;
+    case MPR_QPS_RESET:
+      requester_.qp_removed(qpn);
+      responder_.qp_removed(qpn);
+      engine_.close(qpn);
+      break;
+    default:
+      break;
+  }
+}
+
+void Nic::on_qp_destroyed(uint32_t qpn) {
+  requester_.qp_removed(qpn);
+  responder_.qp_removed(qpn);
+  engine_.close(qpn);
+}
+
+void Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
+  if (net::is_request(f.opcode))
+    responder_.on_request(std::move(pkt), f);
+  else
+    requester_.on_response(std::move(pkt), f);
+}
+
+}  // namespace mprdma::nic

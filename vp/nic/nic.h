@@ -1,0 +1,79 @@
+// The NIC: one PCIe function with an Ethernet port. Assembles the blocks of
+// docs (vp/nic/nic.md): host interface, command processor (firmware),
+// context memory, translation, DMA engine, requester, responder, transport
+// engine, TX scheduler, CQ/EQ unit and MAC, and routes between them:
+// doorbells to the queue owners, QP state changes to the data path, received
+// packets by opcode.
+#pragma once
+
+#include <memory>
+
+#include <systemc>
+
+#include "vp/core/calendar.h"
+#include "vp/core/clock_domain.h"
+#include "vp/core/log.h"
+#include "vp/core/sim_env.h"
+#include "vp/nic/command_processor.h"
+#include "vp/nic/completion_unit.h"
+#include "vp/nic/context_memory.h"
+#include "vp/nic/dma_engine.h"
+#include "vp/nic/gbn_transport.h"
+#include "vp/nic/host_interface.h"
+#include "vp/nic/mac.h"
+#include "vp/nic/nic_config.h"
+#include "vp/nic/nic_core.h"
+#include "vp/nic/requester.h"
+#include "vp/nic/responder.h"
+#include "vp/nic/translation.h"
+#include "vp/nic/tx_scheduler.h"
+#include "vp/pcie/dma_initiator.h"
+
+namespace mprdma::nic {
+
+class Nic : public sc_core::sc_module {
+ public:
+  Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env);
+
+  // PCIe: MMIO arrives here (bind PcieLink::ep_mmio to it) ...
+  tlm_utils::simple_target_socket<HostInterface>& mmio_socket() { return hostif_.mmio; }
+  // ... and DMA leaves here (bind it to PcieLink::ep_dma).
+  tlm_utils::simple_initiator_socket<pcie::DmaInitiator>& dma_socket() { return dma_port_.socket; }
+
+  // Ethernet: connect the port to one side of a link.
+  void attach(fabric::EthLink* link, int side) { mac_.attach(link, side); }
+
+  const NicConfig& config() const { return cfg_; }
+  ContextMemory& contexts() { return contexts_; }
+  TransportEngine& engine() { return engine_; }
+
+ private:
+  void on_uar(uint32_t page, uint32_t offset, uint64_t value);
+  void on_reset();
+  void on_qp_state(uint32_t qpn, uint8_t from, uint8_t to);
+  void on_qp_destroyed(uint32_t qpn);
+  void on_packet(net::PacketPtr pkt, const net::RoceFields& f);
+
+  NicConfig cfg_;
+  core::SimEnv& env_;
+  core::ClockDomain clock_;
+  core::LogChannel& log_;
+  ContextMemory contexts_;
+  Translation translation_;
+  pcie::DmaInitiator dma_port_;
+  DmaEngine dma_;
+  HostInterface hostif_;
+  CompletionUnit cq_;
+  GbnTransport engine_;
+  NicCore core_;
+  TxScheduler tx_;
+  Requester requester_;
+  Responder responder_;
+  Mac mac_;
+  CommandProcessor cp_;
+  core::Calendar calendar_;
+  core::Counter& bad_doorbells_;
+  core::Counter& resets_;
+};
+
+}  // namespace mprdma::nic

@@ -1,0 +1,70 @@
+// Parameters of one NIC instance: clock, port, table sizes and the cycle cost
+// of every pipeline stage. Defaults are the values below; every field is
+// documented in bind() and in docs/scenario-reference.md (generated).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "vp/core/config.h"
+#include "vp/core/units.h"
+
+namespace mprdma::nic {
+
+// Cycle costs of the pipeline stages, in NIC core cycles.
+struct NicLatencies {
+  int64_t doorbell = 4;       // decode a doorbell and schedule the QP
+  int64_t wqe_parse = 8;      // parse and validate one fetched WQE
+  int64_t tx_packet = 4;      // schedule and build one outgoing packet
+  int64_t rx_packet = 8;      // parse, look up and check one incoming packet
+  int64_t ack_process = 4;    // process one ACK/NAK/response in the requester
+  int64_t cqe = 4;            // build one CQE or EQE
+  int64_t command = 500;      // firmware time per admin command, before its DMA
+  int64_t reset = 1000;       // device reset until STATUS.READY
+  void bind(core::Binder& b);
+};
+
+// Sizes of the NIC's object tables (what QUERY_DEVICE reports).
+struct NicLimits {
+  int64_t max_qp = 4096;
+  int64_t max_cq = 4096;
+  int64_t max_eq = 32;
+  int64_t max_pd = 4096;
+  int64_t max_mr = 65536;
+  int64_t max_mtt = 1 << 22;      // page entries over all MRs
+  int64_t max_qp_wr = 16384;      // WQEs per queue (16-bit indices)
+  int64_t max_sge = 16;
+  int64_t max_inline = 512;       // bytes
+  int64_t max_cqe = 1 << 22;
+  int64_t max_rd_atomic = 16;     // outstanding READ/atomics per QP
+  int64_t max_gids = 16;
+  int64_t num_uar_pages = 1024;
+  void bind(core::Binder& b);
+};
+
+struct NicConfig {
+  core::Frequency clock{250e6};
+  core::Bytes mtu{1024};               // largest path MTU of the port
+  std::string transport = "gbn";      // engine of QPs that do not choose
+  int64_t tx_pipeline_depth = 16;     // packets between scheduler and wire
+  int64_t wqe_fetch_batch = 4;        // WQEs per DMA read of a send queue
+  int64_t max_outstanding_wqes = 64;  // fetched, unacknowledged WQEs per QP
+  int64_t rq_prefetch = 2;            // RECV WQEs fetched ahead per QP
+  int64_t ack_coalesce = 8;           // responder ACKs every N packets...
+  NicLatencies latency;
+  NicLimits limits;
+
+  // Set by the platform builder, not by scenarios.
+  uint64_t bar0_base = 0xE0000000ull;
+  uint64_t bar2_base = 0xE1000000ull;
+  std::string name = "nic0";  // instance name: log channels and stats use it
+  std::array<uint8_t, 6> mac{{0x02, 0, 0, 0, 0, 1}};
+  uint32_t ip = 0x0A000001;  // 10.0.0.1
+  uint32_t port_speed_mbps = 40000;  // the attached link's rate
+
+  void bind(core::Binder& b);
+  uint64_t period_ps() const { return clock.period_ps(); }
+};
+
+}  // namespace mprdma::nic

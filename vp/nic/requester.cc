@@ -1,0 +1,668 @@
+#include "vp/nic/requester.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "vp/nic/completion_unit.h"
+#include "vp/nic/context_memory.h"
+#include "vp/nic/dma_engine.h"
+#include "vp/nic/qp_params.h"
+
+namespace mprdma::nic {
+namespace {
+
+uint8_t cqe_opcode(uint8_t wqe_opcode) {
+  switch (wqe_opcode) {
+    case MPR_WQE_SEND:
+    case MPR_WQE_SEND_IMM: return MPR_CQE_REQ_SEND;
+    case MPR_WQE_RDMA_WRITE:
+    case MPR_WQE_RDMA_WRITE_IMM: return MPR_CQE_REQ_RDMA_WRITE;
+    case MPR_WQE_RDMA_READ: return MPR_CQE_REQ_RDMA_READ;
+    case MPR_WQE_ATOMIC_CAS: return MPR_CQE_REQ_ATOMIC_CAS;
+    case MPR_WQE_ATOMIC_FA: return MPR_CQE_REQ_ATOMIC_FA;
+  }
+  return MPR_CQE_REQ_SEND;
+}
+
+bool has_raddr(uint8_t op) {
+  return op == MPR_WQE_RDMA_WRITE || op == MPR_WQE_RDMA_WRITE_IMM || op == MPR_WQE_RDMA_READ ||
+         op == MPR_WQE_ATOMIC_CAS || op == MPR_WQE_ATOMIC_FA;
+}
+
+bool is_atomic(uint8_t op) { return op == MPR_WQE_ATOMIC_CAS || op == MPR_WQE_ATOMIC_FA; }
+
+// NAK code of a fatal NAK -> completion status of the requester's WQE.
+void nak_status(uint8_t code, uint8_t& status, uint8_t& syndrome) {
+  switch (code) {
+    case static_cast<uint8_t>(net::NakCode::remote_access_error):
+      status = MPR_CQE_REM_ACCESS_ERR;
+      syndrome = MPR_SYN_NAK_REM_ACCESS;
+      return;
+    case static_cast<uint8_t>(net::NakCode::remote_operational_error):
+      status = MPR_CQE_REM_OP_ERR;
+      syndrome = MPR_SYN_NAK_REM_OP;
+      return;
+    default:
+      status = MPR_CQE_REM_INV_REQ_ERR;
+      syndrome = MPR_SYN_NAK_INV_REQ;
+      return;
+  }
+}
+
+}  // namespace
+
+uint32_t Requester::Message::packets(uint32_t mtu) const {
+  if (is_atomic(opcode)) return 1;
+  return length == 0 ? 1 : static_cast<uint32_t>((length + mtu - 1) / mtu);
+}
+
+Requester::Requester(sc_core::sc_module_name name, NicCore& core)
+    : sc_core::sc_module(name),
+      core_(core),
+      calendar_("calendar"),
+      log_(core::Log::channel("nic." + core.cfg.name + ".requester")),
+      wqes_(core.env.stats.counter(core.stat("requester.wqes"), "WQEs",
+                                   "Send WQEs completed successfully")),
+      wqe_errors_(core.env.stats.counter(core.stat("requester.wqe_errors"), "WQEs",
+                                         "Send WQEs completed with an error (not flushes)")),
+      packets_(core.env.stats.counter(core.stat("requester.packets"), "packets",
+                                      "Request packets sent, retransmissions included")),
+      retransmits_(core.env.stats.counter(core.stat("requester.retransmits"), "packets",
+                                          "Request packets sent again")),
+      acks_(core.env.stats.counter(core.stat("requester.acks"), "packets", "ACKs received")),
+      naks_(core.env.stats.counter(core.stat("requester.naks"), "packets",
+                                   "NAKs received (sequence, RNR and fatal)")),
+      timeouts_(core.env.stats.counter(core.stat("requester.timeouts"), "events",
+                                       "Retransmission timeouts")),
+      bad_responses_(core.env.stats.counter(core.stat("requester.bad_responses"), "packets",
+                                            "Responses dropped: unknown QP or unexpected")),
+      doorbells_dropped_(core.env.stats.counter(core.stat("requester.doorbells_dropped"),
+                                                "doorbells",
+                                                "SQ doorbells ignored (QP in RESET or bad index)")) {}
+
+Requester::Qp* Requester::find(uint32_t qpn) {
+  auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : &it->second;
+}
+
+void Requester::reset() {
+  ++generation_;
+  qps_.clear();
+}
+
+void Requester::sq_doorbell(uint32_t qpn, uint16_t pi16) {
+  mpr_qpc* q = core_.contexts.qp(qpn);
+  if (!q) {
+    ++doorbells_dropped_;
+    return;
+  }
+  if (q->state == MPR_QPS_RESET) {
+    // Hardware cannot complete WQEs of a QP without a connection; the verbs
+    // layer refuses such posts, so a doorbell here is a software bug.
+    ++doorbells_dropped_;
+    MPR_LOG(log_, warn, "SQ doorbell for QP " << qpn << " in RESET dropped");
+    return;
+  }
+  auto [it, created] = qps_.try_emplace(qpn);
+  Qp& qp = it->second;
+  if (created) {
+    qp.qpn = qpn;
+    qp.generation = ++generation_;
+  }
+  const uint32_t pi = qp.sq_pi + static_cast<uint16_t>(pi16 - static_cast<uint16_t>(qp.sq_pi));
+  const uint32_t oldest = !qp.inflight.empty() ? qp.inflight.front().index
+                          : !qp.pending.empty() ? qp.pending.front().index
+                                                : qp.fetch_idx;
+  if (pi - oldest > (1u << q->sq_log_size)) {
+    ++doorbells_dropped_;
+    MPR_LOG(log_, warn, "SQ doorbell for QP " << qpn << " claims " << (pi - oldest)
+                                              << " WQEs in a ring of " << (1u << q->sq_log_size)
+                                              << ": dropped");
+    return;
+  }
+  qp.sq_pi = pi;
+  q->sq_pi = pi;
+  if (q->state == MPR_QPS_ERR) {
+    flush_new(qp);
+    return;
+  }
+  fetch(qp);
+}
+
+void Requester::qp_to_rts(uint32_t qpn) {
+  mpr_qpc* q = core_.contexts.qp(qpn);
+  auto [it, created] = qps_.try_emplace(qpn);
+  Qp& qp = it->second;
+  if (created) {
+    qp.qpn = qpn;
+    qp.generation = ++generation_;
+  }
+  qp.active = true;
+  qp.error = false;
+  qp.mtu = std::min<uint32_t>(mtu_bytes(q->attr.path_mtu), static_cast<uint32_t>(core_.cfg.mtu.n));
+  qp.max_rd_atomic = std::max<uint32_t>(1, q->attr.max_rd_atomic);
+  qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
+  qp.next_psn = q->attr.sq_psn;
+  core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
+  fetch(qp);
+}
+
+void Requester::qp_to_error(uint32_t qpn) {
+  auto [it, created] = qps_.try_emplace(qpn);
+  Qp& qp = it->second;
+  if (created) {
+    qp.qpn = qpn;
+    qp.generation = ++generation_;
+    if (const mpr_qpc* q = core_.contexts.qp(qpn)) qp.sq_pi = q->sq_pi;
+  }
+  fail(qp, nullptr, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
+}
+
+void Requester::qp_removed(uint32_t qpn) { qps_.erase(qpn); }
+
+void Requester::fetch(Qp& qp) {
+  if (qp.fetching || !qp.active || qp.error) return;
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  const uint32_t size = 1u << q->sq_log_size;
+  const uint32_t held = static_cast<uint32_t>(qp.pending.size() + qp.inflight.size());
+  const uint32_t room =
+      held >= core_.cfg.max_outstanding_wqes ? 0
+                                             : static_cast<uint32_t>(core_.cfg.max_outstanding_wqes) - held;
+  const uint32_t to_ring_end = size - (qp.fetch_idx & (size - 1));
+  const uint32_t n = std::min({qp.sq_pi - qp.fetch_idx, room, to_ring_end,
+                               static_cast<uint32_t>(core_.cfg.wqe_fetch_batch)});
+  if (n == 0) return;
+  qp.fetching = true;
+  const uint64_t addr = q->sq_base + (uint64_t(qp.fetch_idx & (size - 1)) << q->sq_log_stride);
+  const uint32_t first = qp.fetch_idx;
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  core_.dma.read(addr, n << q->sq_log_stride, DmaPurpose::wqe,
+                 [this, qpn, gen, first, n](bool ok, std::vector<uint8_t>&& data) {
+                   on_wqes(qpn, gen, first, n, ok, data);
+                 });
+}
+
+void Requester::on_wqes(uint32_t qpn, uint64_t gen, uint32_t first, uint32_t count, bool ok,
+                        const std::vector<uint8_t>& data) {
+  Qp* qp = find(qpn);
+  if (!qp || qp->generation != gen || qp->error) return;
+  if (!ok) {
+    // The send ring itself is unreadable: nothing after it can be trusted.
+    qp->fetching = false;
+    Message m;
+    m.index = first;
+    m.status = MPR_CQE_LOC_QP_OP_ERR;
+    m.syndrome = MPR_SYN_DMA_FAULT;
+    qp->pending.push_back(m);
+    qp->fetch_idx = first + 1;
+    core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
+    MPR_LOG(log_, error, "QP " << qpn << ": send queue at WQE " << first << " unreadable");
+    assign(*qp);
+    retire(*qp);
+    return;
+  }
+  // Parsing costs wqe_parse cycles per WQE; the WQEs become visible after it.
+  const uint64_t cycles = static_cast<uint64_t>(core_.cfg.latency.wqe_parse) * count;
+  calendar_.at(core_.clock.after_cycles(cycles), [this, qpn, gen, first, count, data] {
+    Qp* q = find(qpn);
+    if (!q || q->generation != gen || q->error) return;
+    q->fetching = false;
+    const uint32_t stride = static_cast<uint32_t>(data.size() / count);
+    for (uint32_t i = 0; i < count; ++i) {
+      Message m;
+      parse(*q, data.data() + size_t(i) * stride, first + i, m);
+      q->pending.push_back(std::move(m));
+    }
+    q->fetch_idx = first + count;
+    assign(*q);
+    retire(*q);
+    if (Qp* again = find(qpn); again && again->generation == gen) fetch(*again);
+  });
+}
+
+void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  const uint32_t stride = 1u << q->sq_log_stride;
+  mpr_wqe_ctrl ctrl;
+  std::memcpy(&ctrl, wqe, sizeof ctrl);
+  m.index = index;
+  m.opcode = ctrl.opcode;
+  m.flags = ctrl.flags | (q->sq_sig_all ? MPR_WQE_F_SIGNALED : 0);
+  m.imm = ctrl.imm_data;
+  auto bad = [&](uint8_t status, uint8_t syndrome) {
+    m.status = status;
+    m.syndrome = syndrome;
+    ++wqe_errors_;
+    MPR_LOG(log_, info, "QP " << qp.qpn << " WQE " << index << " rejected: status "
+                              << int(status) << " syndrome " << int(syndrome));
+  };
+  if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
+    return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
+  if (ctrl.wqe_index != static_cast<uint16_t>(index) || (ctrl.flags & ~MPR_WQE_F_ALL) ||
+      sizeof ctrl + size_t(ctrl.num_ds) * MPR_WQE_SEG_SIZE > stride)
+    return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
+
+  const uint8_t* seg = wqe + sizeof ctrl;
+  const uint8_t* end = seg + size_t(ctrl.num_ds) * MPR_WQE_SEG_SIZE;
+  if (has_raddr(m.opcode)) {
+    if (end - seg < static_cast<ptrdiff_t>(sizeof(mpr_wqe_raddr)))
+      return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
+    mpr_wqe_raddr r;
+    std::memcpy(&r, seg, sizeof r);
+    m.remote_va = r.remote_addr;
+    m.rkey = r.rkey;
+    seg += sizeof r;
+  }
+  if (is_atomic(m.opcode)) {
+    if (end - seg < static_cast<ptrdiff_t>(sizeof(mpr_wqe_atomic)))
+      return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
+    mpr_wqe_atomic a;
+    std::memcpy(&a, seg, sizeof a);
+    m.swap_add = a.swap_add;
+    m.compare = a.compare;
+    seg += sizeof a;
+  }
+  if (m.flags & MPR_WQE_F_INLINE) {
+    if (m.opcode == MPR_WQE_RDMA_READ || is_atomic(m.opcode) ||
+        end - seg < static_cast<ptrdiff_t>(sizeof(mpr_wqe_inline)))
+      return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
+    mpr_wqe_inline hdr;
+    std::memcpy(&hdr, seg, sizeof hdr);
+    seg += sizeof hdr;
+    if (hdr.byte_count > q->max_inline || hdr.byte_count > static_cast<uint32_t>(end - seg))
+      return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
+    m.inline_data.assign(seg, seg + hdr.byte_count);
+    m.length = hdr.byte_count;
+    return;
+  }
+  const uint32_t need =
+      (m.opcode == MPR_WQE_RDMA_READ || is_atomic(m.opcode)) ? MPR_ACCESS_LOCAL_WRITE : 0;
+  int nsge = 0;
+  for (; seg + sizeof(mpr_wqe_data) <= end; seg += sizeof(mpr_wqe_data)) {
+    mpr_wqe_data d;
+    std::memcpy(&d, seg, sizeof d);
+    ++nsge;
+    m.length += d.byte_count;
+    if (m.length > (uint64_t{1} << 31)) return bad(MPR_CQE_LOC_LEN_ERR, MPR_SYN_BAD_WQE);
+    const AccessStatus st =
+        core_.translation.translate(d.lkey, q->pdn, d.addr, d.byte_count, need, m.local);
+    switch (st) {
+      case AccessStatus::ok: break;
+      case AccessStatus::bad_key:
+      case AccessStatus::pd_mismatch: return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
+      case AccessStatus::bounds: return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_LKEY_BOUNDS);
+      case AccessStatus::access: return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_LKEY_ACCESS);
+    }
+  }
+  if (nsge > core_.cfg.limits.max_sge) return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
+  if (is_atomic(m.opcode) && (nsge != 1 || m.length != 8))
+    return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_ATOMIC_ALIGN);
+}
+
+void Requester::assign(Qp& qp) {
+  bool added = false;
+  while (!qp.pending.empty()) {
+    Message& m = qp.pending.front();
+    if (m.status != MPR_CQE_SUCCESS) {
+      // A WQE that failed locally takes no PSN; it completes in its turn.
+      m.first_psn = qp.next_psn;
+      m.npsn = 0;
+      qp.inflight.push_back(std::move(m));
+      qp.pending.pop_front();
+      break;
+    }
+    if ((m.flags & MPR_WQE_F_FENCE) && qp.rd_atomic_out > 0) break;
+    if (m.is_read_or_atomic() && qp.rd_atomic_out >= qp.max_rd_atomic) break;
+    m.first_psn = qp.next_psn;
+    m.npsn = m.packets(qp.mtu);
+    m.resp_next = m.first_psn;
+    qp.next_psn = psn_add(qp.next_psn, m.npsn);
+    if (m.is_read_or_atomic()) ++qp.rd_atomic_out;
+    qp.inflight.push_back(std::move(m));
+    qp.pending.pop_front();
+    added = true;
+  }
+  if (added && qp.active && !qp.error) {
+    core_.engine.set_snd_max(qp.qpn, qp.next_psn, core_.now_cycle());
+    core_.tx.activate(qp.qpn);
+  }
+}
+
+Requester::Message* Requester::message_at(Qp& qp, uint32_t psn) {
+  for (Message& m : qp.inflight)
+    if (m.npsn && psn_diff(psn, m.first_psn) >= 0 && psn_diff(psn, psn_add(m.first_psn, m.npsn)) < 0)
+      return &m;
+  return nullptr;
+}
+
+uint32_t Requester::ack_limit(const Qp& qp) const {
+  for (const Message& m : qp.inflight)
+    if (m.npsn && m.is_read_or_atomic() && m.resp_next != psn_add(m.first_psn, m.npsn))
+      return m.resp_next;
+  return qp.next_psn;
+}
+
+bool Requester::try_emit(uint32_t qpn) {
+  Qp* qp = find(qpn);
+  if (!qp || !qp->active || qp->error) return false;
+  const uint64_t now = core_.now_cycle();
+  const TxGrant g = core_.engine.next_tx(qpn, now);
+  if (!g.send) return false;
+  Message* m = message_at(*qp, g.psn);
+  if (!m) {
+    MPR_LOG(log_, error, "QP " << qpn << ": engine granted PSN " << g.psn << " without a message");
+    return false;
+  }
+  const uint32_t k = static_cast<uint32_t>(psn_diff(g.psn, m->first_psn));
+  const uint32_t mtu = qp->mtu;
+  net::RoceFields f = qp->base;
+  f.udp_sport = g.udp_sport;
+  f.psn = g.psn;
+  uint32_t npsn = 1;
+  uint64_t offset = 0;
+  uint32_t plen = 0;
+  using net::Opcode;
+  const bool first = k == 0, last = k + 1 == m->npsn;
+  switch (m->opcode) {
+    case MPR_WQE_SEND:
+    case MPR_WQE_SEND_IMM:
+    case MPR_WQE_RDMA_WRITE:
+    case MPR_WQE_RDMA_WRITE_IMM: {
+      const bool send = m->opcode == MPR_WQE_SEND || m->opcode == MPR_WQE_SEND_IMM;
+      const bool imm = m->opcode == MPR_WQE_SEND_IMM || m->opcode == MPR_WQE_RDMA_WRITE_IMM;
+      offset = uint64_t(k) * mtu;
+      plen = static_cast<uint32_t>(std::min<uint64_t>(mtu, m->length - offset));
+      if (first && last)
+        f.opcode = send ? (imm ? Opcode::SEND_ONLY_WITH_IMMEDIATE : Opcode::SEND_ONLY)
+                        : (imm ? Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE : Opcode::RDMA_WRITE_ONLY);
+      else if (first)
+        f.opcode = send ? Opcode::SEND_FIRST : Opcode::RDMA_WRITE_FIRST;
+      else if (last)
+        f.opcode = send ? (imm ? Opcode::SEND_LAST_WITH_IMMEDIATE : Opcode::SEND_LAST)
+                        : (imm ? Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode::RDMA_WRITE_LAST);
+      else
+        f.opcode = send ? Opcode::SEND_MIDDLE : Opcode::RDMA_WRITE_MIDDLE;
+      if (!send && first) {
+        f.reth_va = m->remote_va;
+        f.reth_rkey = m->rkey;
+        f.reth_dma_len = static_cast<uint32_t>(m->length);
+      }
+      if (imm && last) f.imm = __builtin_bswap32(m->imm);
+      if (last) {
+        f.ack_req = true;
+        f.solicited = (m->flags & MPR_WQE_F_SOLICITED) && (send || imm);
+      }
+      break;
+    }
+    case MPR_WQE_RDMA_READ:
+      // A retried READ asks only for the responses still missing.
+      f.opcode = Opcode::RDMA_READ_REQUEST;
+      f.reth_va = m->remote_va + uint64_t(k) * mtu;
+      f.reth_rkey = m->rkey;
+      f.reth_dma_len = static_cast<uint32_t>(m->length - std::min<uint64_t>(m->length, uint64_t(k) * mtu));
+      npsn = m->npsn - k;
+      f.ack_req = true;
+      break;
+    case MPR_WQE_ATOMIC_CAS:
+    case MPR_WQE_ATOMIC_FA:
+      f.opcode = m->opcode == MPR_WQE_ATOMIC_CAS ? Opcode::COMPARE_SWAP : Opcode::FETCH_ADD;
+      f.atomic_va = m->remote_va;
+      f.atomic_rkey = m->rkey;
+      f.atomic_swap_add = m->swap_add;
+      f.atomic_compare = m->compare;
+      f.ack_req = true;
+      break;
+  }
+  core_.engine.on_sent(qpn, g.psn, npsn, now);
+  ++packets_;
+  if (g.retransmit) ++retransmits_;
+  const TxScheduler::Slot slot = core_.tx.reserve();
+  if (plen == 0 || !m->inline_data.empty()) {
+    const uint8_t* payload = plen ? m->inline_data.data() + offset : nullptr;
+    core_.tx.fill(slot, net::build_roce(f, payload, plen));
+  } else {
+    std::vector<Segment> segs;
+    slice_segments(m->local, offset, plen, segs);
+    const uint64_t gen = qp->generation;
+    const uint32_t index = m->index;
+    core_.dma.gather(segs, DmaPurpose::payload,
+                     [this, f, slot, qpn, gen, index](bool ok, std::vector<uint8_t>&& data) {
+                       if (ok) {
+                         core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
+                         return;
+                       }
+                       core_.tx.cancel(slot);
+                       Qp* q = find(qpn);
+                       if (!q || q->generation != gen) return;
+                       for (Message& msg : q->inflight)
+                         if (msg.index == index)
+                           return fail(*q, &msg, MPR_CQE_LOC_PROT_ERR, MPR_SYN_DMA_FAULT);
+                     });
+  }
+  schedule_wake(*qp);
+  return true;
+}
+
+void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
+  const uint32_t qpn = f.dest_qp;
+  Qp* qp = find(qpn);
+  if (!qp || !qp->active || qp->error) {
+    ++bad_responses_;
+    return;
+  }
+  const uint64_t gen = qp->generation;
+  // ACK processing costs ack_process cycles before its effects are visible.
+  std::shared_ptr<net::Packet> held(std::move(pkt));
+  calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
+               [this, qpn, gen, held, f] {
+    Qp* q = find(qpn);
+    if (!q || q->generation != gen || !q->active || q->error) return;
+    using net::Opcode;
+    AckEvent ev;
+    ev.psn = f.psn;
+    ev.ack_limit = ack_limit(*q);
+    Message* subject = nullptr;
+    uint8_t fatal_status = MPR_CQE_REM_INV_REQ_ERR, fatal_syn = MPR_SYN_NAK_INV_REQ;
+    switch (f.opcode) {
+      case Opcode::ACKNOWLEDGE:
+        switch (net::aeth_kind(f.aeth_syndrome)) {
+          case net::AethKind::ack:
+            ++acks_;
+            ev.kind = AckEvent::Kind::ack;
+            break;
+          case net::AethKind::rnr_nak:
+            ++naks_;
+            ev.kind = AckEvent::Kind::nak_rnr;
+            ev.rnr_delay_cycles = rnr_timer_ps(f.aeth_syndrome & 0x1f) / core_.cfg.period_ps();
+            break;
+          case net::AethKind::nak:
+            ++naks_;
+            if ((f.aeth_syndrome & 0x1f) == static_cast<uint8_t>(net::NakCode::psn_seq_error)) {
+              ev.kind = AckEvent::Kind::nak_sequence;
+            } else {
+              ev.kind = AckEvent::Kind::nak_fatal;
+              nak_status(f.aeth_syndrome & 0x1f, fatal_status, fatal_syn);
+              subject = message_at(*q, f.psn);
+            }
+            break;
+          default:
+            ++bad_responses_;
+            return;
+        }
+        break;
+      case Opcode::RDMA_READ_RESPONSE_FIRST:
+      case Opcode::RDMA_READ_RESPONSE_MIDDLE:
+      case Opcode::RDMA_READ_RESPONSE_LAST:
+      case Opcode::RDMA_READ_RESPONSE_ONLY:
+        ev.kind = AckEvent::Kind::read_response;
+        subject = message_at(*q, f.psn);
+        if (!subject || subject->opcode != MPR_WQE_RDMA_READ) {
+          ++bad_responses_;
+          return;
+        }
+        break;
+      case Opcode::ATOMIC_ACKNOWLEDGE:
+        ev.kind = AckEvent::Kind::atomic_ack;
+        subject = message_at(*q, f.psn);
+        if (!subject || !is_atomic(subject->opcode)) {
+          ++bad_responses_;
+          return;
+        }
+        break;
+      default:
+        ++bad_responses_;
+        return;
+    }
+    const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
+    if (r.accept && subject) {
+      if (ev.kind == AckEvent::Kind::read_response) {
+        place_read(*q, *subject, f, *held);
+        if (q->error) return;
+      } else {
+        const uint64_t orig = f.atomic_ack_orig;
+        core_.dma.scatter(subject->local, reinterpret_cast<const uint8_t*>(&orig),
+                          DmaPurpose::atomic);
+        subject->resp_next = psn_add(subject->resp_next, 1);
+      }
+    }
+    if (r.error != AckResult::Error::none) {
+      if (r.error == AckResult::Error::fatal_nak) {
+        fail(*q, subject, fatal_status, fatal_syn);
+      } else {
+        Message* oldest = q->inflight.empty() ? nullptr : &q->inflight.front();
+        const bool rnr = r.error == AckResult::Error::rnr_exceeded;
+        fail(*q, oldest, uint8_t(rnr ? MPR_CQE_RNR_RETRY_EXC_ERR : MPR_CQE_RETRY_EXC_ERR),
+             uint8_t(rnr ? MPR_SYN_RNR_EXCEEDED : MPR_SYN_RETRY_EXCEEDED));
+      }
+      return;
+    }
+    if (r.progress) retire(*q);
+    if (Qp* again = find(qpn); again && again->generation == gen && !again->error) {
+      if (r.progress || r.rewound) core_.tx.activate(qpn);
+      schedule_wake(*again);
+    }
+  });
+}
+
+void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt) {
+  const uint32_t k = static_cast<uint32_t>(psn_diff(f.psn, m.first_psn));
+  const uint64_t offset = uint64_t(k) * qp.mtu;
+  const uint32_t expect = static_cast<uint32_t>(std::min<uint64_t>(qp.mtu, m.length - offset));
+  using net::Opcode;
+  const bool first = k == 0, last = k + 1 == m.npsn;
+  const Opcode want = first && last ? Opcode::RDMA_READ_RESPONSE_ONLY
+                      : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
+                      : last        ? Opcode::RDMA_READ_RESPONSE_LAST
+                                    : Opcode::RDMA_READ_RESPONSE_MIDDLE;
+  // A retried READ restarts with FIRST (or ONLY) at any PSN of the message.
+  const bool restart_ok = (f.opcode == Opcode::RDMA_READ_RESPONSE_FIRST && !last) ||
+                          (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY && last);
+  if (f.payload_len != expect || (f.opcode != want && !restart_ok)) {
+    ++bad_responses_;
+    fail(qp, &m, MPR_CQE_BAD_RESP_ERR, MPR_SYN_BAD_RESPONSE);
+    return;
+  }
+  std::vector<Segment> segs;
+  slice_segments(m.local, offset, expect, segs);
+  core_.dma.scatter(segs, pkt.data.data() + f.payload_offset, DmaPurpose::payload);
+  m.resp_next = psn_add(f.psn, 1);
+}
+
+void Requester::retire(Qp& qp) {
+  if (qp.error) return;
+  const uint32_t una = qp.active ? core_.engine.snd_una(qp.qpn) : qp.next_psn;
+  bool retired = false;
+  while (!qp.inflight.empty()) {
+    Message& m = qp.inflight.front();
+    if (m.npsn == 0) {
+      fail(qp, &m, m.status, m.syndrome);
+      return;
+    }
+    if (psn_diff(una, psn_add(m.first_psn, m.npsn)) < 0) break;
+    if (m.flags & MPR_WQE_F_SIGNALED) complete(qp, m, MPR_CQE_SUCCESS, MPR_SYN_NONE);
+    if (m.is_read_or_atomic()) --qp.rd_atomic_out;
+    ++wqes_;
+    qp.inflight.pop_front();
+    retired = true;
+  }
+  if (retired) {
+    assign(qp);
+    if (!qp.inflight.empty() && qp.inflight.front().npsn == 0) return retire(qp);
+    fetch(qp);
+  }
+}
+
+void Requester::complete(const Qp& qp, const Message& m, uint8_t status, uint8_t syndrome) {
+  mpr_cqe cqe{};
+  cqe.byte_len = static_cast<uint32_t>(m.length);
+  cqe.qpn = qp.qpn;
+  cqe.wqe_index = static_cast<uint16_t>(m.index);
+  cqe.opcode = cqe_opcode(m.opcode);
+  cqe.status = status;
+  cqe.syndrome = syndrome;
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  if (q) core_.cq.post_cqe(q->send_cqn, cqe, false);
+}
+
+void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syndrome) {
+  if (qp.error) return;
+  qp.error = true;
+  qp.active = false;
+  qp.generation = ++generation_;  // outstanding DMA and timers of the QP are void
+  qp.wake_at = kNever;
+  if (culprit && status != MPR_CQE_WR_FLUSH_ERR)
+    MPR_LOG(log_, info, "QP " << qp.qpn << " to ERR: WQE " << culprit->index << " status "
+                              << int(status) << " syndrome " << int(syndrome));
+  if (mpr_qpc* q = core_.contexts.qp(qp.qpn)) {
+    q->state = MPR_QPS_ERR;
+    q->attr.qp_state = MPR_QPS_ERR;
+  }
+  for (auto* list : {&qp.inflight, &qp.pending})
+    for (const Message& m : *list) {
+      const bool guilty = &m == culprit;
+      complete(qp, m, guilty ? status : uint8_t{MPR_CQE_WR_FLUSH_ERR},
+               guilty ? syndrome : uint8_t{MPR_SYN_FLUSHED});
+    }
+  qp.inflight.clear();
+  qp.pending.clear();
+  qp.rd_atomic_out = 0;
+  qp.fetching = false;
+  flush_new(qp);
+  if (on_qp_error) on_qp_error(qp.qpn);
+}
+
+void Requester::flush_new(Qp& qp) {
+  for (; qp.fetch_idx != qp.sq_pi; ++qp.fetch_idx) {
+    Message m;
+    m.index = qp.fetch_idx;
+    m.opcode = MPR_WQE_SEND;
+    complete(qp, m, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
+  }
+}
+
+void Requester::schedule_wake(Qp& qp) {
+  const uint64_t t = core_.engine.wake_at(qp.qpn);
+  if (t == kNever || t >= qp.wake_at) return;
+  qp.wake_at = t;
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  const sc_core::sc_time when = std::max(core_.clock.cycles(t), sc_core::sc_time_stamp());
+  calendar_.at(when, [this, qpn, gen, t] {
+    Qp* q = find(qpn);
+    if (!q || q->generation != gen || q->wake_at != t) return;
+    q->wake_at = kNever;
+    if (!q->active || q->error) return;
+    const AckResult r = core_.engine.on_timer(qpn, core_.now_cycle());
+    if (r.rewound) ++timeouts_;
+    if (r.error != AckResult::Error::none) {
+      fail(*q, q->inflight.empty() ? nullptr : &q->inflight.front(), MPR_CQE_RETRY_EXC_ERR,
+           MPR_SYN_RETRY_EXCEEDED);
+      return;
+    }
+    core_.tx.activate(qpn);
+    schedule_wake(*q);
+  });
+}
+
+}  // namespace mprdma::nic

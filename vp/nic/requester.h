@@ -1,0 +1,133 @@
+// Requester: the send side of every RC QP.
+//
+// Doorbell -> WQE fetch by DMA (up to wqe_fetch_batch WQEs per read) -> parse,
+// validate and translate each WQE (latency.wqe_parse cycles) -> PSNs assigned
+// in order (respecting fences and the outstanding READ/atomic limit) -> the
+// transport engine grants PSNs -> payload DMA read -> packet to the TX
+// scheduler. ACKs, NAKs and responses come back through on_response(): the
+// engine decides what they mean; READ response data and atomic results are
+// placed by DMA; completed WQEs leave a CQE when signaled (or on error).
+//
+// Errors follow the verbs semantics: a malformed WQE or a failed local check
+// completes that WQE with an error CQE when it reaches the head, a fatal NAK
+// or exhausted retries complete the oldest WQE with the matching error; then
+// the QP enters ERR and every other outstanding WQE completes with
+// WR_FLUSH_ERR, in order. Doorbells of a QP in ERR flush the new WQEs.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <mprdma/hw.h>
+#include <systemc>
+
+#include "vp/core/calendar.h"
+#include "vp/core/log.h"
+#include "vp/net/roce_codec.h"
+#include "vp/nic/nic_core.h"
+#include "vp/nic/translation.h"
+#include "vp/nic/transport_engine.h"
+#include "vp/nic/tx_scheduler.h"
+
+namespace mprdma::nic {
+
+class Requester : public sc_core::sc_module, public TxSource {
+ public:
+  Requester(sc_core::sc_module_name name, NicCore& core);
+
+  // SQ doorbell (UAR page already checked against the QP).
+  void sq_doorbell(uint32_t qpn, uint16_t pi);
+  // QP lifecycle, from the command processor.
+  void qp_to_rts(uint32_t qpn);
+  void qp_to_error(uint32_t qpn);
+  void qp_removed(uint32_t qpn);  // RESET or destroyed
+  // Responses addressed to this NIC's requester QPs.
+  void on_response(net::PacketPtr pkt, const net::RoceFields& f);
+
+  bool try_emit(uint32_t qpn) override;
+
+  void reset();
+
+  // Called when the requester moved a QP to ERR (the responder flushes).
+  std::function<void(uint32_t qpn)> on_qp_error;
+
+ private:
+  struct Message {
+    uint32_t index = 0;  // free-running WQE index
+    uint8_t opcode = 0;  // enum mpr_wqe_opcode
+    uint8_t flags = 0;
+    uint32_t imm = 0;
+    uint64_t length = 0;
+    std::vector<Segment> local;  // gather list (send/write) or scatter list (read/atomic)
+    std::vector<uint8_t> inline_data;
+    uint64_t remote_va = 0;
+    uint32_t rkey = 0;
+    uint64_t swap_add = 0, compare = 0;
+    uint32_t first_psn = 0;
+    uint32_t npsn = 0;       // PSNs it occupies (0 for a WQE that failed locally)
+    uint32_t resp_next = 0;  // READ/atomic: next response PSN expected
+    uint8_t status = MPR_CQE_SUCCESS;
+    uint8_t syndrome = MPR_SYN_NONE;
+    bool is_read_or_atomic() const {
+      return opcode == MPR_WQE_RDMA_READ || opcode == MPR_WQE_ATOMIC_CAS ||
+             opcode == MPR_WQE_ATOMIC_FA;
+    }
+    uint32_t packets(uint32_t mtu) const;
+  };
+
+  struct Qp {
+    uint32_t qpn = 0;
+    bool active = false;   // RTS
+    bool error = false;    // ERR: flushing
+    uint32_t sq_pi = 0;    // free-running, widened from the 16-bit doorbell
+    uint32_t fetch_idx = 0;
+    bool fetching = false;
+    std::deque<Message> pending;   // parsed, no PSN yet
+    std::deque<Message> inflight;  // PSNs assigned, not completed
+    uint32_t next_psn = 0;
+    uint32_t rd_atomic_out = 0;
+    uint32_t mtu = 1024;
+    uint32_t max_rd_atomic = 1;
+    net::RoceFields base;
+    uint64_t wake_at = kNever;
+    uint64_t generation = 0;
+  };
+
+  Qp* find(uint32_t qpn);
+  void fetch(Qp& qp);
+  void on_wqes(uint32_t qpn, uint64_t generation, uint32_t first, uint32_t count, bool ok,
+               const std::vector<uint8_t>& data);
+  void parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m);
+  void assign(Qp& qp);
+  void retire(Qp& qp);
+  void fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syndrome);
+  void flush_new(Qp& qp);
+  void complete(const Qp& qp, const Message& m, uint8_t status, uint8_t syndrome);
+  void handle(Qp& qp, const AckResult& r, const Message* subject);
+  void schedule_wake(Qp& qp);
+  uint32_t ack_limit(const Qp& qp) const;
+  Message* message_at(Qp& qp, uint32_t psn);
+  void place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt);
+
+  NicCore& core_;
+  core::Calendar calendar_;
+  core::LogChannel& log_;
+  std::unordered_map<uint32_t, Qp> qps_;
+  uint64_t generation_ = 0;
+
+  core::Counter& wqes_;
+  core::Counter& wqe_errors_;
+  core::Counter& packets_;
+  core::Counter& retransmits_;
+  core::Counter& acks_;
+  core::Counter& naks_;
+  core::Counter& timeouts_;
+  core::Counter& bad_responses_;
+  core::Counter& doorbells_dropped_;
+};
+
+}  // namespace mprdma::nic

@@ -1,0 +1,710 @@
+#include "vp/nic/responder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "vp/nic/completion_unit.h"
+#include "vp/nic/context_memory.h"
+#include "vp/nic/dma_engine.h"
+#include "vp/nic/qp_params.h"
+
+namespace mprdma::nic {
+namespace {
+
+using net::Opcode;
+
+bool is_send(Opcode op) { return op <= Opcode::SEND_ONLY_WITH_IMMEDIATE; }
+bool is_write(Opcode op) {
+  return op >= Opcode::RDMA_WRITE_FIRST && op <= Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+}
+bool carries_imm(Opcode op) {
+  return op == Opcode::SEND_LAST_WITH_IMMEDIATE || op == Opcode::SEND_ONLY_WITH_IMMEDIATE ||
+         op == Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE ||
+         op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+}
+bool starts(Opcode op) {
+  return op == Opcode::SEND_FIRST || op == Opcode::SEND_ONLY ||
+         op == Opcode::SEND_ONLY_WITH_IMMEDIATE || op == Opcode::RDMA_WRITE_FIRST ||
+         op == Opcode::RDMA_WRITE_ONLY || op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+}
+bool ends(Opcode op) {
+  return op == Opcode::SEND_LAST || op == Opcode::SEND_LAST_WITH_IMMEDIATE ||
+         op == Opcode::SEND_ONLY || op == Opcode::SEND_ONLY_WITH_IMMEDIATE ||
+         op == Opcode::RDMA_WRITE_LAST || op == Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE ||
+         op == Opcode::RDMA_WRITE_ONLY || op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+}
+constexpr size_t kAtomicReplayDepth = 16;
+constexpr uint8_t kAckCredits = 0x1f;  // "no credit information": we do not use end-to-end credits
+
+}  // namespace
+
+Responder::Responder(sc_core::sc_module_name name, NicCore& core)
+    : sc_core::sc_module(name),
+      core_(core),
+      calendar_("calendar"),
+      log_(core::Log::channel("nic." + core.cfg.name + ".responder")),
+      packets_(core.env.stats.counter(core.stat("responder.packets"), "packets",
+                                      "Request packets executed")),
+      bytes_(core.env.stats.counter(core.stat("responder.bytes"), "bytes",
+                                    "Payload bytes placed by SEND and WRITE")),
+      messages_(core.env.stats.counter(core.stat("responder.messages"), "messages",
+                                       "Request messages completed")),
+      duplicates_(core.env.stats.counter(core.stat("responder.duplicates"), "packets",
+                                         "Duplicate request packets")),
+      seq_naks_(core.env.stats.counter(core.stat("responder.seq_naks"), "packets",
+                                       "Sequence NAKs sent")),
+      ooo_drops_(core.env.stats.counter(core.stat("responder.ooo_drops"), "packets",
+                                        "Out-of-order packets dropped after a NAK")),
+      rnr_naks_(core.env.stats.counter(core.stat("responder.rnr_naks"), "packets",
+                                       "RNR NAKs sent (no RECV posted)")),
+      fatal_naks_(core.env.stats.counter(core.stat("responder.fatal_naks"), "packets",
+                                         "Access, invalid-request and operational NAKs sent")),
+      dropped_(core.env.stats.counter(core.stat("responder.dropped"), "packets",
+                                      "Requests for unknown QPs or QPs not ready")),
+      atomics_done_(core.env.stats.counter(core.stat("responder.atomics"), "operations",
+                                           "Atomic operations executed")),
+      doorbells_dropped_(core.env.stats.counter(core.stat("responder.doorbells_dropped"),
+                                                "doorbells", "RQ doorbells ignored")) {}
+
+Responder::Qp* Responder::find(uint32_t qpn) {
+  auto it = qps_.find(qpn);
+  return it == qps_.end() ? nullptr : &it->second;
+}
+
+void Responder::reset() {
+  ++generation_;
+  qps_.clear();
+  atomics_.clear();
+  atomic_busy_ = false;
+}
+
+void Responder::rq_doorbell(uint32_t qpn, uint16_t pi16) {
+  mpr_qpc* q = core_.contexts.qp(qpn);
+  if (!q || q->state == MPR_QPS_RESET) {
+    ++doorbells_dropped_;
+    MPR_LOG(log_, warn, "RQ doorbell for QP " << qpn << (q ? " in RESET" : " (no such QP)")
+                                              << " dropped");
+    return;
+  }
+  auto [it, created] = qps_.try_emplace(qpn);
+  Qp& qp = it->second;
+  if (created) {
+    qp.qpn = qpn;
+    qp.generation = ++generation_;
+  }
+  const uint32_t pi = qp.rq_pi + static_cast<uint16_t>(pi16 - static_cast<uint16_t>(qp.rq_pi));
+  if (pi - qp.rq_ci > (1u << q->rq_log_size)) {
+    ++doorbells_dropped_;
+    MPR_LOG(log_, warn, "RQ doorbell for QP " << qpn << " overruns its ring: dropped");
+    return;
+  }
+  qp.rq_pi = pi;
+  q->rq_pi = pi;
+  if (q->state == MPR_QPS_ERR || qp.error) {
+    flush_recvs(qp);
+    return;
+  }
+  fetch_recv(qp);
+}
+
+void Responder::qp_to_rtr(uint32_t qpn) {
+  mpr_qpc* q = core_.contexts.qp(qpn);
+  auto [it, created] = qps_.try_emplace(qpn);
+  Qp& qp = it->second;
+  if (created) {
+    qp.qpn = qpn;
+    qp.generation = ++generation_;
+  }
+  qp.active = true;
+  qp.error = false;
+  qp.pdn = q->pdn;
+  qp.access = q->attr.access_flags;
+  qp.mtu = std::min<uint32_t>(mtu_bytes(q->attr.path_mtu), static_cast<uint32_t>(core_.cfg.mtu.n));
+  qp.min_rnr_timer = q->attr.min_rnr_timer;
+  qp.max_dest_rd_atomic = std::max<uint32_t>(1, q->attr.max_dest_rd_atomic);
+  qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
+  core_.engine.open(conn_params(*q, core_.cfg, qp.base));
+  fetch_recv(qp);
+}
+
+void Responder::qp_to_error(uint32_t qpn) {
+  auto [it, created] = qps_.try_emplace(qpn);
+  Qp& qp = it->second;
+  if (created) {
+    qp.qpn = qpn;
+    qp.generation = ++generation_;
+    if (const mpr_qpc* q = core_.contexts.qp(qpn)) qp.rq_pi = q->rq_pi;
+  }
+  if (qp.error) return;
+  qp.error = true;
+  qp.active = false;
+  qp.generation = ++generation_;
+  // Only a NAK already queued still leaves; everything else is void.
+  std::deque<Out> keep;
+  for (Out& o : qp.out)
+    if (o.kind == Out::Kind::nak) keep.push_back(std::move(o));
+  qp.out.swap(keep);
+  qp.stalled.clear();
+  flush_recvs(qp);
+  if (!qp.out.empty()) core_.tx.activate(qpn);
+}
+
+void Responder::qp_removed(uint32_t qpn) { qps_.erase(qpn); }
+
+void Responder::flush_recvs(Qp& qp) {
+  if (qp.in_send) {
+    recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_WR_FLUSH_ERR,
+             MPR_SYN_FLUSHED);
+    qp.in_send = false;
+  }
+  for (const RecvWqe& w : qp.recv_cache)
+    recv_cqe(qp, w, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
+  qp.recv_cache.clear();
+  for (uint32_t i = qp.rq_fetch_idx; i != qp.rq_pi; ++i) {
+    RecvWqe w;
+    w.index = i;
+    recv_cqe(qp, w, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
+  }
+  qp.rq_fetch_idx = qp.rq_ci = qp.rq_pi;
+  qp.rq_fetching = false;
+}
+
+void Responder::fetch_recv(Qp& qp) {
+  if (qp.rq_fetching || qp.error) return;
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  if (!q) return;
+  const uint32_t want = static_cast<uint32_t>(std::max<int64_t>(1, core_.cfg.rq_prefetch));
+  if (qp.recv_cache.size() >= want && !qp.waiting_recv) return;
+  const uint32_t size = 1u << q->rq_log_size;
+  const uint32_t to_end = size - (qp.rq_fetch_idx & (size - 1));
+  const uint32_t n = std::min({qp.rq_pi - qp.rq_fetch_idx, to_end,
+                               want - std::min<uint32_t>(want, static_cast<uint32_t>(qp.recv_cache.size())) +
+                                   (qp.waiting_recv ? 1u : 0u)});
+  if (n == 0) return;
+  qp.rq_fetching = true;
+  const uint32_t first = qp.rq_fetch_idx;
+  const uint32_t log_stride = q->rq_log_stride;
+  const uint64_t addr = q->rq_base + (uint64_t(first & (size - 1)) << log_stride);
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  core_.dma.read(addr, n << log_stride, DmaPurpose::recv_wqe,
+                 [this, qpn, gen, first, n, log_stride](bool ok, std::vector<uint8_t>&& data) {
+    Qp* q2 = find(qpn);
+    if (!q2 || q2->generation != gen) return;
+    q2->rq_fetching = false;
+    if (!ok) {
+      core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
+      fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
+            MPR_EQE_QP_FATAL, "receive queue unreadable");
+      return;
+    }
+    const uint32_t stride = 1u << log_stride;
+    for (uint32_t i = 0; i < n; ++i) {
+      RecvWqe w;
+      w.index = first + i;
+      for (uint32_t off = 0; off + sizeof(mpr_wqe_data) <= stride; off += sizeof(mpr_wqe_data)) {
+        mpr_wqe_data d;
+        std::memcpy(&d, data.data() + size_t(i) * stride + off, sizeof d);
+        if (d.lkey == MPR_LKEY_END) break;
+        w.sges.push_back(d);
+      }
+      q2->recv_cache.push_back(std::move(w));
+    }
+    q2->rq_fetch_idx = first + n;
+    if (q2->waiting_recv) {
+      q2->waiting_recv = false;
+      drain_stalled(*q2);
+    }
+    if (Qp* q3 = find(qpn); q3 && q3->generation == gen) fetch_recv(*q3);
+  });
+}
+
+void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {
+  Qp* qp = find(f.dest_qp);
+  const mpr_qpc* q = core_.contexts.qp(f.dest_qp);
+  if (!qp || !qp->active || qp->error || !q ||
+      (q->state != MPR_QPS_RTR && q->state != MPR_QPS_RTS)) {
+    // IB: requests for a QP that is not ready are silently dropped.
+    ++dropped_;
+    return;
+  }
+  if (qp->waiting_recv || !qp->stalled.empty()) {
+    qp->stalled.emplace_back(std::move(pkt), f);
+    return;
+  }
+  if (handle(*qp, pkt, f) == Step::stall) qp->stalled.emplace_back(std::move(pkt), f);
+}
+
+void Responder::drain_stalled(Qp& qp) {
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  while (!qp.stalled.empty() && !qp.waiting_recv) {
+    auto [pkt, f] = std::move(qp.stalled.front());
+    qp.stalled.pop_front();
+    if (handle(qp, pkt, f) == Step::stall) {
+      qp.stalled.emplace_front(std::move(pkt), f);
+      return;
+    }
+    Qp* again = find(qpn);
+    if (!again || again->generation != gen || again->error) return;
+  }
+}
+
+Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
+  switch (core_.engine.classify(qp.qpn, f.psn, core_.now_cycle())) {
+    case RxVerdict::accept: return execute(qp, pkt, f);
+    case RxVerdict::duplicate:
+      ++duplicates_;
+      duplicate(qp, f);
+      return Step::done;
+    case RxVerdict::nak_sequence:
+      ++seq_naks_;
+      push_nak(qp, net::aeth_nak(net::NakCode::psn_seq_error), core_.engine.epsn(qp.qpn));
+      return Step::done;
+    case RxVerdict::drop:
+      ++ooo_drops_;
+      return Step::done;
+  }
+  return Step::done;
+}
+
+bool Responder::check_rkey(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right,
+                           std::vector<Segment>& segs) {
+  if (!(qp.access & right) && len) return false;
+  return core_.translation.translate(rkey, qp.pdn, va, len, right, segs) == AccessStatus::ok;
+}
+
+Responder::Step Responder::take_recv(Qp& qp, const net::RoceFields& f, bool& have) {
+  have = false;
+  if (!qp.recv_cache.empty()) {
+    have = true;
+    return Step::done;
+  }
+  if (qp.rq_fetch_idx != qp.rq_pi) {
+    // Posted but not on chip yet: wait for the fetch.
+    qp.waiting_recv = true;
+    fetch_recv(qp);
+    return Step::stall;
+  }
+  ++rnr_naks_;
+  push_nak(qp, net::aeth_rnr_nak(qp.min_rnr_timer), f.psn);
+  return Step::done;
+}
+
+Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
+  const Opcode op = f.opcode;
+  const uint64_t now = core_.now_cycle();
+  const uint8_t* payload = pkt->data.data() + f.payload_offset;
+  const uint32_t plen = f.payload_len;
+  const bool first = starts(op), last = ends(op);
+
+  if (is_send(op) || is_write(op)) {
+    // Every packet but the last of a message carries exactly one MTU.
+    if ((!last && plen != qp.mtu) || plen > qp.mtu) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR, "bad payload length");
+      return Step::done;
+    }
+  }
+
+  if (is_send(op)) {
+    if (first == qp.in_send) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "SEND opcode out of sequence");
+      return Step::done;
+    }
+    if (first) {
+      bool have;
+      if (take_recv(qp, f, have) == Step::stall) return Step::stall;
+      if (!have) return Step::done;  // RNR NAK queued
+      qp.send_wqe = std::move(qp.recv_cache.front());
+      qp.recv_cache.pop_front();
+      qp.send_segs.clear();
+      qp.send_cap = 0;
+      qp.send_off = 0;
+      qp.in_send = true;
+      for (const mpr_wqe_data& d : qp.send_wqe.sges) {
+        if (core_.translation.translate(d.lkey, qp.pdn, d.addr, d.byte_count,
+                                        MPR_ACCESS_LOCAL_WRITE, qp.send_segs) != AccessStatus::ok) {
+          recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_PROT_ERR,
+                   MPR_SYN_BAD_LKEY);
+          qp.in_send = false;
+          ++qp.rq_ci;
+          fatal(qp, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
+                "RECV buffer fails its lkey check");
+          return Step::done;
+        }
+        qp.send_cap += d.byte_count;
+      }
+      fetch_recv(qp);
+    }
+    if (qp.send_off + plen > qp.send_cap) {
+      recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_LEN_ERR,
+               MPR_SYN_RECV_TOO_SMALL);
+      qp.in_send = false;
+      ++qp.rq_ci;
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "SEND longer than the RECV buffers");
+      return Step::done;
+    }
+    std::vector<Segment> segs;
+    slice_segments(qp.send_segs, qp.send_off, plen, segs);
+    core_.dma.scatter(segs, payload, DmaPurpose::payload);
+    qp.send_off += plen;
+    bytes_.add(plen);
+    ++packets_;
+    const AckDecision d = core_.engine.commit(qp.qpn, 1, f.ack_req || last, false, now);
+    if (last) {
+      recv_cqe(qp, qp.send_wqe, carries_imm(op) ? MPR_CQE_RESP_RECV_IMM : MPR_CQE_RESP_RECV,
+               static_cast<uint32_t>(qp.send_off), &f, MPR_CQE_SUCCESS, MPR_SYN_NONE);
+      qp.in_send = false;
+      ++qp.rq_ci;
+      qp.msn = psn_add(qp.msn, 1);
+      ++messages_;
+    }
+    if (d.send) push_ack(qp, d.psn);
+    return Step::done;
+  }
+
+  if (is_write(op)) {
+    if (first == qp.in_write) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "WRITE opcode out of sequence");
+      return Step::done;
+    }
+    if (first) {
+      qp.write_segs.clear();
+      if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_WRITE,
+                      qp.write_segs)) {
+        fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+              "WRITE rkey check failed");
+        return Step::done;
+      }
+      qp.write_len = f.reth_dma_len;
+      qp.write_off = 0;
+      qp.in_write = true;
+    }
+    if (qp.write_off + plen > qp.write_len || (last && qp.write_off + plen != qp.write_len)) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "WRITE payload does not match its RETH length");
+      return Step::done;
+    }
+    if (carries_imm(op)) {
+      bool have;
+      if (take_recv(qp, f, have) == Step::stall) return Step::stall;
+      if (!have) return Step::done;
+    }
+    std::vector<Segment> segs;
+    slice_segments(qp.write_segs, qp.write_off, plen, segs);
+    core_.dma.scatter(segs, payload, DmaPurpose::payload);
+    qp.write_off += plen;
+    bytes_.add(plen);
+    ++packets_;
+    const AckDecision d = core_.engine.commit(qp.qpn, 1, f.ack_req || last, false, now);
+    if (last) {
+      qp.in_write = false;
+      qp.msn = psn_add(qp.msn, 1);
+      ++messages_;
+      if (carries_imm(op)) {
+        RecvWqe w = std::move(qp.recv_cache.front());
+        qp.recv_cache.pop_front();
+        recv_cqe(qp, w, MPR_CQE_RESP_WRITE_IMM, static_cast<uint32_t>(qp.write_len), &f,
+                 MPR_CQE_SUCCESS, MPR_SYN_NONE);
+        ++qp.rq_ci;
+        fetch_recv(qp);
+      }
+    }
+    if (d.send) push_ack(qp, d.psn);
+    return Step::done;
+  }
+
+  if (op == Opcode::RDMA_READ_REQUEST) {
+    Out o;
+    o.kind = Out::Kind::read;
+    if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ, o.segs)) {
+      fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+            "READ rkey check failed");
+      return Step::done;
+    }
+    if (qp.rd_atomic_out >= qp.max_dest_rd_atomic) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "more outstanding READ/atomics than max_dest_rd_atomic");
+      return Step::done;
+    }
+    o.psn = f.psn;
+    o.len = f.reth_dma_len;
+    o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);
+    core_.engine.commit(qp.qpn, o.npkts, false, true, now);
+    qp.msn = psn_add(qp.msn, 1);
+    o.msn = qp.msn;
+    ++qp.rd_atomic_out;
+    ++packets_;
+    ++messages_;
+    qp.out.push_back(std::move(o));
+    core_.tx.activate(qp.qpn);
+    return Step::done;
+  }
+
+  if (op == Opcode::COMPARE_SWAP || op == Opcode::FETCH_ADD) {
+    std::vector<Segment> segs;
+    if (f.atomic_va & 7) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "atomic address not 8-byte aligned");
+      return Step::done;
+    }
+    if (!check_rkey(qp, f.atomic_rkey, f.atomic_va, 8, MPR_ACCESS_REMOTE_ATOMIC, segs)) {
+      fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+            "atomic rkey check failed");
+      return Step::done;
+    }
+    if (qp.rd_atomic_out >= qp.max_dest_rd_atomic) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "more outstanding READ/atomics than max_dest_rd_atomic");
+      return Step::done;
+    }
+    core_.engine.commit(qp.qpn, 1, false, true, now);
+    qp.msn = psn_add(qp.msn, 1);
+    Out o;
+    o.kind = Out::Kind::atomic;
+    o.psn = f.psn;
+    o.msn = qp.msn;
+    qp.out.push_back(o);
+    ++qp.rd_atomic_out;
+    ++packets_;
+    ++messages_;
+    atomics_.push_back(AtomicJob{qp.qpn, qp.generation, f.psn, segs.front().pa,
+                                 op == Opcode::COMPARE_SWAP, f.atomic_swap_add,
+                                 f.atomic_compare});
+    run_atomics();
+    return Step::done;
+  }
+
+  fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR, "unsupported opcode");
+  return Step::done;
+}
+
+void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
+  const Opcode op = f.opcode;
+  if (is_send(op) || is_write(op)) {
+    // The ACK was lost or is late: acknowledge everything received so far.
+    push_ack(qp, psn_add(core_.engine.epsn(qp.qpn), -1));
+    return;
+  }
+  if (op == Opcode::RDMA_READ_REQUEST) {
+    // Reads are idempotent: answer again from this PSN on. Responses of an
+    // earlier copy still queued at or beyond it are replaced.
+    Out o;
+    o.kind = Out::Kind::read;
+    if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ, o.segs))
+      return;  // it passed once; a duplicate that does not is garbage
+    std::deque<Out> keep;
+    for (Out& x : qp.out) {
+      if (x.kind == Out::Kind::read && psn_diff(x.psn, f.psn) >= 0) {
+        --qp.rd_atomic_out;
+        continue;
+      }
+      keep.push_back(std::move(x));
+    }
+    qp.out.swap(keep);
+    o.psn = f.psn;
+    o.len = f.reth_dma_len;
+    o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);
+    o.msn = qp.msn;
+    ++qp.rd_atomic_out;
+    qp.out.push_back(std::move(o));
+    core_.tx.activate(qp.qpn);
+    return;
+  }
+  if (op == Opcode::COMPARE_SWAP || op == Opcode::FETCH_ADD) {
+    // Never execute an atomic twice: replay its saved result.
+    for (const Out& x : qp.out)
+      if (x.kind == Out::Kind::atomic && x.psn == f.psn) return;  // answer still coming
+    for (const auto& [psn, orig] : qp.atomic_replay)
+      if (psn == f.psn) {
+        Out o;
+        o.kind = Out::Kind::atomic;
+        o.psn = psn;
+        o.msn = qp.msn;
+        o.ready = true;
+        o.orig = orig;
+        ++qp.rd_atomic_out;
+        qp.out.push_back(o);
+        core_.tx.activate(qp.qpn);
+        return;
+      }
+    MPR_LOG(log_, info, "QP " << qp.qpn << ": duplicate atomic PSN " << f.psn
+                              << " beyond the replay buffer, dropped");
+  }
+}
+
+void Responder::run_atomics() {
+  if (atomic_busy_ || atomics_.empty()) return;
+  atomic_busy_ = true;
+  const AtomicJob job = atomics_.front();
+  atomics_.pop_front();
+  const uint64_t gen = generation_;
+  core_.dma.read(job.pa, 8, DmaPurpose::atomic, [this, job, gen](bool ok, std::vector<uint8_t>&& data) {
+    if (gen != generation_) return;
+    atomic_busy_ = false;
+    Qp* qp = find(job.qpn);
+    const bool live = qp && qp->generation == job.generation && !qp->error;
+    if (!ok) {
+      if (live)
+        fatal(*qp, net::NakCode::remote_operational_error, job.psn, MPR_EQE_QP_FATAL,
+              "atomic target not readable");
+    } else {
+      uint64_t orig;
+      std::memcpy(&orig, data.data(), 8);
+      uint64_t result = job.cas ? (orig == job.compare ? job.swap_add : orig) : orig + job.swap_add;
+      // The write is ordered before the next atomic's read on the same PCIe
+      // link, which is what makes the single lock correct.
+      if (result != orig || !job.cas) core_.dma.write(job.pa, &result, 8, DmaPurpose::atomic);
+      ++atomics_done_;
+      if (live) {
+        for (Out& o : qp->out)
+          if (o.kind == Out::Kind::atomic && o.psn == job.psn && !o.ready) {
+            o.ready = true;
+            o.orig = orig;
+          }
+        qp->atomic_replay.emplace_back(job.psn, orig);
+        if (qp->atomic_replay.size() > kAtomicReplayDepth) qp->atomic_replay.pop_front();
+        core_.tx.activate(job.qpn);
+      }
+    }
+    run_atomics();
+  });
+}
+
+void Responder::push_ack(Qp& qp, uint32_t psn) {
+  if (!qp.out.empty() && qp.out.back().kind == Out::Kind::ack) {
+    qp.out.back().psn = psn;  // a later ACK covers the earlier one
+    qp.out.back().msn = qp.msn;
+  } else {
+    Out o;
+    o.kind = Out::Kind::ack;
+    o.psn = psn;
+    o.msn = qp.msn;
+    o.syndrome = net::aeth_ack(kAckCredits);
+    qp.out.push_back(o);
+  }
+  core_.tx.activate(qp.qpn);
+}
+
+void Responder::push_nak(Qp& qp, uint8_t syndrome, uint32_t psn) {
+  Out o;
+  o.kind = Out::Kind::nak;
+  o.psn = psn;
+  o.msn = qp.msn;
+  o.syndrome = syndrome;
+  qp.out.push_back(o);
+  core_.tx.activate(qp.qpn);
+}
+
+void Responder::fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why) {
+  ++fatal_naks_;
+  MPR_LOG(log_, info, "QP " << qp.qpn << " PSN " << psn << ": " << why << "; NAK and QP to ERR");
+  const uint32_t qpn = qp.qpn;
+  qp.in_write = false;
+  push_nak(qp, net::aeth_nak(code), psn);
+  if (mpr_qpc* q = core_.contexts.qp(qpn)) {
+    q->state = MPR_QPS_ERR;
+    q->attr.qp_state = MPR_QPS_ERR;
+  }
+  core_.cq.post_async(event, qpn);
+  qp_to_error(qpn);
+  if (on_qp_error) on_qp_error(qpn);
+}
+
+void Responder::recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t byte_len,
+                         const net::RoceFields* f, uint8_t status, uint8_t syndrome) {
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  if (!q) return;
+  mpr_cqe cqe{};
+  cqe.byte_len = byte_len;
+  cqe.qpn = qp.qpn;
+  cqe.wqe_index = static_cast<uint16_t>(wqe.index);
+  cqe.opcode = opcode;
+  cqe.status = status;
+  cqe.syndrome = syndrome;
+  bool solicited = false;
+  if (f) {
+    if (carries_imm(f->opcode)) {
+      cqe.imm_data = __builtin_bswap32(f->imm);
+      cqe.flags |= MPR_CQE_F_IMM;
+    }
+    if (f->solicited) {
+      cqe.flags |= MPR_CQE_F_SOLICITED;
+      solicited = true;
+    }
+  }
+  core_.cq.post_cqe(q->recv_cqn, cqe, solicited);
+}
+
+bool Responder::try_emit(uint32_t qpn) {
+  Qp* qp = find(qpn);
+  if (!qp || qp->out.empty()) return false;
+  Out& o = qp->out.front();
+  net::RoceFields f = qp->base;
+  f.aeth_msn = o.msn;
+  f.aeth_syndrome = net::aeth_ack(kAckCredits);
+  switch (o.kind) {
+    case Out::Kind::ack:
+    case Out::Kind::nak: {
+      f.opcode = Opcode::ACKNOWLEDGE;
+      f.psn = o.psn;
+      f.aeth_syndrome = o.syndrome;
+      core_.tx.fill(core_.tx.reserve(), net::build_roce(f, nullptr, 0));
+      qp->out.pop_front();
+      return true;
+    }
+    case Out::Kind::atomic: {
+      if (!o.ready) return false;
+      f.opcode = Opcode::ATOMIC_ACKNOWLEDGE;
+      f.psn = o.psn;
+      f.atomic_ack_orig = o.orig;
+      core_.tx.fill(core_.tx.reserve(), net::build_roce(f, nullptr, 0));
+      qp->out.pop_front();
+      --qp->rd_atomic_out;
+      return true;
+    }
+    case Out::Kind::read: {
+      const uint32_t k = o.next_k;
+      const uint64_t offset = uint64_t(k) * qp->mtu;
+      const uint32_t plen = static_cast<uint32_t>(std::min<uint64_t>(qp->mtu, o.len - std::min(o.len, offset)));
+      const bool first = k == 0, last = k + 1 == o.npkts;
+      f.opcode = first && last ? Opcode::RDMA_READ_RESPONSE_ONLY
+                 : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
+                 : last        ? Opcode::RDMA_READ_RESPONSE_LAST
+                               : Opcode::RDMA_READ_RESPONSE_MIDDLE;
+      f.psn = psn_add(o.psn, k);
+      const TxScheduler::Slot slot = core_.tx.reserve();
+      std::vector<Segment> segs;
+      slice_segments(o.segs, offset, plen, segs);
+      ++o.next_k;
+      if (last) {
+        qp->out.pop_front();
+        --qp->rd_atomic_out;
+      }
+      if (plen == 0) {
+        core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
+        return true;
+      }
+      const uint64_t gen = qp->generation;
+      core_.dma.gather(segs, DmaPurpose::payload,
+                       [this, f, slot, qpn, gen](bool ok, std::vector<uint8_t>&& data) {
+                         if (ok) {
+                           core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
+                           return;
+                         }
+                         core_.tx.cancel(slot);
+                         Qp* q = find(qpn);
+                         if (q && q->generation == gen && !q->error)
+                           fatal(*q, net::NakCode::remote_operational_error, f.psn,
+                                 MPR_EQE_QP_FATAL, "READ source not readable");
+                       });
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace mprdma::nic

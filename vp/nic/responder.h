@@ -1,0 +1,153 @@
+// Responder: the receive side of every RC QP.
+//
+// Request packets arrive from the MAC in order per QP. The transport engine
+// classifies each PSN (next expected, duplicate, or beyond); the responder
+// then checks and executes the request: SEND data is placed into the buffers
+// of the next RECV WQE (fetched ahead by DMA, rq_prefetch deep), WRITE data
+// at the rkey-checked address, READs become a stream of response packets,
+// atomics run in the NIC's atomic unit (one at a time: a single lock, as on
+// ConnectX-3) as a DMA read-modify-write. ACKs, NAKs and responses leave in
+// PSN order through one output queue per QP.
+//
+// Errors follow the IB responder rules: no RECV posted -> RNR NAK; a PSN
+// beyond the expected one -> one sequence NAK; a bad rkey, bounds or access
+// -> NAK remote access error; a malformed request or a SEND longer than its
+// RECV -> NAK invalid request; a local fault -> NAK remote operational error.
+// The last three move the QP to ERR, flush its RECV WQEs and raise an
+// asynchronous event.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <mprdma/hw.h>
+#include <systemc>
+
+#include "vp/core/calendar.h"
+#include "vp/core/log.h"
+#include "vp/net/roce_codec.h"
+#include "vp/nic/nic_core.h"
+#include "vp/nic/translation.h"
+#include "vp/nic/transport_engine.h"
+#include "vp/nic/tx_scheduler.h"
+
+namespace mprdma::nic {
+
+class Responder : public sc_core::sc_module, public TxSource {
+ public:
+  Responder(sc_core::sc_module_name name, NicCore& core);
+
+  void rq_doorbell(uint32_t qpn, uint16_t pi);
+  void qp_to_rtr(uint32_t qpn);
+  void qp_to_error(uint32_t qpn);
+  void qp_removed(uint32_t qpn);
+  void on_request(net::PacketPtr pkt, const net::RoceFields& f);
+
+  bool try_emit(uint32_t qpn) override;
+  void reset();
+
+  // Called when the responder moved a QP to ERR (the requester flushes).
+  std::function<void(uint32_t qpn)> on_qp_error;
+
+ private:
+  struct RecvWqe {
+    uint32_t index = 0;
+    std::vector<mpr_wqe_data> sges;
+  };
+  struct Out {
+    enum class Kind { ack, nak, read, atomic } kind = Kind::ack;
+    uint32_t psn = 0;
+    uint8_t syndrome = 0;
+    uint32_t msn = 0;
+    // read
+    std::vector<Segment> segs;
+    uint64_t len = 0;
+    uint32_t npkts = 0, next_k = 0;
+    // atomic
+    bool ready = false;
+    uint64_t orig = 0;
+  };
+  struct Qp {
+    uint32_t qpn = 0;
+    uint64_t generation = 0;
+    bool active = false;
+    bool error = false;
+    uint32_t pdn = 0;
+    uint32_t access = 0;
+    uint32_t mtu = 1024;
+    uint8_t min_rnr_timer = 0;
+    uint32_t max_dest_rd_atomic = 1;
+    net::RoceFields base;
+    // receive queue
+    uint32_t rq_pi = 0, rq_fetch_idx = 0, rq_ci = 0;
+    bool rq_fetching = false;
+    std::deque<RecvWqe> recv_cache;
+    bool waiting_recv = false;
+    std::deque<std::pair<net::PacketPtr, net::RoceFields>> stalled;
+    // message in progress
+    bool in_send = false;
+    RecvWqe send_wqe;
+    std::vector<Segment> send_segs;
+    uint64_t send_cap = 0, send_off = 0;
+    bool in_write = false;
+    std::vector<Segment> write_segs;
+    uint64_t write_len = 0, write_off = 0;
+    uint32_t msn = 0;
+    // output, in PSN order
+    std::deque<Out> out;
+    uint32_t rd_atomic_out = 0;
+    std::deque<std::pair<uint32_t, uint64_t>> atomic_replay;  // psn -> original value
+  };
+  struct AtomicJob {
+    uint32_t qpn;
+    uint64_t generation;
+    uint32_t psn;
+    uint64_t pa;
+    bool cas;
+    uint64_t swap_add, compare;
+  };
+  enum class Step { done, stall };
+
+  Qp* find(uint32_t qpn);
+  Step handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
+  Step execute(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
+  void duplicate(Qp& qp, const net::RoceFields& f);
+  Step take_recv(Qp& qp, const net::RoceFields& f, bool& have);
+  void drain_stalled(Qp& qp);
+  void fetch_recv(Qp& qp);
+  void push_ack(Qp& qp, uint32_t psn);
+  void push_nak(Qp& qp, uint8_t syndrome, uint32_t psn);
+  void fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why);
+  void recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t byte_len,
+                const net::RoceFields* f, uint8_t status, uint8_t syndrome);
+  void flush_recvs(Qp& qp);
+  void run_atomics();
+  bool check_rkey(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right,
+                  std::vector<Segment>& segs);
+
+  NicCore& core_;
+  core::Calendar calendar_;
+  core::LogChannel& log_;
+  std::unordered_map<uint32_t, Qp> qps_;
+  std::deque<AtomicJob> atomics_;
+  bool atomic_busy_ = false;
+  uint64_t generation_ = 0;
+
+  core::Counter& packets_;
+  core::Counter& bytes_;
+  core::Counter& messages_;
+  core::Counter& duplicates_;
+  core::Counter& seq_naks_;
+  core::Counter& ooo_drops_;
+  core::Counter& rnr_naks_;
+  core::Counter& fatal_naks_;
+  core::Counter& dropped_;
+  core::Counter& atomics_done_;
+  core::Counter& doorbells_dropped_;
+};
+
+}  // namespace mprdma::nic

@@ -1,0 +1,117 @@
+// The transport-engine interface: the seam between the NIC's message layer
+// (requester and responder: WQEs, segmentation, placement, completions) and
+// the transport (which PSN goes next, on which path, when; what an ACK means;
+// what an arriving PSN is). Engines: RoCEv2 go-back-N now; MP-RDMA, DCQCN and
+// IRN behind the same interface later, and the SystemVerilog engine through
+// Verilator.
+//
+// The interface is narrow and synchronous: every call carries the current
+// NIC cycle and returns at once; the NIC charges the cycle cost of each call
+// (NicLatencies) around it. Engines keep their own per-connection state,
+// whose size state_bytes() reports for the on-chip memory budget. Engines may
+// not look at simulator time, SystemC or packets: only at these arguments.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+namespace mprdma::nic {
+
+constexpr uint32_t kPsnMask = 0xffffff;
+inline uint32_t psn_add(uint32_t psn, int64_t delta) {
+  return static_cast<uint32_t>(static_cast<int64_t>(psn) + delta) & kPsnMask;
+}
+// a - b as a signed 24-bit distance.
+inline int32_t psn_diff(uint32_t a, uint32_t b) {
+  return static_cast<int32_t>(((a - b) & kPsnMask) << 8) >> 8;
+}
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+struct ConnParams {
+  uint32_t qpn = 0;
+  uint32_t dest_qpn = 0;
+  uint32_t sq_psn = 0;             // first PSN the requester sends
+  uint32_t rq_psn = 0;             // first PSN the responder expects
+  uint64_t ack_timeout_cycles = 0; // 0: never time out
+  uint8_t retry_cnt = 7;           // retransmissions before giving up
+  uint8_t rnr_retry = 7;           // 7 = retry for ever
+  uint16_t udp_sport = 0xC000;     // path of the connection (RoCEv2 entropy)
+  uint32_t ack_coalesce = 1;       // responder: ACK every N packets
+};
+
+// Requester: the engine's answer to "may this QP send, and what".
+struct TxGrant {
+  bool send = false;
+  uint32_t psn = 0;
+  uint16_t udp_sport = 0;
+  bool retransmit = false;
+};
+
+struct AckEvent {
+  enum class Kind { ack, nak_sequence, nak_rnr, nak_fatal, read_response, atomic_ack };
+  Kind kind = Kind::ack;
+  uint32_t psn = 0;              // BTH PSN of the ACK/NAK/response
+  uint64_t rnr_delay_cycles = 0; // nak_rnr: how long to wait
+  // The message layer's limit: the first PSN whose READ or atomic response
+  // has not arrived. A plain ACK beyond it implies that response was lost.
+  uint32_t ack_limit = 0;
+};
+
+struct AckResult {
+  enum class Error { none, retry_exceeded, rnr_exceeded, fatal_nak };
+  bool progress = false;  // snd_una moved forward
+  bool accept = false;    // read_response/atomic_ack: the next expected, place it
+  bool rewound = false;   // go back to snd_una (retransmission)
+  Error error = Error::none;
+};
+
+// Responder: what the message layer asks about an arriving request.
+enum class RxVerdict {
+  accept,        // the next expected PSN: execute it
+  duplicate,     // already executed: re-ACK (or replay a READ/atomic)
+  nak_sequence,  // beyond the expected PSN: answer with a sequence NAK
+  drop,          // beyond it, and already NAKed: drop silently
+};
+
+struct AckDecision {
+  bool send = false;
+  uint32_t psn = 0;  // PSN the ACK acknowledges (last in order)
+};
+
+class TransportEngine {
+ public:
+  virtual ~TransportEngine() = default;
+  virtual const char* name() const = 0;
+  // Per-connection on-chip state of this engine, in bytes.
+  virtual size_t state_bytes() const = 0;
+
+  virtual void open(const ConnParams& params) = 0;     // QP reached RTR
+  virtual void set_requester(const ConnParams& params) = 0;  // QP reached RTS
+  virtual void close(uint32_t qpn) = 0;
+
+  // ---- requester ----
+  // PSNs before snd_max have a packet the message layer can build.
+  virtual void set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) = 0;
+  virtual TxGrant next_tx(uint32_t qpn, uint64_t now) = 0;
+  // A packet starting at `psn` and covering `npsn` PSNs left (READ requests
+  // cover their responses' PSNs).
+  virtual void on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) = 0;
+  virtual AckResult on_ack(uint32_t qpn, const AckEvent& ack, uint64_t now) = 0;
+  // The next cycle at which the engine wants on_timer() called, or kNever.
+  virtual uint64_t wake_at(uint32_t qpn) const = 0;
+  virtual AckResult on_timer(uint32_t qpn, uint64_t now) = 0;
+  virtual uint32_t snd_una(uint32_t qpn) const = 0;
+  virtual uint32_t snd_nxt(uint32_t qpn) const = 0;
+
+  // ---- responder ----
+  virtual RxVerdict classify(uint32_t qpn, uint32_t psn, uint64_t now) = 0;
+  // An accepted request consumed `npsn` PSNs. `implicit_ack`: its response
+  // (READ/atomic) acknowledges it, no ACK packet is due for it.
+  virtual AckDecision commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
+                             uint64_t now) = 0;
+  virtual uint32_t epsn(uint32_t qpn) const = 0;
+};
+
+}  // namespace mprdma::nic

@@ -1,0 +1,82 @@
+// TX scheduler: picks which QP sends the next packet and keeps the packets
+// in order on their way to the MAC.
+//
+// QPs with something to send are served round robin, one packet per turn,
+// the responder side (ACKs, READ responses) before the requester side of the
+// same QP. Each packet costs `latency.tx_packet` cycles of the scheduler, so
+// the NIC's packet rate is bounded by its clock. At most
+// `tx_pipeline_depth` packets are between the scheduler and the wire (their
+// payload DMA reads included): a reserved slot is filled when the packet is
+// built, and the MAC takes slots strictly in reservation order.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <unordered_set>
+
+#include <systemc>
+
+#include "vp/core/calendar.h"
+#include "vp/net/packet.h"
+#include "vp/nic/nic_core.h"
+
+namespace mprdma::nic {
+
+// A side of a QP that produces packets (requester or responder).
+class TxSource {
+ public:
+  virtual ~TxSource() = default;
+  // Emits at most one packet for `qpn` (reserving a slot); true if it did.
+  virtual bool try_emit(uint32_t qpn) = 0;
+};
+
+class TxScheduler : public sc_core::sc_module {
+ public:
+  using Slot = uint64_t;
+
+  TxScheduler(sc_core::sc_module_name name, const NicCore& core);
+  void set_sources(TxSource* responder, TxSource* requester);
+  // Called when the MAC may take a packet.
+  void set_mac_kick(std::function<void()> kick) { mac_kick_ = std::move(kick); }
+
+  // The QP may have something to send.
+  void activate(uint32_t qpn);
+
+  // For sources, inside try_emit().
+  Slot reserve();
+  void fill(Slot slot, net::PacketPtr pkt);  // packet built (may be out of order)
+  void cancel(Slot slot);                    // nothing will be sent for it
+
+  // For the MAC: the next packet in order, or nullptr.
+  net::PacketPtr pop();
+
+  void reset();
+
+ private:
+  struct Entry {
+    Slot slot;
+    bool done = false;
+    net::PacketPtr pkt;
+  };
+  void kick();
+  void step();
+  bool room() const { return static_cast<int64_t>(pipeline_.size()) < depth_; }
+
+  const NicCore& core_;
+  core::Calendar calendar_;
+  TxSource* responder_ = nullptr;
+  TxSource* requester_ = nullptr;
+  std::function<void()> mac_kick_;
+  std::deque<uint32_t> active_;
+  std::unordered_set<uint32_t> is_active_;
+  std::deque<Entry> pipeline_;
+  Slot next_slot_ = 0;
+  int64_t depth_;
+  bool stepping_ = false;
+  uint64_t generation_ = 0;
+  core::Counter& packets_;
+  core::Counter& stalls_;
+};
+
+}  // namespace mprdma::nic
