@@ -18,6 +18,6 @@ int sc_main(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   return sc_core::sc_elab_and_sim(argc, argv);
 }

@@ -14,7 +14,10 @@ bool resolution_set = false;
 
 void init_kernel() {
   if (resolution_set) return;
-  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+  // 1 ps is SystemC's default; set it only if a build changed the default,
+  // because setting it fails once any sc_time exists.
+  if (sc_core::sc_get_time_resolution().to_seconds() != 1e-12)
+    sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
   // Our own log channels report; SystemC's info banner and the "simulation
   // stopped" message would only add noise.
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);

@@ -1,0 +1,14 @@
+#include "vp/host/host_config.h"
+
+namespace mprdma::host {
+
+void HostConfig::bind(core::Binder& b) {
+  b.field("memory", memory,
+          "Physical memory of the host; sparse, so only what the software touches costs RAM.",
+          uint64_t{64} << 20, uint64_t{1} << 46);
+  b.field("post_overhead", post_overhead,
+          "CPU time of one post_send/post_recv before its doorbell store.");
+  b.field("poll_overhead", poll_overhead, "CPU time of one CQ poll that returns completions.");
+}
+
+}  // namespace mprdma::host

@@ -1,0 +1,593 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "vp/host/perftest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "vp/host/verbs.h"
+
+namespace mprdma::host {
+namespace {
+
+const char* status_name(uint32_t s) {
+  switch (s) {
+    case MPR_CQE_SUCCESS: return "success";
+    case MPR_CQE_LOC_LEN_ERR: return "local length error";
+    case MPR_CQE_LOC_QP_OP_ERR: return "local QP operation error";
+    case MPR_CQE_LOC_PROT_ERR: return "local protection error";
+    case MPR_CQE_WR_FLUSH_ERR: return "work request flushed";
+    case MPR_CQE_BAD_RESP_ERR: return "bad response";
+    case MPR_CQE_REM_INV_REQ_ERR: return "remote invalid request";
+    case MPR_CQE_REM_ACCESS_ERR: return "remote access error";
+    case MPR_CQE_REM_OP_ERR: return "remote operational error";
+    case MPR_CQE_RETRY_EXC_ERR: return "transport retry counter exceeded";
+    case MPR_CQE_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
+    default: return "error";
+  }
+}
+
+uint8_t mtu_code(uint64_t mtu) {
+  switch (mtu) {
+    case 256: return MPR_MTU_256;
+    case 512: return MPR_MTU_512;
+    case 1024: return MPR_MTU_1024;
+    case 2048: return MPR_MTU_2048;
+    default: return MPR_MTU_4096;
+  }
+}
+
+double seconds_since(const sc_core::sc_time& t0) {
+  return (sc_core::sc_time_stamp() - t0).to_seconds();
+}
+
+}  // namespace
+
+void JobConfig::bind(core::Binder& b) {
+  b.field("name", name, "Job name: results and metrics refer to it.");
+  b.choice("app", app,
+           {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_bw"},
+           "perftest-like application.");
+  b.field("client", client, "Host that issues the requests.");
+  b.field("server", server, "Host that answers them.");
+  b.field("sizes", sizes, "Message sizes, run one after the other.", 0, uint64_t{1} << 31);
+  b.field("iterations", iterations, "Messages per size.", 1, int64_t{1} << 32);
+  b.field("tx_depth", tx_depth, "Outstanding requests of the bandwidth tests.", 1, 16384);
+  b.field("rx_depth", rx_depth, "RECV WQEs kept posted by the SEND tests.", 1, 16384);
+  b.field("cq_mod", cq_mod, "Signal one request in cq_mod (bandwidth tests).", 1, 16384);
+  b.field("inline_size", inline_size, "Messages up to this size are sent inline.", 0, 1000);
+  b.field("mtu", mtu, "Path MTU of the QP (256..4096, at most the NIC's).", 256, 4096);
+  b.choice("atomic_op", atomic_op, {"fetch_add", "cmp_swap"}, "Atomic of atomic_bw.");
+  b.field("events", events,
+          "Wait for completion events (interrupts) instead of busy polling the CQ.");
+  b.field("start", start, "Earliest start time of the job.");
+  b.field("after_previous", after_previous,
+          "Start only after the previous job of the scenario has ended.");
+  int64_t t = timeout, r = retry_cnt;
+  b.field("timeout", t, "IB local ACK timeout exponent: 4.096 us * 2^timeout.", 1, 31);
+  b.field("retry_cnt", r, "Retransmissions before a WQE fails with retry exceeded.", 0, 7);
+  timeout = static_cast<uint8_t>(t);
+  retry_cnt = static_cast<uint8_t>(r);
+  if (b.reading()) {
+    if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two");
+    if (app == "atomic_bw") sizes = {core::Bytes{8}};
+  }
+}
+
+bool JobConfig::is_latency() const {
+  return app == "write_lat" || app == "read_lat" || app == "send_lat";
+}
+
+// One side of the connection: a process with its context and resources.
+struct PerfTest::Side {
+  Side(ModeledHost& h) : host(h), as(h.new_address_space()) {}
+  ModeledHost& host;
+  AddressSpace& as;
+  std::unique_ptr<VerbsContext> ctx;
+  uint32_t pd = 0;
+  uint64_t buf = 0;  // [send half | receive half]
+  uint64_t half = 0;
+  MemoryRegion mr;
+  CompletionQueue* scq = nullptr;
+  CompletionQueue* rcq = nullptr;
+  QueuePair* qp = nullptr;
+};
+
+PerfTest::PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server,
+                   core::SimEnv& env)
+    : cfg_(cfg),
+      client_host_(client),
+      server_host_(server),
+      env_(env),
+      rng_(env.random.stream("job." + cfg.name + ".data")) {}
+
+PerfTest::~PerfTest() = default;
+
+bool PerfTest::failed() const {
+  for (const SizeResult& r : results_)
+    if (!r.error.empty() || !r.data_ok) return true;
+  return results_.size() != cfg_.sizes.size();
+}
+
+uint64_t PerfTest::buffer_bytes() const {
+  uint64_t m = 8;
+  for (const core::Bytes& s : cfg_.sizes) m = std::max(m, s.n);
+  return m;
+}
+
+void PerfTest::setup() {
+  client_host_.wait_ready();
+  server_host_.wait_ready();
+  client_ = std::make_unique<Side>(client_host_);
+  server_ = std::make_unique<Side>(server_host_);
+  const uint32_t access = MPR_ACCESS_LOCAL_WRITE | MPR_ACCESS_REMOTE_WRITE |
+                          MPR_ACCESS_REMOTE_READ | MPR_ACCESS_REMOTE_ATOMIC;
+  QpCaps caps;
+  caps.max_send_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.tx_depth, 2));
+  caps.max_recv_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.rx_depth, 2));
+  caps.max_inline = static_cast<uint32_t>(cfg_.inline_size.n);
+  for (Side* s : {client_.get(), server_.get()}) {
+    s->ctx = std::make_unique<VerbsContext>(s->host.driver(), s->as, s->host.config());
+    s->pd = s->ctx->alloc_pd();
+    s->half = buffer_bytes();
+    s->buf = s->as.alloc(2 * s->half);
+    s->mr = s->ctx->reg_mr(s->pd, s->buf, 2 * s->half, access);
+    const uint32_t cq_entries = static_cast<uint32_t>(caps.max_send_wr + caps.max_recv_wr);
+    s->scq = s->ctx->create_cq(cq_entries);
+    s->rcq = s->ctx->create_cq(cq_entries);
+    s->qp = s->ctx->create_qp(s->pd, s->scq, s->rcq, caps);
+  }
+  core::RandomStream& psn = env_.random.stream("job." + cfg_.name + ".psn");
+  const auto ci = client_->ctx->local_info(client_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
+  const auto si = server_->ctx->local_info(server_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
+  const uint8_t mtu = mtu_code(cfg_.mtu.n);
+  client_->ctx->connect(client_->qp, ci, si, mtu, access, cfg_.timeout, cfg_.retry_cnt);
+  server_->ctx->connect(server_->qp, si, ci, mtu, access, cfg_.timeout, cfg_.retry_cnt);
+}
+
+void PerfTest::run() {
+  try {
+    setup();
+  } catch (const std::exception& e) {
+    SizeResult r;
+    r.error = std::string("set-up failed: ") + e.what();
+    results_.push_back(r);
+    return;
+  }
+  for (const core::Bytes& size : cfg_.sizes) {
+    SizeResult r;
+    if (cfg_.app == "write_lat")
+      r = run_write_lat(size.n);
+    else if (cfg_.app == "read_lat")
+      r = run_read_lat(size.n);
+    else if (cfg_.app == "send_lat")
+      r = run_send_lat(size.n);
+    else if (cfg_.app == "atomic_bw")
+      r = run_atomic(size.n);
+    else
+      r = run_bw(size.n);
+    results_.push_back(r);
+    if (!r.error.empty()) break;  // the QP is in ERR: later sizes cannot run
+  }
+}
+
+int PerfTest::wait_completions(Side& s, CompletionQueue* cq, int n, mpr_wc* wc) {
+  if (!cfg_.events) return s.ctx->wait_poll(cq, n, wc);
+  for (;;) {
+    const int got = s.ctx->poll_cq(cq, n, wc);
+    if (got) return got;
+    s.ctx->arm_cq(cq, false);
+    // Arming reports the consumer index; the NIC fires at once if entries
+    // are already pending, so no completion is missed between poll and arm.
+    sc_core::wait(cq->event);
+  }
+}
+
+// ------------------------------------------------------------- bandwidth --
+
+SizeResult PerfTest::run_bw(uint64_t size) {
+  SizeResult r;
+  r.bytes = size;
+  r.iterations = static_cast<uint64_t>(cfg_.iterations);
+  Side& c = *client_;
+  Side& s = *server_;
+  const bool read = cfg_.app == "read_bw";
+  const bool send = cfg_.app == "send_bw";
+
+  // Source pattern on the side the data comes from; the destination starts
+  // zeroed, so the check proves every byte was moved.
+  Side& src = read ? s : c;
+  Side& dst = read ? c : s;
+  std::vector<uint8_t> pattern(size);
+  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  src.as.write(src.buf, pattern.data(), size);
+  dst.as.fill(dst.buf + dst.half, 0, size);
+
+  uint64_t received = 0;
+  std::string server_error;
+  bool server_done = !send;
+  sc_core::sc_event server_finished;
+  if (send) {
+    sc_core::sc_spawn([&] {
+      server_recv_loop(r.iterations, received, server_error);
+      server_done = true;
+      server_finished.notify(sc_core::SC_ZERO_TIME);
+    });
+    sc_core::wait(sc_core::SC_ZERO_TIME);  // let the server post its RECVs first
+  }
+
+  mpr_sge sge{};
+  sge.addr = read ? c.buf + c.half : c.buf;
+  sge.length = static_cast<uint32_t>(size);
+  sge.lkey = c.mr.key;
+  mpr_send_wr wr{};
+  wr.opcode = read ? MPR_WQE_RDMA_READ : send ? MPR_WQE_SEND : MPR_WQE_RDMA_WRITE;
+  wr.remote_addr = read ? s.buf : s.buf + s.half;
+  wr.rkey = s.mr.key;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const bool inl = !read && size <= cfg_.inline_size.n && size > 0;
+
+  const uint32_t ci0 = c.qp->dp.sq.ci;
+  uint64_t posted = 0;
+  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  std::vector<mpr_wc> wc(64);
+  while (c.qp->dp.sq.ci - ci0 < r.iterations) {
+    while (posted < r.iterations && posted - (c.qp->dp.sq.ci - ci0) <
+                                        static_cast<uint64_t>(cfg_.tx_depth)) {
+      wr.wr_id = posted;
+      wr.flags = (inl ? MPR_WQE_F_INLINE : 0);
+      if ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations)
+        wr.flags |= MPR_WQE_F_SIGNALED;
+      const int err = c.ctx->post_send(c.qp, wr);
+      if (err) {
+        r.error = "post_send failed: " + std::to_string(err);
+        return r;
+      }
+      ++posted;
+    }
+    const int n = wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
+    for (int i = 0; i < n; ++i)
+      if (wc[i].status != MPR_CQE_SUCCESS) {
+        r.error = std::string("completion with status ") + status_name(wc[i].status) +
+                  " (syndrome " + std::to_string(wc[i].syndrome) + ")";
+        return r;
+      }
+  }
+  r.seconds = seconds_since(t0);
+  while (!server_done) sc_core::wait(server_finished);
+  if (!server_error.empty()) {
+    r.error = "server: " + server_error;
+    return r;
+  }
+  const double total = double(size) * double(r.iterations);
+  if (r.seconds > 0) {
+    r.bw_gbps = total * 8 / r.seconds / 1e9;
+    r.bw_MBps = total / r.seconds / 1048576.0;
+    r.msg_rate_mpps = double(r.iterations) / r.seconds / 1e6;
+  }
+  std::vector<uint8_t> got(size);
+  dst.as.read(dst.buf + dst.half, got.data(), size);
+  r.data_ok = got == pattern;
+  if (!r.data_ok) r.error = "destination buffer differs from the source";
+  return r;
+}
+
+void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string& error) {
+  Side& s = *server_;
+  mpr_sge sge{s.buf + s.half, static_cast<uint32_t>(s.half), s.mr.key};
+  mpr_recv_wr rwr{0, &sge, 1};
+  const uint64_t depth = std::min<uint64_t>(count, static_cast<uint64_t>(cfg_.rx_depth));
+  uint64_t posted = 0;
+  for (; posted < depth; ++posted)
+    if (s.ctx->post_recv(s.qp, rwr)) {
+      error = "post_recv failed";
+      return;
+    }
+  std::vector<mpr_wc> wc(64);
+  while (received < count) {
+    const int n = wait_completions(s, s.rcq, static_cast<int>(wc.size()), wc.data());
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != MPR_CQE_SUCCESS) {
+        error = std::string("receive completion with status ") + status_name(wc[i].status);
+        return;
+      }
+      ++received;
+      if (posted < count) {
+        s.ctx->post_recv(s.qp, rwr);
+        ++posted;
+      }
+    }
+  }
+}
+
+// --------------------------------------------------------------- latency --
+
+void PerfTest::finish_latency(SizeResult& r, std::vector<double>& us) {
+  if (us.empty()) return;
+  std::sort(us.begin(), us.end());
+  const size_t n = us.size();
+  double sum = 0;
+  for (double v : us) sum += v;
+  r.t_min = us.front();
+  r.t_max = us.back();
+  r.t_typical = us[n / 2];
+  r.t_avg = sum / double(n);
+  double var = 0;
+  for (double v : us) var += (v - r.t_avg) * (v - r.t_avg);
+  r.t_stdev = std::sqrt(var / double(n));
+  auto pct = [&](double p) {
+    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * double(n)));
+    return us[std::min(n, std::max<size_t>(rank, 1)) - 1];
+  };
+  r.t_p99 = pct(99.0);
+  r.t_p999 = pct(99.9);
+  core::Histogram& h = env_.stats.histogram(
+      "flow." + cfg_.name + ".latency_us_" + std::to_string(r.bytes), "us",
+      "Per-iteration latency of job " + cfg_.name);
+  for (double v : us) h.record(v);
+}
+
+SizeResult PerfTest::run_write_lat(uint64_t size) {
+  SizeResult r;
+  r.bytes = size;
+  r.iterations = static_cast<uint64_t>(cfg_.iterations);
+  if (size == 0) {
+    r.error = "write_lat needs a size of at least 1 byte (it polls the last byte)";
+    return r;
+  }
+  Side& c = *client_;
+  Side& s = *server_;
+  // Each side polls the last byte of its receive half for the iteration tag.
+  std::vector<uint8_t> pattern(size);
+  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  sc_core::sc_event client_seen, server_seen;
+  c.host.root_complex().add_write_watch(c.as.translate(c.buf + c.half + size - 1), 1, &client_seen);
+  s.host.root_complex().add_write_watch(s.as.translate(s.buf + s.half + size - 1), 1, &server_seen);
+  auto tag_of = [](uint64_t i) { return static_cast<uint8_t>(1 + i % 255); };
+  auto post_write = [&](Side& from, Side& to, uint64_t i) {
+    pattern[size - 1] = tag_of(i);
+    from.as.write(from.buf, pattern.data(), size);
+    mpr_sge sge{from.buf, static_cast<uint32_t>(size), from.mr.key};
+    mpr_send_wr wr{};
+    wr.opcode = MPR_WQE_RDMA_WRITE;
+    wr.flags = MPR_WQE_F_SIGNALED | (size <= cfg_.inline_size.n ? MPR_WQE_F_INLINE : 0);
+    wr.remote_addr = to.buf + to.half;
+    wr.rkey = to.mr.key;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    return from.ctx->post_send(from.qp, wr);
+  };
+  auto wait_tag = [&](Side& side, sc_core::sc_event& ev, uint8_t tag) {
+    for (;;) {
+      uint8_t v;
+      side.as.read(side.buf + side.half + size - 1, &v, 1);
+      if (v == tag) return;
+      sc_core::wait(ev);
+    }
+  };
+  auto drain = [&](Side& side, std::string& err) {
+    mpr_wc wc[16];
+    int n;
+    while ((n = side.ctx->poll_cq(side.scq, 16, wc)) > 0)
+      for (int i = 0; i < n; ++i)
+        if (wc[i].status != MPR_CQE_SUCCESS) err = status_name(wc[i].status);
+  };
+  c.as.fill(c.buf + c.half, 0, size);
+  s.as.fill(s.buf + s.half, 0, size);
+
+  std::string server_error;
+  bool server_done = false;
+  sc_core::sc_event server_finished;
+  sc_core::sc_spawn([&] {
+    for (uint64_t i = 0; i < r.iterations && server_error.empty(); ++i) {
+      wait_tag(s, server_seen, tag_of(i));
+      if (post_write(s, c, i)) server_error = "post_send failed";
+      drain(s, server_error);
+    }
+    server_done = true;
+    server_finished.notify(sc_core::SC_ZERO_TIME);
+  });
+
+  std::vector<double> us;
+  std::string client_error;
+  for (uint64_t i = 0; i < r.iterations; ++i) {
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    if (post_write(c, s, i)) {
+      r.error = "post_send failed";
+      break;
+    }
+    wait_tag(c, client_seen, tag_of(i));
+    us.push_back(seconds_since(t0) * 1e6 / 2);
+    drain(c, client_error);
+    if (!client_error.empty() || !server_error.empty()) break;
+  }
+  while (!server_done) sc_core::wait(server_finished);
+  c.host.root_complex().remove_write_watch(&client_seen);
+  s.host.root_complex().remove_write_watch(&server_seen);
+  if (r.error.empty() && !client_error.empty()) r.error = "client completion: " + client_error;
+  if (r.error.empty() && !server_error.empty()) r.error = "server: " + server_error;
+  finish_latency(r, us);
+  std::vector<uint8_t> got(size);
+  c.as.read(c.buf + c.half, got.data(), size);
+  pattern[size - 1] = tag_of(r.iterations - 1);
+  r.data_ok = r.error.empty() && got == pattern;
+  return r;
+}
+
+SizeResult PerfTest::run_read_lat(uint64_t size) {
+  SizeResult r;
+  r.bytes = size;
+  r.iterations = static_cast<uint64_t>(cfg_.iterations);
+  Side& c = *client_;
+  Side& s = *server_;
+  std::vector<uint8_t> pattern(size);
+  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  s.as.write(s.buf, pattern.data(), size);
+  c.as.fill(c.buf + c.half, 0, size);
+  mpr_sge sge{c.buf + c.half, static_cast<uint32_t>(size), c.mr.key};
+  mpr_send_wr wr{};
+  wr.opcode = MPR_WQE_RDMA_READ;
+  wr.flags = MPR_WQE_F_SIGNALED;
+  wr.remote_addr = s.buf;
+  wr.rkey = s.mr.key;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  std::vector<double> us;
+  mpr_wc wc;
+  for (uint64_t i = 0; i < r.iterations; ++i) {
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    if (c.ctx->post_send(c.qp, wr)) {
+      r.error = "post_send failed";
+      break;
+    }
+    wait_completions(c, c.scq, 1, &wc);
+    if (wc.status != MPR_CQE_SUCCESS) {
+      r.error = std::string("completion with status ") + status_name(wc.status);
+      break;
+    }
+    us.push_back(seconds_since(t0) * 1e6);
+  }
+  finish_latency(r, us);
+  std::vector<uint8_t> got(size);
+  c.as.read(c.buf + c.half, got.data(), size);
+  r.data_ok = r.error.empty() && got == pattern;
+  return r;
+}
+
+SizeResult PerfTest::run_send_lat(uint64_t size) {
+  SizeResult r;
+  r.bytes = size;
+  r.iterations = static_cast<uint64_t>(cfg_.iterations);
+  Side& c = *client_;
+  Side& s = *server_;
+  std::vector<uint8_t> pattern(size);
+  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  c.as.write(c.buf, pattern.data(), size);
+  s.as.write(s.buf, pattern.data(), size);
+  c.as.fill(c.buf + c.half, 0, size);
+  s.as.fill(s.buf + s.half, 0, size);
+  auto post_recv = [&](Side& side) {
+    mpr_sge sge{side.buf + side.half, static_cast<uint32_t>(side.half), side.mr.key};
+    mpr_recv_wr rwr{0, &sge, 1};
+    return side.ctx->post_recv(side.qp, rwr);
+  };
+  auto post_send = [&](Side& side) {
+    mpr_sge sge{side.buf, static_cast<uint32_t>(size), side.mr.key};
+    mpr_send_wr wr{};
+    wr.opcode = MPR_WQE_SEND;
+    wr.flags = MPR_WQE_F_SIGNALED | (size <= cfg_.inline_size.n ? MPR_WQE_F_INLINE : 0);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    return side.ctx->post_send(side.qp, wr);
+  };
+  auto wait_recv = [&](Side& side, std::string& err) {
+    mpr_wc wc;
+    wait_completions(side, side.rcq, 1, &wc);
+    if (wc.status != MPR_CQE_SUCCESS) err = status_name(wc.status);
+    if (wc.byte_len != size) err = "received " + std::to_string(wc.byte_len) + " bytes";
+    mpr_wc sent[16];
+    int n;
+    while ((n = side.ctx->poll_cq(side.scq, 16, sent)) > 0)
+      for (int i = 0; i < n; ++i)
+        if (sent[i].status != MPR_CQE_SUCCESS) err = status_name(sent[i].status);
+  };
+  post_recv(c);
+  post_recv(s);
+  std::string server_error;
+  bool server_done = false;
+  sc_core::sc_event server_finished;
+  sc_core::sc_spawn([&] {
+    for (uint64_t i = 0; i < r.iterations && server_error.empty(); ++i) {
+      wait_recv(s, server_error);
+      post_recv(s);
+      if (post_send(s)) server_error = "post_send failed";
+    }
+    server_done = true;
+    server_finished.notify(sc_core::SC_ZERO_TIME);
+  });
+  std::vector<double> us;
+  std::string client_error;
+  for (uint64_t i = 0; i < r.iterations && client_error.empty() && server_error.empty(); ++i) {
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    if (post_send(c)) {
+      r.error = "post_send failed";
+      break;
+    }
+    wait_recv(c, client_error);
+    post_recv(c);
+    us.push_back(seconds_since(t0) * 1e6 / 2);
+  }
+  while (!server_done) sc_core::wait(server_finished);
+  if (r.error.empty() && !client_error.empty()) r.error = "client: " + client_error;
+  if (r.error.empty() && !server_error.empty()) r.error = "server: " + server_error;
+  finish_latency(r, us);
+  std::vector<uint8_t> got(size);
+  c.as.read(c.buf + c.half, got.data(), size);
+  r.data_ok = r.error.empty() && got == pattern;
+  return r;
+}
+
+// --------------------------------------------------------------- atomics --
+
+SizeResult PerfTest::run_atomic(uint64_t) {
+  SizeResult r;
+  r.bytes = 8;
+  r.iterations = static_cast<uint64_t>(cfg_.iterations);
+  Side& c = *client_;
+  Side& s = *server_;
+  const bool cas = cfg_.atomic_op == "cmp_swap";
+  const uint64_t zero = 0;
+  s.as.write(s.buf, &zero, 8);
+  mpr_sge sge{c.buf + c.half, 8, c.mr.key};
+  mpr_send_wr wr{};
+  wr.opcode = cas ? MPR_WQE_ATOMIC_CAS : MPR_WQE_ATOMIC_FA;
+  wr.remote_addr = s.buf;
+  wr.rkey = s.mr.key;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const uint32_t ci0 = c.qp->dp.sq.ci;
+  uint64_t posted = 0;
+  std::vector<mpr_wc> wc(64);
+  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  while (c.qp->dp.sq.ci - ci0 < r.iterations) {
+    while (posted < r.iterations &&
+           posted - (c.qp->dp.sq.ci - ci0) < static_cast<uint64_t>(cfg_.tx_depth)) {
+      // CAS walks the counter forward: compare i, swap i + 1.
+      wr.compare_add = cas ? posted : 1;
+      wr.swap = posted + 1;
+      wr.flags = ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations)
+                     ? MPR_WQE_F_SIGNALED
+                     : 0;
+      if (c.ctx->post_send(c.qp, wr)) {
+        r.error = "post_send failed";
+        return r;
+      }
+      ++posted;
+    }
+    const int n = wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
+    for (int i = 0; i < n; ++i)
+      if (wc[i].status != MPR_CQE_SUCCESS) {
+        r.error = std::string("completion with status ") + status_name(wc[i].status);
+        return r;
+      }
+  }
+  r.seconds = seconds_since(t0);
+  if (r.seconds > 0) {
+    r.msg_rate_mpps = double(r.iterations) / r.seconds / 1e6;
+    r.bw_gbps = 64.0 * double(r.iterations) / r.seconds / 1e9;
+    r.bw_MBps = 8.0 * double(r.iterations) / r.seconds / 1048576.0;
+  }
+  // Atomics on one QP execute in order, so the counter ends at exactly
+  // `iterations` for both FETCH_ADD(1) and the CAS chain.
+  uint64_t counter = 0;
+  s.as.read(s.buf, &counter, 8);
+  r.data_ok = counter == r.iterations;
+  if (!r.data_ok)
+    r.error = "remote counter is " + std::to_string(counter) + ", expected " +
+              std::to_string(r.iterations);
+  return r;
+}
+
+}  // namespace mprdma::host

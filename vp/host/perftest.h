@@ -1,0 +1,96 @@
+// Applications modeled on perftest (linux-rdma/perftest): bandwidth and
+// latency of RDMA WRITE, READ and SEND, and atomic bandwidth, between a
+// client and a server host, over one RC QP, for a list of message sizes.
+//
+// They follow perftest's method: bandwidth tests keep tx_depth requests
+// outstanding and signal one in cq_mod; they are timed from the first post
+// to the last completion. write_lat is a ping-pong in which each side polls
+// the last byte of its receive buffer; send_lat a SEND/RECV ping-pong;
+// latency is half the round trip (read_lat: the whole READ). Out-of-band
+// connection set-up (perftest's TCP exchange) takes no simulated time here.
+//
+// Unlike perftest, every run also checks the data: after each size, the
+// destination buffer must equal the source pattern byte for byte (for
+// atomics: the remote counter must hold the expected value).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vp/core/config.h"
+#include "vp/core/sim_env.h"
+#include "vp/core/units.h"
+#include "vp/host/modeled_host.h"
+#include "vp/host/verbs.h"
+
+namespace mprdma::host {
+
+struct JobConfig {
+  std::string name;
+  std::string app = "write_bw";
+  std::string client;
+  std::string server;
+  std::vector<core::Bytes> sizes{core::Bytes{65536}};
+  int64_t iterations = 1000;
+  int64_t tx_depth = 128;      // outstanding requests of the bandwidth tests
+  int64_t rx_depth = 512;      // RECVs kept posted by send tests
+  int64_t cq_mod = 100;        // signal one send in cq_mod
+  core::Bytes inline_size{0};  // messages up to this size are sent inline
+  core::Bytes mtu{1024};       // path MTU of the QP
+  std::string atomic_op = "fetch_add";
+  bool events = false;         // wait on completion events instead of polling
+  core::Duration start{0};     // not before this time...
+  bool after_previous = true;  // ...and not before the previous job ended
+  uint8_t timeout = 14;        // IB local ACK timeout exponent
+  uint8_t retry_cnt = 7;
+  void bind(core::Binder& b);
+  bool is_latency() const;
+};
+
+struct SizeResult {
+  uint64_t bytes = 0;
+  uint64_t iterations = 0;
+  double seconds = 0;        // simulated duration of the run
+  double bw_gbps = 0;        // payload bits per second / 1e9
+  double bw_MBps = 0;        // payload bytes per second / 2^20 (perftest's MB)
+  double msg_rate_mpps = 0;  // messages per second / 1e6
+  // Latency in microseconds (latency tests).
+  double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, t_p99 = 0, t_p999 = 0;
+  bool data_ok = false;
+  std::string error;  // empty if the run completed
+};
+
+class PerfTest {
+ public:
+  PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server, core::SimEnv& env);
+  ~PerfTest();
+  // Runs every size (SC_THREAD context). Never throws: failures are recorded.
+  void run();
+  const std::vector<SizeResult>& results() const { return results_; }
+  const JobConfig& config() const { return cfg_; }
+  bool failed() const;
+
+ private:
+  struct Side;
+  void setup();
+  SizeResult run_bw(uint64_t size);
+  SizeResult run_write_lat(uint64_t size);
+  SizeResult run_read_lat(uint64_t size);
+  SizeResult run_send_lat(uint64_t size);
+  SizeResult run_atomic(uint64_t size);
+  void server_recv_loop(uint64_t count, uint64_t& received, std::string& error);
+  int wait_completions(Side& s, CompletionQueue* cq, int n, mpr_wc* wc);
+  void finish_latency(SizeResult& r, std::vector<double>& samples_us);
+  uint64_t buffer_bytes() const;
+
+  JobConfig cfg_;
+  ModeledHost& client_host_;
+  ModeledHost& server_host_;
+  core::SimEnv& env_;
+  core::RandomStream& rng_;
+  std::unique_ptr<Side> client_, server_;
+  std::vector<SizeResult> results_;
+};
+
+}  // namespace mprdma::host

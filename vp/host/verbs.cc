@@ -1,0 +1,310 @@
+#include "vp/host/verbs.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace mprdma::host {
+namespace {
+
+uint32_t log2_ceil(uint64_t v) {
+  uint32_t l = 0;
+  while ((uint64_t{1} << l) < v) ++l;
+  return l;
+}
+
+std::array<uint8_t, 16> ipv4_gid(uint32_t ip) {
+  std::array<uint8_t, 16> g{};
+  g[10] = g[11] = 0xff;
+  g[12] = static_cast<uint8_t>(ip >> 24);
+  g[13] = static_cast<uint8_t>(ip >> 16);
+  g[14] = static_cast<uint8_t>(ip >> 8);
+  g[15] = static_cast<uint8_t>(ip);
+  return g;
+}
+
+}  // namespace
+
+VerbsContext::VerbsContext(Driver& driver, AddressSpace& as, const HostConfig& host)
+    : driver_(driver), as_(as), host_(host) {
+  uar_ = driver_.alloc_uar();
+  ops_.uar_write64 = &VerbsContext::dp_uar_write64;
+  ops_.copy_from_user = &VerbsContext::dp_copy_from_user;
+  ops_.lookup_qp = &VerbsContext::dp_lookup_qp;
+  ops_.ctx = this;
+}
+
+VerbsContext::~VerbsContext() {
+  for (auto& cq : cqs_) {
+    driver_.root_complex().remove_write_watch(&cq->written);
+    driver_.forget_completion_event(cq->cqn);
+  }
+}
+
+void VerbsContext::dp_uar_write64(void* ctx, uint32_t off, uint64_t value) {
+  auto* self = static_cast<VerbsContext*>(ctx);
+  self->driver_.uar_write64(self->uar_, off, value);
+}
+
+int VerbsContext::dp_copy_from_user(void* ctx, void* dst, uint64_t addr, uint32_t len) {
+  auto* self = static_cast<VerbsContext*>(ctx);
+  if (!self->as_.mapped(addr, len)) return -EFAULT;
+  self->as_.read(addr, dst, len);
+  return 0;
+}
+
+mpr_dp_qp* VerbsContext::dp_lookup_qp(void* ctx, uint32_t qpn) {
+  auto* self = static_cast<VerbsContext*>(ctx);
+  auto it = self->qps_.find(qpn);
+  return it == self->qps_.end() ? nullptr : &it->second->dp;
+}
+
+void VerbsContext::fail(const std::string& what, const CommandResult& r) {
+  throw VerbsError(driver_.name() + ": " + what + " failed: status " + std::to_string(r.status) +
+                       " syndrome " + std::to_string(r.syndrome),
+                   r.status, r.syndrome);
+}
+
+uint32_t VerbsContext::alloc_pd() {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_ALLOC_PD;
+  const CommandResult r = driver_.execute(cmd);
+  if (!r.ok()) fail("ALLOC_PD", r);
+  return r.out0;
+}
+
+MemoryRegion VerbsContext::reg_mr(uint32_t pd, uint64_t va, uint64_t length, uint32_t access) {
+  const std::vector<uint64_t> pages = as_.frames(va, length);
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_REG_MR;
+  cmd.u.reg_mr.iova = va;
+  cmd.u.reg_mr.length = length;
+  cmd.u.reg_mr.pdn = pd;
+  cmd.u.reg_mr.access = access;
+  cmd.u.reg_mr.page_shift = 12;
+  cmd.u.reg_mr.num_pages = static_cast<uint32_t>(pages.size());
+  const CommandResult r = driver_.execute(cmd, pages.data(), pages.size() * 8);
+  if (!r.ok()) fail("REG_MR", r);
+  return MemoryRegion{r.out0, va, length};
+}
+
+void VerbsContext::dereg_mr(const MemoryRegion& mr) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_DEREG_MR;
+  cmd.u.dereg_mr.key = mr.key;
+  const CommandResult r = driver_.execute(cmd);
+  if (!r.ok()) fail("DEREG_MR", r);
+}
+
+CompletionQueue* VerbsContext::create_cq(uint32_t entries) {
+  auto cq = std::make_unique<CompletionQueue>();
+  const uint32_t log_size = std::max<uint32_t>(1, log2_ceil(entries));
+  const uint64_t bytes = uint64_t{sizeof(mpr_cqe)} << log_size;
+  SparseMemory& mem = driver_.memory();
+  cq->ring_pa = mem.alloc_contiguous(bytes);
+  cq->dbrec_pa = mem.alloc_contiguous(64);
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_CREATE_CQ;
+  cmd.u.create_cq.base = cq->ring_pa;
+  cmd.u.create_cq.dbrec = cq->dbrec_pa;
+  cmd.u.create_cq.log_size = log_size;
+  cmd.u.create_cq.eqn = driver_.async_eqn();
+  cmd.u.create_cq.uar_index = uar_;
+  const CommandResult r = driver_.execute(cmd);
+  if (!r.ok()) fail("CREATE_CQ", r);
+  cq->cqn = r.out0;
+  cq->dp.buf = mem.ptr(cq->ring_pa, bytes);
+  cq->dp.dbrec = reinterpret_cast<volatile uint32_t*>(mem.ptr(cq->dbrec_pa, 4));
+  cq->dp.cqn = cq->cqn;
+  cq->dp.log_size = log_size;
+  cq->dp.ci = 0;
+  cq->dp.ops = &ops_;
+  driver_.root_complex().add_write_watch(cq->ring_pa, bytes, &cq->written);
+  CompletionQueue* raw = cq.get();
+  driver_.on_completion_event(cq->cqn, [raw] { raw->event.notify(sc_core::SC_ZERO_TIME); });
+  cqs_.push_back(std::move(cq));
+  return raw;
+}
+
+void VerbsContext::destroy_cq(CompletionQueue* cq) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_DESTROY_CQ;
+  cmd.u.handle.handle = cq->cqn;
+  const CommandResult r = driver_.execute(cmd);
+  if (!r.ok()) fail("DESTROY_CQ", r);
+  driver_.root_complex().remove_write_watch(&cq->written);
+  driver_.forget_completion_event(cq->cqn);
+  for (auto it = cqs_.begin(); it != cqs_.end(); ++it)
+    if (it->get() == cq) {
+      cqs_.erase(it);
+      break;
+    }
+}
+
+QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
+                                   CompletionQueue* recv_cq, const QpCaps& caps) {
+  auto qp = std::make_unique<QueuePair>();
+  const uint32_t sq_log = std::max<uint32_t>(1, log2_ceil(caps.max_send_wr));
+  const uint32_t rq_log = std::max<uint32_t>(1, log2_ceil(caps.max_recv_wr));
+  // A send slot holds control, remote and atomic segments plus the larger of
+  // the SGE list and the inline block.
+  const uint64_t body = std::max<uint64_t>(caps.max_send_sge * sizeof(mpr_wqe_data),
+                                           sizeof(mpr_wqe_inline) + caps.max_inline);
+  const uint32_t sq_stride = std::max<uint32_t>(
+      MPR_SQ_LOG_STRIDE_MIN,
+      log2_ceil(sizeof(mpr_wqe_ctrl) + sizeof(mpr_wqe_raddr) + sizeof(mpr_wqe_atomic) + body));
+  const uint32_t rq_stride = std::max<uint32_t>(
+      MPR_RQ_LOG_STRIDE_MIN, log2_ceil(caps.max_recv_sge * sizeof(mpr_wqe_data)));
+  SparseMemory& mem = driver_.memory();
+  const uint64_t sq_bytes = uint64_t{1} << (sq_log + sq_stride);
+  const uint64_t rq_bytes = uint64_t{1} << (rq_log + rq_stride);
+  const uint64_t sq_pa = mem.alloc_contiguous(sq_bytes);
+  const uint64_t rq_pa = mem.alloc_contiguous(rq_bytes);
+
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_CREATE_QP;
+  auto& c = cmd.u.create_qp;
+  c.sq_base = sq_pa;
+  c.rq_base = rq_pa;
+  c.pdn = pd;
+  c.send_cqn = send_cq->cqn;
+  c.recv_cqn = recv_cq->cqn;
+  c.uar_index = uar_;
+  c.qp_type = MPR_QPT_RC;
+  c.sq_log_size = static_cast<uint8_t>(sq_log);
+  c.sq_log_stride = static_cast<uint8_t>(sq_stride);
+  c.rq_log_size = static_cast<uint8_t>(rq_log);
+  c.rq_log_stride = static_cast<uint8_t>(rq_stride);
+  c.transport = MPR_TRANSPORT_DEFAULT;
+  c.sq_sig_all = caps.sq_sig_all;
+  c.max_inline = caps.max_inline;
+  const CommandResult r = driver_.execute(cmd);
+  if (!r.ok()) fail("CREATE_QP", r);
+
+  qp->qpn = r.out0;
+  qp->send_cq = send_cq;
+  qp->recv_cq = recv_cq;
+  qp->sq_wrid.assign(size_t{1} << sq_log, 0);
+  qp->rq_wrid.assign(size_t{1} << rq_log, 0);
+  mpr_dp_qp& d = qp->dp;
+  d.qpn = qp->qpn;
+  d.state = MPR_DP_QPS_RESET;
+  d.max_inline = caps.max_inline;
+  d.sq_sig_all = caps.sq_sig_all;
+  d.sq = mpr_dp_wq{mem.ptr(sq_pa, sq_bytes), qp->sq_wrid.data(), sq_log, sq_stride, 0, 0,
+                   caps.max_send_sge};
+  d.rq = mpr_dp_wq{mem.ptr(rq_pa, rq_bytes), qp->rq_wrid.data(), rq_log, rq_stride, 0, 0,
+                   caps.max_recv_sge};
+  d.ops = &ops_;
+  QueuePair* raw = qp.get();
+  qps_[raw->qpn] = std::move(qp);
+  return raw;
+}
+
+CommandResult VerbsContext::modify_qp(QueuePair* qp, const mpr_qp_attr& attr) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_MODIFY_QP;
+  cmd.u.modify_qp.qpn = qp->qpn;
+  cmd.u.modify_qp.attr = attr;
+  const CommandResult r = driver_.execute(cmd);
+  if (r.ok() && (attr.attr_mask & MPR_QP_ATTR_STATE)) {
+    qp->dp.state = attr.qp_state;
+    if (attr.qp_state == MPR_QPS_RESET) {
+      // The hardware queues restart at index 0 after RESET.
+      qp->dp.sq.pi = qp->dp.sq.ci = qp->dp.rq.pi = qp->dp.rq.ci = 0;
+    }
+  }
+  return r;
+}
+
+CommandResult VerbsContext::query_qp(QueuePair* qp, mpr_qp_attr& out) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_QUERY_QP;
+  cmd.u.qpn.qpn = qp->qpn;
+  return driver_.execute(cmd, nullptr, 0, &out, sizeof out);
+}
+
+void VerbsContext::destroy_qp(QueuePair* qp) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_DESTROY_QP;
+  cmd.u.qpn.qpn = qp->qpn;
+  const CommandResult r = driver_.execute(cmd);
+  if (!r.ok()) fail("DESTROY_QP", r);
+  qps_.erase(qp->qpn);
+}
+
+int VerbsContext::post_send(QueuePair* qp, const mpr_send_wr& wr) {
+  if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
+  return mpr_dp_post_send(&qp->dp, &wr, 1);
+}
+
+int VerbsContext::post_recv(QueuePair* qp, const mpr_recv_wr& wr) {
+  if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
+  return mpr_dp_post_recv(&qp->dp, &wr);
+}
+
+int VerbsContext::poll_cq(CompletionQueue* cq, int n, mpr_wc* wc) {
+  const int got = mpr_dp_poll_cq(&cq->dp, n, wc);
+  if (got > 0 && host_.poll_overhead.ps) sc_core::wait(host_.poll_overhead.sc());
+  return got;
+}
+
+int VerbsContext::wait_poll(CompletionQueue* cq, int n, mpr_wc* wc) {
+  for (;;) {
+    const int got = poll_cq(cq, n, wc);
+    if (got) return got;
+    sc_core::wait(cq->written);
+  }
+}
+
+void VerbsContext::arm_cq(CompletionQueue* cq, bool solicited_only) {
+  mpr_dp_arm_cq(&cq->dp, solicited_only ? 1 : 0);
+}
+
+VerbsContext::PeerInfo VerbsContext::local_info(const QueuePair* qp, uint32_t psn) const {
+  return PeerInfo{qp->qpn, psn & 0xffffff, driver_.nic().ip, driver_.nic().mac};
+}
+
+void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote,
+                           uint8_t path_mtu, uint32_t access, uint8_t timeout,
+                           uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic) {
+  mpr_qp_attr a{};
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT |
+                MPR_QP_ATTR_ACCESS_FLAGS;
+  a.qp_state = MPR_QPS_INIT;
+  a.port_num = 1;
+  a.access_flags = access;
+  CommandResult r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP to INIT", r);
+
+  a = mpr_qp_attr{};
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU |
+                MPR_QP_ATTR_DEST_QPN | MPR_QP_ATTR_RQ_PSN | MPR_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                MPR_QP_ATTR_MIN_RNR_TIMER;
+  a.qp_state = MPR_QPS_RTR;
+  a.path_mtu = path_mtu;
+  a.dest_qpn = remote.qpn;
+  a.rq_psn = remote.psn;
+  a.max_dest_rd_atomic = max_rd_atomic;
+  a.min_rnr_timer = 12;  // 0.64 ms, perftest's value
+  a.sgid_index = 0;
+  a.hop_limit = 64;
+  const auto gid = ipv4_gid(remote.ip);
+  std::memcpy(a.dgid, gid.data(), 16);
+  std::memcpy(a.dmac, remote.mac.data(), 6);
+  r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP to RTR", r);
+
+  a = mpr_qp_attr{};
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_SQ_PSN | MPR_QP_ATTR_TIMEOUT |
+                MPR_QP_ATTR_RETRY_CNT | MPR_QP_ATTR_RNR_RETRY | MPR_QP_ATTR_MAX_QP_RD_ATOMIC;
+  a.qp_state = MPR_QPS_RTS;
+  a.sq_psn = local.psn;
+  a.timeout = timeout;
+  a.retry_cnt = retry_cnt;
+  a.rnr_retry = rnr_retry;
+  a.max_rd_atomic = max_rd_atomic;
+  r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP to RTS", r);
+}
+
+}  // namespace mprdma::host

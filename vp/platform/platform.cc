@@ -1,0 +1,174 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "vp/platform/platform.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace mprdma::platform {
+
+// One thread per job, started in scenario order; a job waits for its start
+// time and, unless told otherwise, for the previous job to end.
+struct Platform::JobRunner : sc_core::sc_module {
+  JobRunner(sc_core::sc_module_name name, Platform& p) : sc_core::sc_module(name), platform(p) {
+    const auto& jobs = p.cfg_.jobs;
+    done.resize(jobs.size(), false);
+    events.resize(jobs.size());
+    for (auto& e : events) e = std::make_unique<sc_core::sc_event>();
+    for (size_t i = 0; i < jobs.size(); ++i)
+      sc_core::sc_spawn([this, i] { run_job(i); }, sc_core::sc_gen_unique_name("job"));
+  }
+
+  void run_job(size_t i) {
+    const host::JobConfig& cfg = platform.cfg_.jobs[i];
+    if (cfg.start.ps) sc_core::wait(cfg.start.sc());
+    if (cfg.after_previous && i > 0)
+      while (!done[i - 1]) sc_core::wait(*events[i - 1]);
+    JobOutcome& out = platform.outcomes_[i];
+    out.start_s = sc_core::sc_time_stamp().to_seconds();
+    host::PerfTest test(cfg, platform.host(cfg.client), platform.host(cfg.server), platform.env_);
+    test.run();
+    out.results = test.results();
+    out.finished = true;
+    out.end_s = sc_core::sc_time_stamp().to_seconds();
+    done[i] = true;
+    ++finished;
+    events[i]->notify(sc_core::SC_ZERO_TIME);
+  }
+
+  Platform& platform;
+  std::vector<bool> done;
+  std::vector<std::unique_ptr<sc_core::sc_event>> events;
+  size_t finished = 0;
+};
+
+Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), env_(env) {
+  nic_cfgs_.reserve(cfg_.hosts.size());
+  for (size_t i = 0; i < cfg_.hosts.size(); ++i) {
+    const HostEntry& h = cfg_.hosts[i];
+    nic::NicConfig n = cfg_.nic;
+    n.name = h.name;
+    n.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>((i + 1) >> 8),
+             static_cast<uint8_t>(i + 1)};
+    n.ip = 0x0A000000u + static_cast<uint32_t>(i + 1);
+    nic_cfgs_.push_back(n);
+  }
+  for (const LinkEntry& l : cfg_.links) {
+    // The NIC's port speed follows the link it is cabled to.
+    for (size_t i = 0; i < cfg_.hosts.size(); ++i)
+      if (cfg_.hosts[i].name == l.a || cfg_.hosts[i].name == l.b)
+        nic_cfgs_[i].port_speed_mbps = static_cast<uint32_t>(l.link.rate.bps / 1e6);
+  }
+  for (size_t i = 0; i < cfg_.hosts.size(); ++i)
+    hosts_[cfg_.hosts[i].name] = std::make_unique<host::ModeledHost>(
+        cfg_.hosts[i].name.c_str(), cfg_.host, nic_cfgs_[i], cfg_.pcie, env_);
+  for (const LinkEntry& l : cfg_.links) {
+    links_.push_back(std::make_unique<fabric::EthLink>(l.link.name.c_str(), l.link, env_));
+    host(l.a).nic().attach(links_.back().get(), 0);
+    host(l.b).nic().attach(links_.back().get(), 1);
+  }
+  outcomes_.resize(cfg_.jobs.size());
+  for (size_t i = 0; i < cfg_.jobs.size(); ++i) outcomes_[i].name = cfg_.jobs[i].name;
+  runner_ = std::make_unique<JobRunner>("jobs", *this);
+}
+
+Platform::~Platform() = default;
+
+host::ModeledHost& Platform::host(const std::string& name) {
+  auto it = hosts_.find(name);
+  if (it == hosts_.end()) throw std::out_of_range("no host named '" + name + "'");
+  return *it->second;
+}
+
+uint64_t Platform::sim_time_ps() const { return sc_core::sc_time_stamp().value(); }
+
+bool Platform::run(const std::function<void(uint64_t)>& progress) {
+  const sc_core::sc_time end = cfg_.end_time.sc();
+  // Slices only bound how often progress is reported; they add one kernel
+  // wake-up each, negligible against the model's events.
+  const sc_core::sc_time slice(100, sc_core::SC_US);
+  while (runner_->finished < cfg_.jobs.size() && sc_core::sc_time_stamp() < end) {
+    const sc_core::sc_time step = std::min(slice, end - sc_core::sc_time_stamp());
+    sc_core::sc_start(step);
+    if (progress) progress(sim_time_ps());
+    if (sc_core::sc_get_status() == sc_core::SC_STOPPED) break;
+  }
+  return runner_->finished == cfg_.jobs.size();
+}
+
+bool Platform::all_ok() const {
+  for (size_t i = 0; i < outcomes_.size(); ++i) {
+    const JobOutcome& o = outcomes_[i];
+    if (!o.finished || o.results.size() != cfg_.jobs[i].sizes.size()) return false;
+    for (const host::SizeResult& r : o.results)
+      if (!r.error.empty() || !r.data_ok) return false;
+  }
+  return true;
+}
+
+namespace {
+double field_of(const host::SizeResult& r, const std::string& f) {
+  if (f == "bw_gbps") return r.bw_gbps;
+  if (f == "bw_MBps") return r.bw_MBps;
+  if (f == "msg_rate_mpps") return r.msg_rate_mpps;
+  if (f == "seconds") return r.seconds;
+  if (f == "t_min") return r.t_min;
+  if (f == "t_max") return r.t_max;
+  if (f == "t_typical") return r.t_typical;
+  if (f == "t_avg") return r.t_avg;
+  if (f == "t_stdev") return r.t_stdev;
+  if (f == "t_p99") return r.t_p99;
+  if (f == "t_p999") return r.t_p999;
+  if (f == "iterations") return static_cast<double>(r.iterations);
+  throw std::invalid_argument("unknown result field '" + f + "'");
+}
+}  // namespace
+
+std::map<std::string, double> Platform::metrics(std::vector<std::string>* missing) const {
+  std::map<std::string, double> out;
+  for (const auto& [name, ref] : cfg_.metrics) {
+    const size_t d1 = ref.find('.'), d2 = ref.rfind('.');
+    const std::string job = ref.substr(0, d1), size = ref.substr(d1 + 1, d2 - d1 - 1),
+                      field = ref.substr(d2 + 1);
+    bool found = false;
+    for (const JobOutcome& o : outcomes_) {
+      if (o.name != job) continue;
+      for (const host::SizeResult& r : o.results)
+        if (std::to_string(r.bytes) == size && r.error.empty()) {
+          out[name] = field_of(r, field);
+          found = true;
+        }
+    }
+    if (!found && missing) missing->push_back(name);
+  }
+  return out;
+}
+
+nlohmann::json Platform::flows_json() const {
+  nlohmann::json flows = nlohmann::json::object();
+  for (size_t i = 0; i < outcomes_.size(); ++i) {
+    const JobOutcome& o = outcomes_[i];
+    const host::JobConfig& cfg = cfg_.jobs[i];
+    nlohmann::json j;
+    j["app"] = cfg.app;
+    j["client"] = cfg.client;
+    j["server"] = cfg.server;
+    j["finished"] = o.finished;
+    j["start_s"] = o.start_s;
+    j["end_s"] = o.end_s;
+    nlohmann::json sizes = nlohmann::json::object();
+    for (const host::SizeResult& r : o.results) {
+      nlohmann::json s;
+      s["bytes"] = r.bytes;
+      s["iterations"] = r.iterations;
+      s["data_ok"] = r.data_ok;
+      if (!r.error.empty()) s["error"] = r.error;
+      for (const std::string& f : metric_fields()) s[f] = field_of(r, f);
+      sizes[std::to_string(r.bytes)] = s;
+    }
+    j["sizes"] = sizes;
+    flows[o.name] = j;
+  }
+  return flows;
+}
+
+}  // namespace mprdma::platform

@@ -1,0 +1,66 @@
+// The platform builder and runner: turns a ScenarioConfig into modules
+// (hosts with their NICs, links, jobs), runs the simulation until every job
+// has finished (or end_time), and collects the results.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <systemc>
+
+#include "vp/core/sim_env.h"
+#include "vp/fabric/eth_link.h"
+#include "vp/host/modeled_host.h"
+#include "vp/host/perftest.h"
+#include "vp/platform/scenario.h"
+
+namespace mprdma::platform {
+
+struct JobOutcome {
+  std::string name;
+  bool finished = false;
+  double start_s = 0, end_s = 0;
+  std::vector<host::SizeResult> results;
+};
+
+class Platform {
+ public:
+  // Elaborates every module. Host i gets MAC 02:00:00:00:00:<i+1> and IPv4
+  // address 10.0.0.<i+1>.
+  Platform(const ScenarioConfig& cfg, core::SimEnv& env);
+  ~Platform();
+
+  // Runs the simulation in slices, calling `progress(sim_ps)` between
+  // slices, until every job ended or end_time. Returns true if every job
+  // finished (successfully or not).
+  bool run(const std::function<void(uint64_t sim_ps)>& progress = {});
+
+  const std::vector<JobOutcome>& outcomes() const { return outcomes_; }
+  bool all_ok() const;
+  // The scenario's declared metrics, computed from the job results
+  // (a metric whose figure does not exist is left out and listed in
+  // `missing`).
+  std::map<std::string, double> metrics(std::vector<std::string>* missing = nullptr) const;
+  // Per-job results for results.json's "flows" section.
+  nlohmann::json flows_json() const;
+
+  host::ModeledHost& host(const std::string& name);
+  const ScenarioConfig& config() const { return cfg_; }
+  uint64_t sim_time_ps() const;
+
+ private:
+  struct JobRunner;
+  ScenarioConfig cfg_;
+  core::SimEnv& env_;
+  std::vector<nic::NicConfig> nic_cfgs_;
+  std::map<std::string, std::unique_ptr<host::ModeledHost>> hosts_;
+  std::vector<std::unique_ptr<fabric::EthLink>> links_;
+  std::unique_ptr<JobRunner> runner_;
+  std::vector<JobOutcome> outcomes_;
+};
+
+}  // namespace mprdma::platform

@@ -1,0 +1,275 @@
+#include "vp/sim/cli.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "vp/core/calendar.h"
+#include "vp/core/config.h"
+#include "vp/core/kernel.h"
+#include "vp/core/log.h"
+#include "vp/core/progress.h"
+#include "vp/core/results.h"
+#include "vp/core/sim_env.h"
+#include "vp/platform/platform.h"
+#include "vp/platform/report.h"
+#include "vp/platform/scenario.h"
+
+namespace mprdma::sim {
+namespace {
+
+const char* kUsage =
+    "usage: mprdma-vp-sim run SCENARIO [--out DIR] [--seed N] [--log SPEC] [--quiet]\n"
+    "       mprdma-vp-sim bench SCENARIO... [--log SPEC]\n"
+    "       mprdma-vp-sim validate SCENARIO...\n"
+    "       mprdma-vp-sim describe\n";
+
+struct Options {
+  std::vector<std::string> files;
+  std::string out;
+  std::string log;
+  bool has_seed = false;
+  int64_t seed = 0;
+  bool quiet = false;
+};
+
+bool parse_options(int argc, char** argv, int first, Options& o) {
+  for (int i = first; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::cerr << "error: " << flag << " needs a value\n";
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "--out") {
+      const char* v = value("--out");
+      if (!v) return false;
+      o.out = v;
+    } else if (a == "--log") {
+      const char* v = value("--log");
+      if (!v) return false;
+      o.log = v;
+    } else if (a == "--seed") {
+      const char* v = value("--seed");
+      if (!v) return false;
+      char* end = nullptr;
+      o.seed = std::strtoll(v, &end, 0);
+      if (*end || o.seed < 0) {
+        std::cerr << "error: --seed needs a non-negative integer, got '" << v << "'\n";
+        return false;
+      }
+      o.has_seed = true;
+    } else if (a == "--quiet") {
+      o.quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::cerr << "error: unknown option '" << a << "'\n" << kUsage;
+      return false;
+    } else {
+      o.files.push_back(a);
+    }
+  }
+  return true;
+}
+
+bool load(const std::string& file, platform::ScenarioConfig& cfg) {
+  try {
+    cfg = platform::load_scenario(file);
+    return true;
+  } catch (const core::ConfigError& e) {
+    for (const std::string& line : e.errors()) std::cerr << "error: " << line << "\n";
+    return false;
+  }
+}
+
+uint64_t peak_rss_kib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss);
+}
+
+struct RunFigures {
+  bool complete = false;
+  bool ok = false;
+  double wall_s = 0, sim_s = 0;
+  uint64_t actions = 0, activations = 0;
+};
+
+// Runs one scenario in this process's SystemC kernel. Writes results when
+// `out` is not empty.
+RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file,
+                    const Options& o, bool print_tables) {
+  core::reset_kernel();
+  core::Log::reset();
+  core::Log::configure(cfg.log);
+  if (!o.log.empty()) core::Log::configure(o.log);
+  core::SimEnv env(static_cast<uint64_t>(cfg.seed));
+  env.out_dir = o.out;
+  if (!o.out.empty()) std::filesystem::create_directories(o.out);
+  RunFigures f;
+  const uint64_t actions0 = core::Calendar::total_dispatched();
+  const uint64_t activations0 = core::Calendar::total_activations();
+  const auto wall0 = std::chrono::steady_clock::now();
+  {
+    platform::Platform p(cfg, env);
+    core::ProgressReporter progress(std::cerr, !o.quiet && isatty(STDERR_FILENO));
+    f.complete = p.run([&](uint64_t ps) {
+      progress.update(ps, core::Calendar::total_dispatched() - actions0);
+    });
+    progress.finish();
+    f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    f.sim_s = static_cast<double>(p.sim_time_ps()) * 1e-12;
+    f.actions = core::Calendar::total_dispatched() - actions0;
+    f.activations = core::Calendar::total_activations() - activations0;
+    f.ok = p.all_ok();
+    if (print_tables) {
+      std::cout << "scenario " << cfg.name << ": " << cfg.description << "\n";
+      platform::print_job_tables(std::cout, p);
+    }
+    if (!o.out.empty()) {
+      nlohmann::json doc = platform::results_document(p, env, file);
+      core::write_results(o.out, doc, env.stats);
+      nlohmann::json info;
+      info["wall_time_s"] = f.wall_s;
+      info["sim_time_s"] = f.sim_s;
+      info["slowdown"] = f.sim_s > 0 ? f.wall_s / f.sim_s : 0.0;
+      info["calendar_actions"] = f.actions;
+      info["kernel_activations"] = f.activations;
+      info["actions_per_wall_s"] = f.wall_s > 0 ? double(f.actions) / f.wall_s : 0.0;
+      info["peak_rss_kib"] = peak_rss_kib();
+      core::write_run_info(o.out, info);
+      if (print_tables) {
+        if (!doc["metrics"].empty()) {
+          std::cout << "metrics:\n";
+          for (const auto& [k, v] : doc["metrics"].items())
+            std::cout << "  " << k << " = " << v.get<double>() << "\n";
+        }
+        std::cout << "results: " << o.out << "/results.json\n";
+      }
+    }
+    if (print_tables && !f.complete)
+      std::cout << "ERROR: end_time reached before every job finished\n";
+  }
+  return f;
+}
+
+int cmd_run(const Options& o) {
+  if (o.files.size() != 1) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  platform::ScenarioConfig cfg;
+  if (!load(o.files[0], cfg)) return 2;
+  if (o.has_seed) cfg.seed = o.seed;
+  try {
+    const RunFigures f = simulate(cfg, o.files[0], o, true);
+    return f.complete && f.ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int cmd_bench(Options o) {
+  if (o.files.empty()) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  o.quiet = true;
+  int rc = 0;
+  for (const std::string& file : o.files) {
+    platform::ScenarioConfig cfg;
+    if (!load(file, cfg)) return 2;
+    char dir[] = "/tmp/mprdma-bench-XXXXXX";
+    if (!mkdtemp(dir)) {
+      std::cerr << "error: cannot create a temporary directory\n";
+      return 1;
+    }
+    Options run = o;
+    run.out = dir;
+    const RunFigures f = simulate(cfg, file, run, false);
+    std::ifstream in(std::string(dir) + "/results.json");
+    nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    uint64_t data_packets = 0, frames = 0;
+    for (const auto& [nic, stats] : doc["nics"].items()) {
+      if (stats.contains("requester.packets")) data_packets += stats["requester.packets"].get<uint64_t>();
+      if (stats.contains("mac.tx_packets")) frames += stats["mac.tx_packets"].get<uint64_t>();
+    }
+    std::printf("bench %s (%s)\n", cfg.name.c_str(), file.c_str());
+    std::printf("  simulated time        %.6f s\n", f.sim_s);
+    std::printf("  wall time             %.3f s\n", f.wall_s);
+    std::printf("  slowdown              %.1f (wall / simulated)\n",
+                f.sim_s > 0 ? f.wall_s / f.sim_s : 0.0);
+    std::printf("  request packets       %llu  (%.0f per wall second)\n",
+                static_cast<unsigned long long>(data_packets),
+                f.wall_s > 0 ? double(data_packets) / f.wall_s : 0.0);
+    std::printf("  frames on the wire    %llu  (%.0f per wall second)\n",
+                static_cast<unsigned long long>(frames),
+                f.wall_s > 0 ? double(frames) / f.wall_s : 0.0);
+    std::printf("  kernel activations    %llu  (%.1f per frame, %.2f M per wall second)\n",
+                static_cast<unsigned long long>(f.activations),
+                frames ? double(f.activations) / double(frames) : 0.0,
+                f.wall_s > 0 ? double(f.activations) / f.wall_s / 1e6 : 0.0);
+    std::printf("  peak memory           %.1f MiB\n", double(peak_rss_kib()) / 1024.0);
+    if (!(f.complete && f.ok)) {
+      std::printf("  ERROR: the scenario did not complete successfully\n");
+      rc = 1;
+    }
+    std::string cleanup = std::string("rm -rf ") + dir;
+    if (std::system(cleanup.c_str()) != 0) std::cerr << "warning: could not remove " << dir << "\n";
+  }
+  return rc;
+}
+
+int cmd_validate(const Options& o) {
+  if (o.files.empty()) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  int rc = 0;
+  for (const std::string& file : o.files) {
+    platform::ScenarioConfig cfg;
+    if (load(file, cfg))
+      std::cout << "ok: " << file << "\n";
+    else
+      rc = 2;
+  }
+  return rc;
+}
+
+int cmd_describe() {
+  platform::ScenarioConfig defaults;
+  core::DocBinder doc("Scenario reference");
+  std::cout << "<!-- Generated by `./mprdma-vp docs` (mprdma-vp-sim describe); do not edit. -->\n\n"
+            << doc.describe(defaults);
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  Options o;
+  if (cmd == "describe") return cmd_describe();
+  if (!parse_options(argc, argv, 2, o)) return 2;
+  if (cmd == "run") return cmd_run(o);
+  if (cmd == "bench") return cmd_bench(o);
+  if (cmd == "validate") return cmd_validate(o);
+  std::cerr << "error: unknown command '" << cmd << "'\n" << kUsage;
+  return 2;
+}
+
+}  // namespace mprdma::sim
