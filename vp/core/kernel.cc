@@ -25,7 +25,11 @@ void init_kernel() {
 }
 
 void reset_kernel() {
-  delete sc_core::sc_curr_simcontext;
+  // The first kernel holds SystemC's own static events, which deregister
+  // from it at process exit: it must outlive the process, so it is kept
+  // (not current, just not freed). Later kernels are ours to delete.
+  static sc_core::sc_simcontext* const first = sc_core::sc_get_curr_simcontext();
+  if (sc_core::sc_curr_simcontext != first) delete sc_core::sc_curr_simcontext;
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext;
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
   resolution_set = false;

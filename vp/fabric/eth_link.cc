@@ -20,6 +20,10 @@ void LinkConfig::bind(core::Binder& b) {
   b.field("pcap", pcap,
           "Write both directions to <out_dir>/<name>.pcap, stamped with the transmit start "
           "time (nanosecond resolution); lost frames are included.");
+  b.field("pcap_snaplen", pcap_snaplen,
+          "Bytes of each frame kept in the pcap; the default keeps every RoCEv2 header and "
+          "drops most payload, 0 keeps whole frames.",
+          0, 262144);
 }
 
 namespace {
@@ -57,7 +61,7 @@ EthLink::EthLink(sc_core::sc_module_name name, const LinkConfig& cfg, core::SimE
   }
   if (cfg_.pcap && !env.out_dir.empty()) {
     const std::string path = (std::filesystem::path(env.out_dir) / (cfg_.name + ".pcap")).string();
-    pcap_ = std::make_unique<net::PcapWriter>(path);
+    pcap_ = std::make_unique<net::PcapWriter>(path, static_cast<uint32_t>(cfg_.pcap_snaplen.n));
     MPR_LOG(log_, info, "capturing to " << path);
   }
 }

@@ -39,6 +39,7 @@ struct LinkConfig {
   core::Duration delay = core::Duration::from_ns(200);
   double loss = 0.0;  // probability in [0, 1] that a frame is lost
   bool pcap = false;
+  core::Bytes pcap_snaplen{128};  // bytes kept per frame; 0 keeps whole frames
   void bind(core::Binder& b);
 };
 

@@ -71,6 +71,9 @@ void JobConfig::bind(core::Binder& b) {
   retry_cnt = static_cast<uint8_t>(r);
   if (b.reading()) {
     if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two");
+    // As perftest does: a signal must fall inside every window of tx_depth
+    // requests, or the sender would wait for a completion never asked for.
+    cq_mod = std::min(cq_mod, tx_depth);
     if (app == "atomic_bw") sizes = {core::Bytes{8}};
   }
 }

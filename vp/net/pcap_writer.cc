@@ -28,11 +28,12 @@ static_assert(sizeof(RecordHeader) == 16, "pcap record header is 16 bytes");
 
 }  // namespace
 
-PcapWriter::PcapWriter(const std::string& path) : path_(path) {
+PcapWriter::PcapWriter(const std::string& path, uint32_t snaplen)
+    : path_(path), snaplen_(snaplen ? snaplen : kSnapLen) {
   file_ = std::fopen(path.c_str(), "wb");
   if (!file_)
     throw std::runtime_error("cannot open pcap file '" + path + "': " + std::strerror(errno));
-  const GlobalHeader h{kMagicNanoseconds, 2, 4, 0, 0, kSnapLen, kLinkTypeEthernet};
+  const GlobalHeader h{kMagicNanoseconds, 2, 4, 0, 0, snaplen_, kLinkTypeEthernet};
   put(&h, sizeof h);
 }
 
@@ -47,7 +48,7 @@ void PcapWriter::put(const void* bytes, size_t n) {
 
 void PcapWriter::write(uint64_t time_ps, const uint8_t* data, size_t len) {
   const uint64_t ns = time_ps / 1000;
-  const uint32_t incl = static_cast<uint32_t>(len < kSnapLen ? len : kSnapLen);
+  const uint32_t incl = static_cast<uint32_t>(len < snaplen_ ? len : snaplen_);
   const RecordHeader r{static_cast<uint32_t>(ns / 1000000000ull),
                        static_cast<uint32_t>(ns % 1000000000ull), incl,
                        static_cast<uint32_t>(len)};

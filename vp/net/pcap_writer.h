@@ -17,12 +17,15 @@ class PcapWriter {
  public:
   static constexpr uint32_t kMagicNanoseconds = 0xa1b23c4d;
   static constexpr uint32_t kLinkTypeEthernet = 1;
-  // Frames longer than this are stored truncated (orig_len keeps the size).
+  // Default snapshot length: frames longer than the snapshot length are
+  // stored truncated (orig_len keeps the size).
   static constexpr uint32_t kSnapLen = 262144;
 
   // Creates (truncates) the file and writes the global header. Throws
   // std::runtime_error naming the path and the reason if it cannot.
-  explicit PcapWriter(const std::string& path);
+  // `snaplen` bytes of each frame are kept (0 means kSnapLen); 128 keeps
+  // every RoCEv2 header and drops most of the payload.
+  explicit PcapWriter(const std::string& path, uint32_t snaplen = 0);
   // Flushes and closes the file.
   ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
@@ -44,6 +47,7 @@ class PcapWriter {
   std::string path_;
   std::FILE* file_ = nullptr;
   uint64_t records_ = 0;
+  uint32_t snaplen_ = kSnapLen;
 };
 
 }  // namespace mprdma::net

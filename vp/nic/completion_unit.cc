@@ -177,8 +177,10 @@ void CompletionUnit::cq_doorbell(uint32_t page, uint64_t value) {
     return;
   }
   const uint32_t ci24 = static_cast<uint32_t>((value >> MPR_CQ_DB_CI_SHIFT) & MPR_CQ_DB_CI_MASK);
-  // The doorbell carries 24 bits of the free-running index: widen it.
-  cq->ci = cq->ci + ((ci24 - cq->ci) & 0xffffffu);
+  // The doorbell carries 24 bits of the free-running index: widen it, and
+  // ignore a value behind the one already known (a stale, overtaken store).
+  const int32_t ahead = static_cast<int32_t>(((ci24 - cq->ci) & 0xffffffu) << 8) >> 8;
+  if (ahead > 0) cq->ci += static_cast<uint32_t>(ahead);
   const uint32_t cmd = static_cast<uint32_t>((value >> MPR_CQ_DB_CMD_SHIFT) & MPR_CQ_DB_CMD_MASK);
   if (cmd == MPR_CQ_DB_ARM_NEXT || cmd == MPR_CQ_DB_ARM_SOLICITED) {
     cq->arm = static_cast<uint8_t>(cmd);
@@ -207,7 +209,8 @@ void CompletionUnit::eq_doorbell(uint32_t page, uint64_t value) {
     return;
   }
   const uint32_t ci24 = static_cast<uint32_t>((value >> MPR_CQ_DB_CI_SHIFT) & MPR_CQ_DB_CI_MASK);
-  eq->ci = eq->ci + ((ci24 - eq->ci) & 0xffffffu);
+  const int32_t ahead = static_cast<int32_t>(((ci24 - eq->ci) & 0xffffffu) << 8) >> 8;
+  if (ahead > 0) eq->ci += static_cast<uint32_t>(ahead);
   if (value & MPR_EQ_DB_ARM) {
     eq->armed = 1;
     if (eq->pi != eq->ci) {

@@ -62,7 +62,8 @@ void GbnTransport::advance(Conn& c, uint32_t new_una, uint64_t now, AckResult& r
   c.una = new_una;
   if (psn_diff(c.nxt, c.una) < 0) c.nxt = c.una;
   r.progress = true;
-  c.retry_left = c.params.retry_cnt;  // progress restores the retry budget
+  c.retry_left = c.params.retry_cnt;  // progress restores the retry budgets
+  c.rnr_left = c.params.rnr_retry;
   c.rewound_for_una = false;
   arm(c, now);
 }

@@ -33,6 +33,7 @@ class GbnTransport : public TransportEngine {
   AckDecision commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
                      uint64_t now) override;
   uint32_t epsn(uint32_t qpn) const override { return conns_.at(qpn).epsn; }
+  void nak_sent(uint32_t qpn) override { conns_.at(qpn).nak_sent = true; }
 
  private:
   struct Conn {

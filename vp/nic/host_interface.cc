@@ -142,7 +142,7 @@ uint32_t HostInterface::read_bar0(uint64_t off) {
              MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) | MPR_RESET(CAPS, GBN) |
              MPR_RESET(CAPS, MP_RDMA) | MPR_RESET(CAPS, DCQCN) | MPR_RESET(CAPS, IRN);
     case MPR_BAR0_OFF(FW_VERSION): return MPR_RESET(FW_VERSION, FW);
-    case MPR_BAR0_OFF(STATUS): return status_;
+    case MPR_BAR0_OFF(STATUS): return status_ | MPR_SET(STATUS, AQ_ENABLED, aq_enabled());
     case MPR_BAR0_OFF(RESET): return 0;
     case MPR_BAR0_OFF(INTR_MASK): return intr_mask_;
     case MPR_BAR0_OFF(INTR_PENDING): return intr_pending_;

@@ -70,6 +70,10 @@ void Mac::receive(net::PacketPtr pkt) {
 }
 
 void Mac::rx_step() {
+  if (rx_queue_.empty()) {  // emptied by a device reset
+    rx_busy_ = false;
+    return;
+  }
   net::PacketPtr pkt = std::move(rx_queue_.front());
   rx_queue_.pop_front();
   net::RoceFields f;

@@ -193,9 +193,17 @@ void Responder::fetch_recv(Qp& qp) {
     if (!q2 || q2->generation != gen) return;
     q2->rq_fetching = false;
     if (!ok) {
-      core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
-      fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
-            MPR_EQE_QP_FATAL, "receive queue unreadable");
+      if (q2->active) {
+        fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
+              MPR_EQE_QP_FATAL, "receive queue unreadable", MPR_SYN_DMA_FAULT);
+      } else {
+        // Before RTR there is no peer to NAK: report and fail the QP.
+        MPR_LOG(log_, info, "QP " << qpn << ": receive queue unreadable");
+        if (mpr_qpc* ctx = core_.contexts.qp(qpn)) ctx->state = ctx->attr.qp_state = MPR_QPS_ERR;
+        core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
+        qp_to_error(qpn);
+        if (on_qp_error) on_qp_error(qpn);
+      }
       return;
     }
     const uint32_t stride = 1u << log_stride;
@@ -270,7 +278,9 @@ Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFi
 
 bool Responder::check_rkey(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right,
                            std::vector<Segment>& segs) {
-  if (!(qp.access & right) && len) return false;
+  // Access flags may change in RTR->RTS or RTS->RTS: read the live context.
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  if (!q || (!(q->attr.access_flags & right) && len)) return false;
   return core_.translation.translate(rkey, qp.pdn, va, len, right, segs) == AccessStatus::ok;
 }
 
@@ -287,7 +297,11 @@ Responder::Step Responder::take_recv(Qp& qp, const net::RoceFields& f, bool& hav
     return Step::stall;
   }
   ++rnr_naks_;
-  push_nak(qp, net::aeth_rnr_nak(qp.min_rnr_timer), f.psn);
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  push_nak(qp, net::aeth_rnr_nak(q ? q->attr.min_rnr_timer : qp.min_rnr_timer), f.psn);
+  // Later packets of the message are dropped silently until the requester
+  // resends this one after its RNR wait.
+  core_.engine.nak_sent(qp.qpn);
   return Step::done;
 }
 
@@ -330,7 +344,7 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
           qp.in_send = false;
           ++qp.rq_ci;
           fatal(qp, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
-                "RECV buffer fails its lkey check");
+                "RECV buffer fails its lkey check", MPR_SYN_BAD_LKEY);
           return Step::done;
         }
         qp.send_cap += d.byte_count;
@@ -366,6 +380,13 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
   }
 
   if (is_write(op)) {
+    // A WRITE with immediate needs a RECV; look for it before any state
+    // changes, so that a stall or an RNR NAK leaves the packet retryable.
+    if (carries_imm(op)) {
+      bool have;
+      if (take_recv(qp, f, have) == Step::stall) return Step::stall;
+      if (!have) return Step::done;
+    }
     if (first == qp.in_write) {
       fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
             "WRITE opcode out of sequence");
@@ -387,11 +408,6 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
       fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
             "WRITE payload does not match its RETH length");
       return Step::done;
-    }
-    if (carries_imm(op)) {
-      bool have;
-      if (take_recv(qp, f, have) == Step::stall) return Step::stall;
-      if (!have) return Step::done;
     }
     std::vector<Segment> segs;
     slice_segments(qp.write_segs, qp.write_off, plen, segs);
@@ -550,7 +566,7 @@ void Responder::run_atomics() {
     if (!ok) {
       if (live)
         fatal(*qp, net::NakCode::remote_operational_error, job.psn, MPR_EQE_QP_FATAL,
-              "atomic target not readable");
+              "atomic target not readable", MPR_SYN_DMA_FAULT);
     } else {
       uint64_t orig;
       std::memcpy(&orig, data.data(), 8);
@@ -599,7 +615,8 @@ void Responder::push_nak(Qp& qp, uint8_t syndrome, uint32_t psn) {
   core_.tx.activate(qp.qpn);
 }
 
-void Responder::fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why) {
+void Responder::fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why,
+                      uint8_t syndrome) {
   ++fatal_naks_;
   MPR_LOG(log_, info, "QP " << qp.qpn << " PSN " << psn << ": " << why << "; NAK and QP to ERR");
   const uint32_t qpn = qp.qpn;
@@ -609,7 +626,7 @@ void Responder::fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, co
     q->state = MPR_QPS_ERR;
     q->attr.qp_state = MPR_QPS_ERR;
   }
-  core_.cq.post_async(event, qpn);
+  core_.cq.post_async(event, qpn, syndrome);
   qp_to_error(qpn);
   if (on_qp_error) on_qp_error(qpn);
 }
@@ -699,7 +716,8 @@ bool Responder::try_emit(uint32_t qpn) {
                          Qp* q = find(qpn);
                          if (q && q->generation == gen && !q->error)
                            fatal(*q, net::NakCode::remote_operational_error, f.psn,
-                                 MPR_EQE_QP_FATAL, "READ source not readable");
+                                 MPR_EQE_QP_FATAL, "READ source not readable",
+                                 MPR_SYN_DMA_FAULT);
                        });
       return true;
     }

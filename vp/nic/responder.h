@@ -121,7 +121,8 @@ class Responder : public sc_core::sc_module, public TxSource {
   void fetch_recv(Qp& qp);
   void push_ack(Qp& qp, uint32_t psn);
   void push_nak(Qp& qp, uint8_t syndrome, uint32_t psn);
-  void fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why);
+  void fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why,
+             uint8_t syndrome = 0);
   void recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t byte_len,
                 const net::RoceFields* f, uint8_t status, uint8_t syndrome);
   void flush_recvs(Qp& qp);

@@ -112,6 +112,9 @@ class TransportEngine {
   virtual AckDecision commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
                              uint64_t now) = 0;
   virtual uint32_t epsn(uint32_t qpn) const = 0;
+  // The message layer answered the expected PSN with a NAK of its own (RNR):
+  // packets beyond it are dropped silently until it arrives again.
+  virtual void nak_sent(uint32_t qpn) = 0;
 };
 
 }  // namespace mprdma::nic

@@ -531,7 +531,7 @@ struct mpr_device_attr {
 	uint32_t num_uar_pages;
 	uint32_t max_gids;
 	uint32_t max_msg_size;
-	uint32_t cap_flags; /* MPR_CAP_* as in the CAPS register */
+	uint32_t cap_flags; /* the value of the CAPS register (MPRDMA_BAR0__CAPS__*) */
 	uint32_t rsvd;
 };
 

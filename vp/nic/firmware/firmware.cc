@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include <mprdma/regs_util.h>
+
 #include "vp/nic/context_memory.h"
 
 namespace mprdma::nic {
@@ -179,6 +181,9 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.num_uar_pages = static_cast<uint32_t>(l.num_uar_pages);
   a.max_gids = static_cast<uint32_t>(l.max_gids);
   a.max_msg_size = 1u << 31;
+  a.cap_flags = MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UD) | MPR_RESET(CAPS, ATOMICS) |
+                MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) | MPR_RESET(CAPS, GBN) |
+                MPR_RESET(CAPS, MP_RDMA) | MPR_RESET(CAPS, DCQCN) | MPR_RESET(CAPS, IRN);
   write_output(cmd, c, &a, sizeof a);
 }
 
@@ -234,6 +239,9 @@ void Firmware::reg_mr(const mpr_cmd& cmd, Comp& c) {
   if (pages != in.num_pages) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
   if (cmd.hdr.in_mailbox == 0 || cmd.hdr.in_len != pages * 8)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+  // More pages than the whole MTT can never fit: refuse before buffering
+  // and reading a page list that can reach 2^28 entries (2 GiB).
+  if (pages > static_cast<uint64_t>(ctx.limits().max_mtt)) return fail(c, MPR_CMD_NO_RESOURCES);
 
   std::vector<uint64_t> list(pages);
   if (!hal_.dma_read(cmd.hdr.in_mailbox, list.data(), pages * 8))
@@ -297,8 +305,9 @@ void Firmware::create_cq(const mpr_cmd& cmd, Comp& c) {
   ContextMemory& ctx = hal_.contexts();
   const NicLimits& l = ctx.limits();
   const mpr_cmd_create_cq& in = cmd.u.create_cq;
-  if (in.log_size < 1 || (uint64_t{1} << in.log_size) > static_cast<uint64_t>(l.max_cqe) ||
-      in.log_size > 24)
+  // log_size is bounded before it is used as a shift count.
+  if (in.log_size < 1 || in.log_size > 24 ||
+      (uint64_t{1} << in.log_size) > static_cast<uint64_t>(l.max_cqe))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
   if (in.base == 0 || (in.base & 63) || (in.dbrec & 3))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
