@@ -69,6 +69,29 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), en
   outcomes_.resize(cfg_.jobs.size());
   for (size_t i = 0; i < cfg_.jobs.size(); ++i) outcomes_[i].name = cfg_.jobs[i].name;
   runner_ = std::make_unique<JobRunner>("jobs", *this);
+
+  if (cfg_.sample_interval.ps) {
+    // Throughput over time of every link direction, NIC port and PCIe
+    // direction, in Gb/s.
+    sampler_ = std::make_unique<core::RateSampler>("sampler", env_.stats, cfg_.sample_interval);
+    constexpr double kBytesPerGbit = 1e9 / 8;
+    for (const LinkEntry& l : cfg_.links)
+      for (const char* dir : {"a2b", "b2a"})
+        sampler_->add("link." + l.link.name + "." + dir + ".tx_bytes",
+                      "link." + l.link.name + "." + dir + ".gbps", "Gb/s", kBytesPerGbit,
+                      "Wire throughput (frame bytes incl. preamble, FCS and gap)");
+    for (const HostEntry& h : cfg_.hosts) {
+      for (const char* d : {"tx", "rx"})
+        sampler_->add("nic." + h.name + ".mac." + d + "_bytes",
+                      "nic." + h.name + ".mac." + d + "_gbps", "Gb/s", kBytesPerGbit,
+                      "NIC port throughput (frame bytes)");
+      for (const char* d : {"upstream", "downstream"})
+        sampler_->add("pcie." + h.name + "." + d + ".bytes",
+                      "pcie." + h.name + "." + d + ".gbps", "Gb/s", kBytesPerGbit,
+                      "PCIe throughput including TLP overheads");
+    }
+    sampler_->start();
+  }
 }
 
 Platform::~Platform() = default;

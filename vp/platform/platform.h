@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <systemc>
 
+#include "vp/core/rate_sampler.h"
 #include "vp/core/sim_env.h"
 #include "vp/fabric/eth_link.h"
 #include "vp/host/modeled_host.h"
@@ -60,6 +61,7 @@ class Platform {
   std::map<std::string, std::unique_ptr<host::ModeledHost>> hosts_;
   std::vector<std::unique_ptr<fabric::EthLink>> links_;
   std::unique_ptr<JobRunner> runner_;
+  std::unique_ptr<core::RateSampler> sampler_;
   std::vector<JobOutcome> outcomes_;
 };
 

@@ -35,6 +35,7 @@ struct ScenarioConfig {
   int64_t seed = 1;
   core::Duration end_time = core::Duration::from_us(10e6);  // 10 s
   std::string log;
+  core::Duration sample_interval = core::Duration::from_us(10);
   nic::NicConfig nic;
   pcie::PcieConfig pcie;
   host::HostConfig host;

@@ -1,0 +1,36 @@
+#include "vp/core/rate_sampler.h"
+
+#include <stdexcept>
+
+namespace mprdma::core {
+
+RateSampler::RateSampler(sc_core::sc_module_name name, StatsRegistry& stats, Duration interval)
+    : sc_core::sc_module(name), stats_(stats), interval_(interval), calendar_("calendar") {
+  if (interval.ps == 0) throw std::invalid_argument("RateSampler: zero interval");
+}
+
+void RateSampler::add(const std::string& counter, const std::string& series,
+                      const std::string& unit, double per_unit, const std::string& desc) {
+  const Counter* c = stats_.find_counter(counter);
+  if (!c) throw std::invalid_argument("RateSampler: no counter '" + counter + "'");
+  probes_.push_back(Probe{c, &stats_.series(series, unit, desc), per_unit, c->value()});
+}
+
+void RateSampler::start() {
+  if (started_ || probes_.empty()) return;
+  started_ = true;
+  calendar_.after(interval_.sc(), [this] { sample(); });
+}
+
+void RateSampler::sample() {
+  const uint64_t now = sc_core::sc_time_stamp().value();
+  const double seconds = interval_.seconds();
+  for (Probe& p : probes_) {
+    const uint64_t v = p.counter->value();
+    p.series->sample(now, double(v - p.last) / seconds / p.per_unit);
+    p.last = v;
+  }
+  calendar_.after(interval_.sc(), [this] { sample(); });
+}
+
+}  // namespace mprdma::core
