@@ -76,10 +76,14 @@ void GbnTransport::rewind(Conn& c, uint32_t to, AckResult& r) {
 AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
   Conn& c = conns_.at(qpn);
   AckResult r;
-  // An ACK for a PSN never sent is a protocol violation: ignore it.
-  if (psn_diff(a.psn, c.high) >= 0 && a.kind != AckEvent::Kind::nak_sequence &&
-      a.kind != AckEvent::Kind::nak_rnr && a.kind != AckEvent::Kind::nak_fatal)
-    return r;
+  // A response for a PSN never sent is a protocol violation: ignore it. A NAK
+  // names the PSN it expects, which may be the next one to send.
+  const bool nak = a.kind == AckEvent::Kind::nak_sequence ||
+                   a.kind == AckEvent::Kind::nak_rnr || a.kind == AckEvent::Kind::nak_fatal;
+  if (psn_diff(a.psn, c.high) >= (nak ? 1 : 0)) return r;
+  // Like an ACK, a NAK acknowledges nothing past a READ/atomic whose response
+  // is missing: that response was lost, the request must be resent.
+  const uint32_t nak_una = psn_diff(a.psn, a.ack_limit) > 0 ? a.ack_limit : a.psn;
   switch (a.kind) {
     case AckEvent::Kind::ack: {
       uint32_t new_una = psn_add(a.psn, 1);
@@ -98,8 +102,8 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
       return r;
     }
     case AckEvent::Kind::nak_sequence: {
-      const bool before = psn_diff(a.psn, c.una) > 0;
-      advance(c, a.psn, now, r);
+      const bool before = psn_diff(nak_una, c.una) > 0;
+      advance(c, nak_una, now, r);
       if (!before) {
         // No progress: this retransmission spends one retry.
         if (c.retry_left == 0) {
@@ -112,7 +116,7 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
       return r;
     }
     case AckEvent::Kind::nak_rnr:
-      advance(c, a.psn, now, r);
+      advance(c, nak_una, now, r);
       if (c.params.rnr_retry != 7) {
         if (c.rnr_left == 0) {
           r.error = AckResult::Error::rnr_exceeded;
@@ -124,7 +128,7 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
       rewind(c, c.una, r);
       return r;
     case AckEvent::Kind::nak_fatal:
-      advance(c, a.psn, now, r);
+      advance(c, nak_una, now, r);
       r.error = AckResult::Error::fatal_nak;
       return r;
     case AckEvent::Kind::read_response:
