@@ -312,6 +312,7 @@ TEST_F(EthLinkTest, PcapHoldsBothDirectionsAtTransmitStart) {
   LinkConfig cfg;
   cfg.name = "cap";
   cfg.pcap = true;
+  cfg.pcap_snaplen = core::Bytes{0};  // whole frames
   cfg.loss = 0.5;  // lost frames are captured too
   make(cfg);
   stream(0, 6, 1000, 0);
@@ -343,6 +344,27 @@ TEST_F(EthLinkTest, PcapHoldsBothDirectionsAtTransmitStart) {
     EXPECT_EQ(recs[i].first, start_ps / 1000) << i;
     EXPECT_EQ(recs[i].second, 1000u);
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(EthLinkTest, PcapSnapLengthTruncatesRecordsButKeepsTheirLength) {
+  const std::string dir =
+      ::testing::TempDir() + "/mprdma_link_snap_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  env->out_dir = dir;
+  LinkConfig cfg;
+  cfg.name = "snap";
+  cfg.pcap = true;  // default snap length: 128 bytes
+  make(cfg);
+  stream(0, 2, 1000, 0);
+  sc_core::sc_start();
+  link.reset();
+  const auto d = read_file(dir + "/snap.pcap");
+  ASSERT_GE(d.size(), 24u + 2 * (16 + 128));
+  EXPECT_EQ(u32(d, 16), 128u);  // snaplen in the global header
+  EXPECT_EQ(u32(d, 24 + 8), 128u);    // incl_len
+  EXPECT_EQ(u32(d, 24 + 12), 1000u);  // orig_len
+  EXPECT_EQ(d.size(), 24u + 2 * (16 + 128));
   std::filesystem::remove_all(dir);
 }
 
@@ -421,8 +443,8 @@ TEST(EthLinkConfig, BindDeclaresEveryFieldWithDocs) {
   LinkConfig cfg;
   RecordingBinder b;
   cfg.bind(b);
-  ASSERT_EQ(b.keys.size(), 5u);
-  for (const char* k : {"name", "rate", "delay", "loss", "pcap"}) {
+  ASSERT_EQ(b.keys.size(), 6u);
+  for (const char* k : {"name", "rate", "delay", "loss", "pcap", "pcap_snaplen"}) {
     ASSERT_TRUE(b.keys.count(k)) << k;
     EXPECT_GT(b.keys[k].doc.size(), 20u) << k;
   }
