@@ -17,6 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include "support/files.h"
+#include "support/recording_binder.h"
+
 #include "support/sim_test.h"
 #include "vp/core/calendar.h"
 #include "vp/core/config.h"
@@ -294,15 +297,9 @@ TEST_F(EthLinkLossTest, LossRateIsNearConfigured) {
   EXPECT_EQ(run_lossy(7, 0.0, 100).a2b.size(), 100u);
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-uint32_t u32(const std::vector<uint8_t>& d, size_t at) {
-  uint32_t v;
-  std::memcpy(&v, &d[at], 4);
-  return v;
-}
+using test::read_file;
+using test::RecordingBinder;
+using test::u32;
 
 TEST_F(EthLinkTest, PcapHoldsBothDirectionsAtTransmitStart) {
   const std::string dir =
@@ -382,62 +379,6 @@ TEST_F(EthLinkTest, NoPcapWithoutOutDir) {
 }
 
 // Records what LinkConfig::bind() declares.
-class RecordingBinder : public core::Binder {
- public:
-  struct Key {
-    std::string doc;
-    double min = 0, max = 0;
-    std::string unit;
-  };
-  std::map<std::string, Key> keys;
-  void put(const char* k, const char* doc, double mn = 0, double mx = 0, const char* unit = "") {
-    keys[k] = Key{doc, mn, mx, unit};
-  }
-
-  void field(const char* k, bool&, const char* doc) override { put(k, doc); }
-  void field(const char* k, int64_t&, const char* doc, int64_t mn, int64_t mx,
-             const char* unit) override {
-    put(k, doc, double(mn), double(mx), unit);
-  }
-  void field(const char* k, uint64_t&, const char* doc, uint64_t mn, uint64_t mx,
-             const char* unit) override {
-    put(k, doc, double(mn), double(mx), unit);
-  }
-  void field(const char* k, double&, const char* doc, double mn, double mx,
-             const char* unit) override {
-    put(k, doc, mn, mx, unit);
-  }
-  void field(const char* k, std::string&, const char* doc) override { put(k, doc); }
-  void field(const char* k, core::Duration&, const char* doc, core::Duration,
-             core::Duration) override {
-    put(k, doc);
-  }
-  void field(const char* k, core::Bandwidth&, const char* doc) override { put(k, doc); }
-  void field(const char* k, core::Frequency&, const char* doc) override { put(k, doc); }
-  void field(const char* k, core::Bytes&, const char* doc, uint64_t, uint64_t) override {
-    put(k, doc);
-  }
-  void choice(const char* k, std::string&, const std::vector<std::string>&,
-              const char* doc) override {
-    put(k, doc);
-  }
-  void field(const char* k, std::vector<core::Bytes>&, const char* doc, uint64_t,
-             uint64_t) override {
-    put(k, doc);
-  }
-  void field(const char* k, std::map<std::string, std::string>&, const char* doc) override {
-    put(k, doc);
-  }
-  void error(const std::string&) override {}
-
- protected:
-  bool enter_section(const char*, const char*) override { return true; }
-  void leave_section() override {}
-  ListPlan begin_list(const char*, const char*, size_t) override { return {}; }
-  void enter_item(size_t) override {}
-  void leave_item() override {}
-  void end_list() override {}
-};
 
 TEST(EthLinkConfig, BindDeclaresEveryFieldWithDocs) {
   LinkConfig cfg;

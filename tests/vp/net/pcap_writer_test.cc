@@ -12,22 +12,16 @@
 
 #include <gtest/gtest.h>
 
+#include "support/files.h"
+
 #include "vp/net/pcap_writer.h"
 
 namespace mprdma::net {
 namespace {
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
 // pcap fields are in the writer's byte order; the test runs on the same host.
-uint32_t u32(const std::vector<uint8_t>& d, size_t at) {
-  uint32_t v;
-  std::memcpy(&v, &d[at], 4);
-  return v;
-}
+using test::read_file;
+using test::u32;
 uint16_t u16(const std::vector<uint8_t>& d, size_t at) {
   uint16_t v;
   std::memcpy(&v, &d[at], 2);

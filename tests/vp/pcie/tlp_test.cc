@@ -1,6 +1,8 @@
 // TLP splitting arithmetic and the link configuration, without simulation.
 #include <gtest/gtest.h>
 
+#include "support/recording_binder.h"
+
 #include <cstdint>
 #include <map>
 #include <set>
@@ -183,59 +185,8 @@ TEST(PcieConfigTest, LaneAndLinkRates) {
 
 // A binder that records keys, overrides integer and byte fields from a map,
 // and collects errors (the YAML binder is tested with core).
-class RecordingBinder : public core::Binder {
- public:
-  std::map<std::string, uint64_t> set;
-  std::set<std::string> keys;
-  std::vector<std::string> errors;
 
-  void field(const char* key, bool&, const char*) override { keys.insert(key); }
-  void field(const char* key, int64_t& v, const char*, int64_t, int64_t, const char*) override {
-    keys.insert(key);
-    if (set.count(key)) v = static_cast<int64_t>(set[key]);
-  }
-  void field(const char* key, uint64_t& v, const char*, uint64_t, uint64_t,
-             const char*) override {
-    keys.insert(key);
-    if (set.count(key)) v = set[key];
-  }
-  void field(const char* key, double&, const char*, double, double, const char*) override {
-    keys.insert(key);
-  }
-  void field(const char* key, std::string&, const char*) override { keys.insert(key); }
-  void field(const char* key, core::Duration& v, const char*, core::Duration,
-             core::Duration) override {
-    keys.insert(key);
-    if (set.count(key)) v.ps = set[key];
-  }
-  void field(const char* key, core::Bandwidth&, const char*) override { keys.insert(key); }
-  void field(const char* key, core::Frequency&, const char*) override { keys.insert(key); }
-  void field(const char* key, core::Bytes& v, const char*, uint64_t, uint64_t) override {
-    keys.insert(key);
-    if (set.count(key)) v.n = set[key];
-  }
-  void choice(const char* key, std::string&, const std::vector<std::string>&,
-              const char*) override {
-    keys.insert(key);
-  }
-  void field(const char* key, std::vector<core::Bytes>&, const char*, uint64_t,
-             uint64_t) override {
-    keys.insert(key);
-  }
-  void field(const char* key, std::map<std::string, std::string>&, const char*) override {
-    keys.insert(key);
-  }
-  void error(const std::string& message) override { errors.push_back(message); }
-  bool reading() const override { return true; }
-
- protected:
-  bool enter_section(const char*, const char*) override { return true; }
-  void leave_section() override {}
-  ListPlan begin_list(const char*, const char*, size_t) override { return {}; }
-  void enter_item(size_t) override {}
-  void leave_item() override {}
-  void end_list() override {}
-};
+using test::RecordingBinder;
 
 TEST(PcieConfigTest, BindNamesEveryKeyAndChecksShapes) {
   {
