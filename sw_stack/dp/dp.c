@@ -63,10 +63,11 @@ static int build_inline(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr,
 {
 	struct mpr_wqe_inline *hdr = (struct mpr_wqe_inline *)seg;
 	uint8_t *dst = seg + sizeof(*hdr);
-	uint32_t total = 0;
+	uint64_t total = 0;
 	uint32_t i;
 	int err;
 
+	/* 64-bit sum: 32-bit SGE lengths must not wrap past the limit. */
 	for (i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
 	if (total > mpr_dp_max_inline(qp) ||
@@ -83,7 +84,7 @@ static int build_inline(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr,
 			return err;
 		dst += sge->length;
 	}
-	hdr->byte_count = htole32(total);
+	hdr->byte_count = htole32((uint32_t)total);
 	*num_ds = (uint32_t)((sizeof(*hdr) + total + MPR_WQE_SEG_SIZE - 1) /
 			     MPR_WQE_SEG_SIZE);
 	return 0;

@@ -278,13 +278,19 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   }
   const uint32_t need =
       (m.opcode == MPR_WQE_RDMA_READ || is_atomic(m.opcode)) ? MPR_ACCESS_LOCAL_WRITE : 0;
+  // The whole length first: an error CQE reports the WQE's length even when
+  // a later SGE fails its check.
+  for (const uint8_t* p = seg; p + sizeof(mpr_wqe_data) <= end; p += sizeof(mpr_wqe_data)) {
+    mpr_wqe_data d;
+    std::memcpy(&d, p, sizeof d);
+    m.length += d.byte_count;
+  }
+  if (m.length > (uint64_t{1} << 31)) return bad(MPR_CQE_LOC_LEN_ERR, MPR_SYN_BAD_WQE);
   int nsge = 0;
   for (; seg + sizeof(mpr_wqe_data) <= end; seg += sizeof(mpr_wqe_data)) {
     mpr_wqe_data d;
     std::memcpy(&d, seg, sizeof d);
     ++nsge;
-    m.length += d.byte_count;
-    if (m.length > (uint64_t{1} << 31)) return bad(MPR_CQE_LOC_LEN_ERR, MPR_SYN_BAD_WQE);
     const AccessStatus st =
         core_.translation.translate(d.lkey, q->pdn, d.addr, d.byte_count, need, m.local);
     switch (st) {
