@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -257,7 +259,10 @@ TEST(ConfigYaml, AllErrorsAreCollectedInFileOrder) {
 class ConfigFile : public ::testing::Test {
  protected:
   std::string write(const std::string& name, const std::string& text) {
-    std::string path = ::testing::TempDir() + "/" + name;
+    // Unique per test and process: ctest runs cases in parallel.
+    std::string path = ::testing::TempDir() + "/" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                       std::to_string(::getpid()) + "_" + name;
     std::ofstream(path) << text;
     return path;
   }

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace mprdma::core {
@@ -21,7 +23,8 @@ std::string read(const fs::path& p) {
 
 // A fresh, empty directory per test.
 fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::path(::testing::TempDir()) / ("mprdma_results_" + name);
+  fs::path dir = fs::path(::testing::TempDir()) /
+                ("mprdma_results_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "support/sim_test.h"
@@ -78,7 +80,7 @@ double write_goodput_limit_gbps(double line_gbps, uint64_t size, uint64_t mtu) {
 
 TEST_F(BackToBack, WriteGoodputIsWithinFivePercentOfTheRoceLimit) {
   const ScenarioConfig cfg = load_scenario(demo_path());
-  const nlohmann::json doc = run(cfg, testing::TempDir() + "b2b_metric");
+  const nlohmann::json doc = run(cfg, testing::TempDir() + std::to_string(getpid()) + "_b2b_metric");
   ASSERT_TRUE(doc["metrics"].contains("write_bw_gbps_65536"));
   const double measured = doc["metrics"]["write_bw_gbps_65536"].get<double>();
   const double limit = write_goodput_limit_gbps(40.0, 65536, cfg.jobs.at(0).mtu.n);
@@ -103,14 +105,14 @@ TEST_F(BackToBack, SameSeedGivesByteIdenticalResults) {
   ScenarioConfig cfg = load_scenario(demo_path());
   // Fewer iterations keep the test short; every job and size still runs.
   for (host::JobConfig& j : cfg.jobs) j.iterations = std::min<int64_t>(j.iterations, 40);
-  const std::string a = testing::TempDir() + "b2b_det_a", b = testing::TempDir() + "b2b_det_b";
+  const std::string a = testing::TempDir() + std::to_string(getpid()) + "_b2b_det_a", b = testing::TempDir() + std::to_string(getpid()) + "_b2b_det_b";
   run(cfg, a);
   run(cfg, b);
   EXPECT_EQ(slurp(a + "/results.json"), slurp(b + "/results.json"));
   EXPECT_EQ(slurp(a + "/wire.pcap"), slurp(b + "/wire.pcap"));
   // A different seed changes the run (initial PSNs and data patterns).
   cfg.seed = 2;
-  const std::string c = testing::TempDir() + "b2b_det_c";
+  const std::string c = testing::TempDir() + std::to_string(getpid()) + "_b2b_det_c";
   run(cfg, c);
   EXPECT_NE(slurp(a + "/wire.pcap"), slurp(c + "/wire.pcap"));
 }
@@ -151,7 +153,7 @@ std::string run_command(const std::string& cmd, int* status) {
 TEST_F(BackToBack, TsharkDecodesEveryOpcodeAndPsnTheNicsSent) {
   ScenarioConfig cfg = load_scenario(demo_path());
   for (host::JobConfig& j : cfg.jobs) j.iterations = std::min<int64_t>(j.iterations, 20);
-  const std::string dir = testing::TempDir() + "b2b_tshark";
+  const std::string dir = testing::TempDir() + std::to_string(getpid()) + "_b2b_tshark";
   const nlohmann::json doc = run(cfg, dir);
   const std::vector<Frame> sent = frames_of(dir + "/wire.pcap");
   const uint64_t tx = doc["nics"]["h0"]["mac.tx_packets"].get<uint64_t>() +

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "vp/core/config.h"
@@ -18,8 +20,11 @@ std::string source_dir() {
   return s ? s : ".";
 }
 
+// ctest runs test cases in parallel processes: every file name is unique.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + name;
+  const std::string path = testing::TempDir() +
+                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                           std::to_string(getpid()) + "_" + name;
   std::ofstream(path) << text;
   return path;
 }
