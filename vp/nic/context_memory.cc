@@ -175,6 +175,13 @@ bool ContextMemory::set_gid(uint32_t index, const uint8_t gid[16]) {
   return true;
 }
 
+bool ContextMemory::clear_gid(uint32_t index) {
+  if (index >= gids_.size()) return false;
+  gids_[index] = {};
+  gid_set_[index] = false;
+  return true;
+}
+
 const uint8_t* ContextMemory::gid(uint32_t index) const {
   return index < gids_.size() && gid_set_[index] ? gids_[index].data() : nullptr;
 }

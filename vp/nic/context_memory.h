@@ -61,6 +61,7 @@ class ContextMemory {
   void set_mtt(uint32_t index, uint64_t pa) { mtt_[index] = pa; }
 
   bool set_gid(uint32_t index, const uint8_t gid[16]);
+  bool clear_gid(uint32_t index);
   const uint8_t* gid(uint32_t index) const;  // nullptr if unset
 
   // Destroys every object (device reset).

@@ -189,6 +189,10 @@ class FirmwareTest : public ::testing::Test {
     uint8_t gid[16];
     set_mapped_gid(gid, 10, 0, 0, 1);
     ASSERT_TRUE(hal_->ctx.set_gid(0, gid));
+    // GID 5 is link-local (fe80::1): stored, but no RoCEv2 source address.
+    uint8_t ll[16] = {0xfe, 0x80};
+    ll[15] = 1;
+    ASSERT_TRUE(hal_->ctx.set_gid(5, ll));
   }
 
   mpr_cmd cmd(uint16_t opcode) {
@@ -537,19 +541,28 @@ TEST_F(FirmwareTest, SetGidStoresTheGid) {
   EXPECT_EQ(std::memcmp(hal_->ctx.gid(15), c.u.set_gid.gid, 16), 0);
 }
 
+TEST_F(FirmwareTest, SetGidStoresAnyGidAndZeroClears) {
+  // A link-local GID is stored (the host's table mirrors its netdev), but a
+  // QP cannot source RoCEv2 packets from it: see the AV check of MODIFY_QP.
+  mpr_cmd c = cmd(MPR_CMD_SET_GID);
+  c.u.set_gid.index = 2;
+  c.u.set_gid.gid[0] = 0xfe;
+  c.u.set_gid.gid[1] = 0x80;
+  c.u.set_gid.gid[15] = 1;
+  ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
+  ASSERT_NE(hal_->ctx.gid(2), nullptr);
+  c = cmd(MPR_CMD_SET_GID);
+  c.u.set_gid.index = 2;  // all-zero GID
+  ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
+  EXPECT_EQ(hal_->ctx.gid(2), nullptr);
+}
+
 TEST_F(FirmwareTest, SetGidErrors) {
   mpr_cmd c = cmd(MPR_CMD_SET_GID);
   c.u.set_gid.index = 16;  // == max_gids
   set_mapped_gid(c.u.set_gid.gid, 10, 0, 0, 9);
   EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
 
-  c = cmd(MPR_CMD_SET_GID);
-  c.u.set_gid.index = 2;
-  c.u.set_gid.gid[0] = 0xfe;  // fe80::... link-local, not IPv4-mapped
-  c.u.set_gid.gid[1] = 0x80;
-  c.u.set_gid.gid[15] = 1;
-  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS));
-  EXPECT_EQ(hal_->ctx.gid(2), nullptr);
 
   c = cmd(MPR_CMD_SET_GID);
   c.u.set_gid.index = 2;
@@ -1530,6 +1543,8 @@ TEST_F(FirmwareTest, AttributeValueChecks) {
       {"min rnr timer 32", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { a.min_rnr_timer = 32; },
        MPR_QP_ATTR_MIN_RNR_TIMER},
       {"AV: unset sgid", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { a.sgid_index = 3; },
+       MPR_QP_ATTR_AV},
+      {"AV: link-local sgid", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { a.sgid_index = 5; },
        MPR_QP_ATTR_AV},
       {"AV: sgid index beyond the table", MPR_QPS_INIT, rtr_attr,
        [](mpr_qp_attr& a) { a.sgid_index = 200; }, MPR_QP_ATTR_AV},

@@ -201,9 +201,12 @@ void Firmware::query_port(const mpr_cmd& cmd, Comp& c) {
 void Firmware::set_gid(const mpr_cmd& cmd, Comp& c) {
   const mpr_cmd_set_gid& in = cmd.u.set_gid;
   if (in.rsvd) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
-  if (!is_ipv4_mapped(in.gid)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
-  if (!hal_.contexts().set_gid(in.index, in.gid))
-    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX);
+  // Any GID may be stored (the host's GID table mirrors its netdev's
+  // addresses); only IPv4-mapped ones can source RoCEv2 packets, which
+  // MODIFY_QP checks. An all-zero GID clears the entry.
+  const bool ok = all_zero(in.gid, sizeof in.gid) ? hal_.contexts().clear_gid(in.index)
+                                                  : hal_.contexts().set_gid(in.index, in.gid);
+  if (!ok) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX);
 }
 
 void Firmware::alloc_pd(const mpr_cmd&, Comp& c) {
@@ -429,8 +432,8 @@ void Firmware::modify_qp(const mpr_cmd& cmd, Comp& c) {
       {MPR_QP_ATTR_SQ_PSN, a.sq_psn > 0xffffff},
       {MPR_QP_ATTR_RQ_PSN, a.rq_psn > 0xffffff},
       {MPR_QP_ATTR_DEST_QPN, a.dest_qpn > 0xffffff},
-      {MPR_QP_ATTR_AV, !ctx.gid(a.sgid_index) || !is_ipv4_mapped(a.dgid) || a.hop_limit == 0 ||
-                           all_zero(a.dmac, 6)},
+      {MPR_QP_ATTR_AV, !ctx.gid(a.sgid_index) || !is_ipv4_mapped(ctx.gid(a.sgid_index)) ||
+                           !is_ipv4_mapped(a.dgid) || a.hop_limit == 0 || all_zero(a.dmac, 6)},
   };
   for (const Check& chk : checks)
     if ((mask & chk.bit) && chk.bad) return fail(c, MPR_CMD_BAD_PARAM, chk.bit);

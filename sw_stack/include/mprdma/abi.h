@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * mprdma driver/provider ABI: the udata structures that the rdma-core
+ * provider (sw_stack/provider) and the kernel driver (guest_driver)
+ * exchange through uverbs. The one definition of that ABI.
+ *
+ * Queue memory (SQ, RQ, CQ rings and the CQ consumer-index record) is
+ * allocated by the kernel driver as DMA-coherent, physically contiguous
+ * memory (the NIC's contexts take one base address per ring) and mapped
+ * into the process with mmap() on the uverbs file at the offset given in
+ * the response ("mmap key"). The UAR page is mapped the same way.
+ */
+#ifndef MPRDMA_ABI_H
+#define MPRDMA_ABI_H
+
+#include <linux/types.h>
+
+/* Bumped on any incompatible change; the provider refuses another one. */
+#define MPR_UVERBS_ABI_VERSION 1
+
+/* alloc_ucontext: no input. */
+struct mpr_alloc_ucontext_resp {
+	__u32 abi_version;   /* MPR_UVERBS_ABI_VERSION */
+	__u32 uar_index;     /* this context's UAR page */
+	__aligned_u64 uar_mmap_key; /* mmap offset of the UAR page (4 KiB) */
+	__u32 max_inline;    /* bytes */
+	__u32 max_sge;
+	__u32 max_qp_wr;
+	__u32 max_cqe;
+};
+
+/* create_cq: no input beyond the standard command. */
+struct mpr_create_cq_resp {
+	__u32 cqn;
+	__u32 log_size;               /* ring of 2^log_size struct mpr_cqe */
+	__aligned_u64 ring_mmap_key;  /* mmap offset of the ring */
+	__aligned_u64 dbrec_mmap_key; /* mmap offset of the consumer-index record page */
+	__u32 ring_bytes;
+	__u32 reserved;
+};
+
+/* create_qp: sizes come from the standard command's caps. */
+struct mpr_create_qp_resp {
+	__u32 qpn;
+	__u8 sq_log_size;
+	__u8 sq_log_stride;
+	__u8 rq_log_size;
+	__u8 rq_log_stride;
+	__aligned_u64 sq_mmap_key;
+	__aligned_u64 rq_mmap_key;
+	__u32 sq_bytes;
+	__u32 rq_bytes;
+	__u32 max_inline;  /* the inline size granted */
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 reserved;
+};
+
+#endif /* MPRDMA_ABI_H */
