@@ -12,6 +12,7 @@
 #include "vp/core/sim_env.h"
 #include "vp/host/address_space.h"
 #include "vp/host/driver.h"
+#include "vp/host/host.h"
 #include "vp/host/host_config.h"
 #include "vp/host/sparse_memory.h"
 #include "vp/nic/nic.h"
@@ -21,13 +22,14 @@
 
 namespace mprdma::host {
 
-class ModeledHost : public sc_core::sc_module {
+class ModeledHost : public sc_core::sc_module, public Host {
  public:
   SC_HAS_PROCESS(ModeledHost);
   ModeledHost(sc_core::sc_module_name name, const HostConfig& host, const nic::NicConfig& nic,
               const pcie::PcieConfig& pcie, core::SimEnv& env);
 
-  nic::Nic& nic() { return nic_; }
+  nic::Nic& nic() override { return nic_; }
+  const char* kind() const override { return "modeled"; }
   Driver& driver() { return driver_; }
   SparseMemory& memory() { return mem_; }
   pcie::RootComplex& root_complex() { return rc_; }

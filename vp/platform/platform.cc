@@ -25,7 +25,8 @@ struct Platform::JobRunner : sc_core::sc_module {
       while (!done[i - 1]) sc_core::wait(*events[i - 1]);
     JobOutcome& out = platform.outcomes_[i];
     out.start_s = sc_core::sc_time_stamp().to_seconds();
-    host::PerfTest test(cfg, platform.host(cfg.client), platform.host(cfg.server), platform.env_);
+    host::PerfTest test(cfg, platform.modeled_host(cfg.client), platform.modeled_host(cfg.server),
+                        platform.env_);
     test.run();
     out.results = test.results();
     out.finished = true;
@@ -96,10 +97,16 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), en
 
 Platform::~Platform() = default;
 
-host::ModeledHost& Platform::host(const std::string& name) {
+host::Host& Platform::host(const std::string& name) {
   auto it = hosts_.find(name);
   if (it == hosts_.end()) throw std::out_of_range("no host named '" + name + "'");
   return *it->second;
+}
+
+host::ModeledHost& Platform::modeled_host(const std::string& name) {
+  auto* h = dynamic_cast<host::ModeledHost*>(&host(name));
+  if (!h) throw std::invalid_argument("host '" + name + "' is not a modeled host");
+  return *h;
 }
 
 uint64_t Platform::sim_time_ps() const { return sc_core::sc_time_stamp().value(); }

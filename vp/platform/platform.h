@@ -49,7 +49,9 @@ class Platform {
   // Per-job results for results.json's "flows" section.
   nlohmann::json flows_json() const;
 
-  host::ModeledHost& host(const std::string& name);
+  // Any host by name; modeled_host() throws if it is not a modeled host.
+  host::Host& host(const std::string& name);
+  host::ModeledHost& modeled_host(const std::string& name);
   const ScenarioConfig& config() const { return cfg_; }
   uint64_t sim_time_ps() const;
 
@@ -58,7 +60,7 @@ class Platform {
   ScenarioConfig cfg_;
   core::SimEnv& env_;
   std::vector<nic::NicConfig> nic_cfgs_;
-  std::map<std::string, std::unique_ptr<host::ModeledHost>> hosts_;
+  std::map<std::string, std::unique_ptr<host::Host>> hosts_;
   std::vector<std::unique_ptr<fabric::EthLink>> links_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<core::RateSampler> sampler_;
