@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * uverbs command wrappers of the mprdma provider.
+ *
+ * The driver-specific payloads are those of <mprdma/abi.h>, the one
+ * definition of the driver/provider ABI; this file only glues them behind
+ * the core uverbs structures the way libibverbs' ibv_cmd_*() helpers expect
+ * (DECLARE_DRV_CMD also asserts that no padding creeps in between the core
+ * part and ours).
+ */
+#ifndef MPRDMA_PROVIDER_ABI_H
+#define MPRDMA_PROVIDER_ABI_H
+
+#include <infiniband/kern-abi.h>
+
+#include <mprdma/abi.h>
+
+/*
+ * DECLARE_DRV_CMD places a "tagless" copy of the payload beside the tagged
+ * one, normally generated from the kernel headers. Ours are not part of
+ * rdma-core's kernel-headers, so the tagless copy is left empty and the code
+ * reads everything through .drv_payload instead: one layout, no duplicate.
+ */
+/* clang-format off */
+#define _STRUCT_mpr_alloc_ucontext_resp struct {}
+#define _STRUCT_mpr_create_cq_resp struct {}
+#define _STRUCT_mpr_create_qp_resp struct {}
+/* clang-format on */
+
+/* alloc_ucontext, create_cq and create_qp take no driver input. */
+DECLARE_DRV_CMD(mprdma_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
+		mpr_alloc_ucontext_resp);
+DECLARE_DRV_CMD(mprdma_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, empty,
+		mpr_create_cq_resp);
+DECLARE_DRV_CMD(mprdma_create_qp, IB_USER_VERBS_CMD_CREATE_QP, empty,
+		mpr_create_qp_resp);
+
+#endif /* MPRDMA_PROVIDER_ABI_H */

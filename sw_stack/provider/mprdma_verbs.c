@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * mprdma rdma-core provider: the verbs.
+ *
+ * Control verbs are uverbs commands to the kernel driver; the data path
+ * (post_send, post_recv, poll_cq, req_notify_cq) runs sw_stack/dp on rings
+ * the kernel allocated and this process mmap()ed.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
+
+#include "mprdma.h"
+#include "mprdma_xlate.h"
+
+/* The QP states of the NIC, the data path and verbs are one numbering
+ * (the enums differ on purpose, hence the casts). */
+#define SAME_VALUE(a, b) _Static_assert((int)(a) == (int)(b), #a " == " #b)
+SAME_VALUE(MPR_DP_QPS_RESET, IBV_QPS_RESET);
+SAME_VALUE(MPR_DP_QPS_INIT, IBV_QPS_INIT);
+SAME_VALUE(MPR_DP_QPS_RTR, IBV_QPS_RTR);
+SAME_VALUE(MPR_DP_QPS_RTS, IBV_QPS_RTS);
+SAME_VALUE(MPR_DP_QPS_ERR, IBV_QPS_ERR);
+
+/* Completions translated per call of the data path's poll. */
+#define MPRDMA_POLL_BATCH 16
+
+/* Largest ring the 16-bit WQE index of doorbells and CQEs can address. */
+#define MPRDMA_WQ_LOG_SIZE_MAX 15
+#define MPRDMA_CQ_LOG_SIZE_MAX 24
+
+void *mprdma_mmap(struct mprdma_context *ctx, size_t len, int prot,
+		  uint64_t key, size_t *map_len)
+{
+	size_t rounded = (len + ctx->page_size - 1) & ~(ctx->page_size - 1);
+	void *p;
+
+	p = mmap(NULL, rounded, prot, MAP_SHARED, ctx->ibvctx.context.cmd_fd,
+		 (off_t)key);
+	if (p == MAP_FAILED)
+		return NULL;
+	*map_len = rounded;
+	return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* sw_stack/dp glue                                                    */
+/* ------------------------------------------------------------------ */
+
+static void mprdma_uar_write64(void *opaque, uint32_t off, uint64_t value)
+{
+	struct mprdma_context *ctx = opaque;
+
+	/* sw_stack/dp fences its ring stores with a C11 fence; the device
+	 * barrier is what orders them before an MMIO store on every CPU
+	 * rdma-core supports. The doorbell is one 64-bit store: BAR2 drops
+	 * any other width. */
+	udma_to_device_barrier();
+	mmio_write64((uint8_t *)ctx->uar + off, value);
+}
+
+/*
+ * Inline payloads are read from this process's own memory. A bad pointer
+ * faults here, as it would in memcpy() in any other provider: there is no
+ * cheap way to validate it and the verbs API does not ask for one.
+ */
+static int mprdma_copy_from_user(void *opaque, void *dst, uint64_t addr,
+				 uint32_t len)
+{
+	memcpy(dst, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+static struct mprdma_qp **qp_bucket(struct mprdma_context *ctx, uint32_t qpn)
+{
+	return &ctx->qp_table[qpn & (MPRDMA_QP_TABLE_SIZE - 1)];
+}
+
+static struct mpr_dp_qp *mprdma_lookup_qp(void *opaque, uint32_t qpn)
+{
+	struct mprdma_context *ctx = opaque;
+	struct mprdma_qp *qp;
+
+	pthread_spin_lock(&ctx->qp_table_lock);
+	for (qp = *qp_bucket(ctx, qpn); qp; qp = qp->next)
+		if (qp->dp.qpn == qpn)
+			break;
+	pthread_spin_unlock(&ctx->qp_table_lock);
+	return qp ? &qp->dp : NULL;
+}
+
+static void qp_table_insert(struct mprdma_context *ctx, struct mprdma_qp *qp)
+{
+	struct mprdma_qp **bucket = qp_bucket(ctx, qp->dp.qpn);
+
+	pthread_spin_lock(&ctx->qp_table_lock);
+	qp->next = *bucket;
+	*bucket = qp;
+	pthread_spin_unlock(&ctx->qp_table_lock);
+}
+
+static void qp_table_remove(struct mprdma_context *ctx, struct mprdma_qp *qp)
+{
+	struct mprdma_qp **link;
+
+	pthread_spin_lock(&ctx->qp_table_lock);
+	for (link = qp_bucket(ctx, qp->dp.qpn); *link; link = &(*link)->next) {
+		if (*link == qp) {
+			*link = qp->next;
+			break;
+		}
+	}
+	pthread_spin_unlock(&ctx->qp_table_lock);
+}
+
+void mprdma_init_dp_ops(struct mprdma_context *ctx)
+{
+	ctx->dp_ops.uar_write64 = mprdma_uar_write64;
+	ctx->dp_ops.copy_from_user = mprdma_copy_from_user;
+	ctx->dp_ops.lookup_qp = mprdma_lookup_qp;
+	ctx->dp_ops.ctx = ctx;
+}
+
+/* ------------------------------------------------------------------ */
+/* Device, port, PD, MR                                                */
+/* ------------------------------------------------------------------ */
+
+int mprdma_query_device_ex(struct ibv_context *ibctx,
+			   const struct ibv_query_device_ex_input *input,
+			   struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(ibctx, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+
+	/* The driver reports the NIC's FW_VERSION register: major in bits
+	 * 31:16, minor in 15:0. */
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u", (unsigned int)((fw >> 16) & 0xffff),
+		 (unsigned int)(fw & 0xffff));
+	return 0;
+}
+
+int mprdma_query_port(struct ibv_context *ibctx, uint8_t port,
+		      struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd = {};
+
+	return ibv_cmd_query_port(ibctx, port, attr, &cmd, sizeof(cmd));
+}
+
+struct ibv_pd *mprdma_alloc_pd(struct ibv_context *ibctx)
+{
+	struct ib_uverbs_alloc_pd_resp resp = {};
+	struct ibv_alloc_pd cmd = {};
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	ret =
+	    ibv_cmd_alloc_pd(ibctx, pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+int mprdma_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}
+
+struct ibv_mr *mprdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			     uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp = {};
+	struct ibv_reg_mr cmd = {};
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+int mprdma_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion queues                                                   */
+/* ------------------------------------------------------------------ */
+
+struct ibv_cq *mprdma_create_cq(struct ibv_context *ibctx, int cqe,
+				struct ibv_comp_channel *channel,
+				int comp_vector)
+{
+	struct mprdma_context *ctx = to_mctx(ibctx);
+	struct mprdma_create_cq_resp resp = {};
+	struct mprdma_create_cq cmd = {};
+	const struct mpr_create_cq_resp *r = &resp.drv_payload;
+	struct mprdma_cq *cq;
+	int ret;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	ret = pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (ret)
+		goto err_free;
+
+	ret = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector, &cq->vcq.cq,
+				&cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto err_lock;
+
+	/* Refuse a response this provider would read out of bounds. */
+	if (r->log_size < 1 || r->log_size > MPRDMA_CQ_LOG_SIZE_MAX ||
+	    r->ring_bytes < (uint64_t)sizeof(struct mpr_cqe) << r->log_size) {
+		verbs_err(&ctx->ibvctx,
+			  "mprdma: bad CQ geometry from kernel\n");
+		ret = EPROTO;
+		goto err_destroy;
+	}
+	cq->ring = mprdma_mmap(ctx, r->ring_bytes, PROT_READ | PROT_WRITE,
+			       r->ring_mmap_key, &cq->ring_map_len);
+	if (!cq->ring) {
+		ret = errno;
+		goto err_destroy;
+	}
+	/* The record is ours to write and the NIC's to read. */
+	cq->dbrec_page =
+	    mprdma_mmap(ctx, sizeof(uint32_t), PROT_READ | PROT_WRITE,
+			r->dbrec_mmap_key, &cq->dbrec_map_len);
+	if (!cq->dbrec_page) {
+		ret = errno;
+		goto err_unmap_ring;
+	}
+
+	cq->cqn = r->cqn;
+	cq->dp.buf = cq->ring;
+	cq->dp.dbrec = (volatile uint32_t *)cq->dbrec_page;
+	cq->dp.cqn = r->cqn;
+	cq->dp.log_size = r->log_size;
+	cq->dp.ci = 0;
+	cq->dp.ops = &ctx->dp_ops;
+	return &cq->vcq.cq;
+
+err_unmap_ring:
+	munmap(cq->ring, cq->ring_map_len);
+err_destroy:
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+err_lock:
+	pthread_spin_destroy(&cq->lock);
+err_free:
+	free(cq);
+	errno = ret;
+	return NULL;
+}
+
+int mprdma_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct mprdma_cq *cq = to_mcq(ibcq);
+	struct mpr_wc mwc[MPRDMA_POLL_BATCH];
+	int done = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (done < ne) {
+		int want = ne - done;
+		int got, i;
+
+		if (want > MPRDMA_POLL_BATCH)
+			want = MPRDMA_POLL_BATCH;
+		got = mpr_dp_poll_cq(&cq->dp, want, mwc);
+		for (i = 0; i < got; i++)
+			mprdma_xlate_wc(&mwc[i], &wc[done + i]);
+		done += got;
+		if (got < want)
+			break;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return done;
+}
+
+int mprdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct mprdma_cq *cq = to_mcq(ibcq);
+
+	/* The arm doorbell carries the consumer index poll_cq moves. */
+	pthread_spin_lock(&cq->lock);
+	mpr_dp_arm_cq(&cq->dp, solicited_only);
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
+
+/*
+ * An event disarms the CQ in the NIC by itself and the arm doorbell carries
+ * no sequence number, so there is nothing to acknowledge to the device; the
+ * count only helps debugging.
+ */
+void mprdma_cq_event(struct ibv_cq *ibcq)
+{
+	__atomic_fetch_add(&to_mcq(ibcq)->events, 1, __ATOMIC_RELAXED);
+}
+
+int mprdma_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct mprdma_cq *cq = to_mcq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+	munmap(cq->dbrec_page, cq->dbrec_map_len);
+	munmap(cq->ring, cq->ring_map_len);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue pairs                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Both CQs of a QP, locked in cqn order so that two QPs sharing CQs
+ * crosswise cannot deadlock. */
+static void lock_cqs(struct mprdma_cq *a, struct mprdma_cq *b)
+{
+	if (a == b) {
+		pthread_spin_lock(&a->lock);
+	} else if (a->cqn < b->cqn) {
+		pthread_spin_lock(&a->lock);
+		pthread_spin_lock(&b->lock);
+	} else {
+		pthread_spin_lock(&b->lock);
+		pthread_spin_lock(&a->lock);
+	}
+}
+
+static void unlock_cqs(struct mprdma_cq *a, struct mprdma_cq *b)
+{
+	pthread_spin_unlock(&a->lock);
+	if (a != b)
+		pthread_spin_unlock(&b->lock);
+}
+
+/* Drops the QP's unpolled CQEs once the NIC has forgotten the QP. Called
+ * with both CQ locks held. */
+static void clean_cqs(struct mprdma_qp *qp, struct mprdma_cq *scq,
+		      struct mprdma_cq *rcq)
+{
+	mprdma_cq_clean(&scq->dp, qp->dp.qpn);
+	if (rcq != scq)
+		mprdma_cq_clean(&rcq->dp, qp->dp.qpn);
+}
+
+static int map_wq(struct mprdma_context *ctx, struct mprdma_wq *wq,
+		  struct mpr_dp_wq *dp, uint64_t key, uint32_t bytes,
+		  uint32_t log_size, uint32_t log_stride, uint32_t max_sge)
+{
+	dp->wr_id = calloc((size_t)1 << log_size, sizeof(*dp->wr_id));
+	if (!dp->wr_id)
+		return ENOMEM;
+	wq->map =
+	    mprdma_mmap(ctx, bytes, PROT_READ | PROT_WRITE, key, &wq->map_len);
+	if (!wq->map) {
+		int err = errno;
+
+		free(dp->wr_id);
+		dp->wr_id = NULL;
+		return err;
+	}
+	dp->buf = wq->map;
+	dp->log_size = log_size;
+	dp->log_stride = log_stride;
+	dp->pi = 0;
+	dp->ci = 0;
+	dp->max_sge = max_sge;
+	return 0;
+}
+
+static void unmap_wq(struct mprdma_wq *wq, struct mpr_dp_wq *dp)
+{
+	if (wq->map)
+		munmap(wq->map, wq->map_len);
+	free(dp->wr_id);
+}
+
+static int check_qp_resp(const struct mpr_create_qp_resp *r)
+{
+	if (r->sq_log_size < 1 || r->sq_log_size > MPRDMA_WQ_LOG_SIZE_MAX ||
+	    r->rq_log_size < 1 || r->rq_log_size > MPRDMA_WQ_LOG_SIZE_MAX)
+		return -1;
+	if (r->sq_log_stride < MPR_SQ_LOG_STRIDE_MIN ||
+	    r->sq_log_stride > MPR_SQ_LOG_STRIDE_MAX ||
+	    r->rq_log_stride < MPR_RQ_LOG_STRIDE_MIN ||
+	    r->rq_log_stride > MPR_RQ_LOG_STRIDE_MAX)
+		return -1;
+	if (r->sq_bytes < (uint64_t)1 << (r->sq_log_size + r->sq_log_stride) ||
+	    r->rq_bytes < (uint64_t)1 << (r->rq_log_size + r->rq_log_stride))
+		return -1;
+	return 0;
+}
+
+struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
+				   struct ibv_qp_init_attr_ex *attr)
+{
+	struct mprdma_context *ctx = to_mctx(ibctx);
+	struct mprdma_create_qp_resp resp = {};
+	struct mprdma_create_qp cmd = {};
+	const struct mpr_create_qp_resp *r = &resp.drv_payload;
+	struct mprdma_qp *qp;
+	int ret;
+
+	/* RC only, no SRQ; the ibv_wr_*() send API (SEND_OPS_FLAGS) is not
+	 * implemented: applications use ibv_post_send(). */
+	if (attr->qp_type != IBV_QPT_RC || attr->srq ||
+	    (attr->comp_mask & ~IBV_QP_INIT_ATTR_PD)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (ret)
+		goto err_free;
+	ret = pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (ret)
+		goto err_sq_lock;
+
+	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_rq_lock;
+	if (check_qp_resp(r)) {
+		verbs_err(&ctx->ibvctx,
+			  "mprdma: bad QP geometry from kernel\n");
+		ret = EPROTO;
+		goto err_destroy;
+	}
+
+	ret = map_wq(ctx, &qp->sq, &qp->dp.sq, r->sq_mmap_key, r->sq_bytes,
+		     r->sq_log_size, r->sq_log_stride, r->max_send_sge);
+	if (ret)
+		goto err_destroy;
+	ret = map_wq(ctx, &qp->rq, &qp->dp.rq, r->rq_mmap_key, r->rq_bytes,
+		     r->rq_log_size, r->rq_log_stride, r->max_recv_sge);
+	if (ret)
+		goto err_unmap_sq;
+
+	qp->dp.qpn = r->qpn;
+	qp->dp.state = MPR_DP_QPS_RESET;
+	qp->dp.max_inline = r->max_inline;
+	qp->dp.sq_sig_all = attr->sq_sig_all;
+	qp->dp.ops = &ctx->dp_ops;
+
+	/* Report what the rings really hold, which can exceed the request. */
+	attr->cap.max_send_wr = 1u << r->sq_log_size;
+	attr->cap.max_recv_wr = 1u << r->rq_log_size;
+	attr->cap.max_send_sge = r->max_send_sge;
+	attr->cap.max_recv_sge = r->max_recv_sge;
+	attr->cap.max_inline_data = mpr_dp_max_inline(&qp->dp);
+
+	qp_table_insert(ctx, qp);
+	return &qp->vqp.qp;
+
+err_unmap_sq:
+	unmap_wq(&qp->sq, &qp->dp.sq);
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_rq_lock:
+	pthread_spin_destroy(&qp->rq.lock);
+err_sq_lock:
+	pthread_spin_destroy(&qp->sq.lock);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+struct ibv_qp *mprdma_create_qp(struct ibv_pd *pd,
+				struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex = {};
+	struct ibv_qp *qp;
+
+	attr_ex.qp_context = attr->qp_context;
+	attr_ex.send_cq = attr->send_cq;
+	attr_ex.recv_cq = attr->recv_cq;
+	attr_ex.srq = attr->srq;
+	attr_ex.cap = attr->cap;
+	attr_ex.qp_type = attr->qp_type;
+	attr_ex.sq_sig_all = attr->sq_sig_all;
+	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr_ex.pd = pd;
+
+	qp = mprdma_create_qp_ex(pd->context, &attr_ex);
+	if (qp)
+		attr->cap = attr_ex.cap;
+	return qp;
+}
+
+int mprdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		    int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct mprdma_qp *qp = to_mqp(ibqp);
+	struct ibv_query_qp cmd = {};
+	int ret;
+
+	ret = ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+			       sizeof(cmd));
+	if (ret)
+		return ret;
+	/* The kernel knows the requested caps; the rings are the truth. */
+	attr->cap.max_send_wr = 1u << qp->dp.sq.log_size;
+	attr->cap.max_recv_wr = 1u << qp->dp.rq.log_size;
+	attr->cap.max_send_sge = qp->dp.sq.max_sge;
+	attr->cap.max_recv_sge = qp->dp.rq.max_sge;
+	attr->cap.max_inline_data = mpr_dp_max_inline(&qp->dp);
+	init_attr->cap = attr->cap;
+	return 0;
+}
+
+int mprdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		     int attr_mask)
+{
+	struct mprdma_qp *qp = to_mqp(ibqp);
+	struct mprdma_cq *scq = to_mcq(ibqp->send_cq);
+	struct mprdma_cq *rcq = to_mcq(ibqp->recv_cq);
+	struct ibv_modify_qp cmd = {};
+	int ret;
+
+	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (ret || !(attr_mask & IBV_QP_STATE))
+		return ret;
+
+	/* The data path refuses posts in RESET from this state; posts racing
+	 * with the transition see the old or the new one, as on any NIC. */
+	if (attr->qp_state == IBV_QPS_RESET) {
+		/* The NIC restarts both queues at index 0 and forgets their
+		 * WQEs: so does the data path, and CQEs already written for
+		 * them must not complete WQEs posted after the reset. */
+		lock_cqs(scq, rcq);
+		clean_cqs(qp, scq, rcq);
+		pthread_spin_lock(&qp->sq.lock);
+		pthread_spin_lock(&qp->rq.lock);
+		qp->dp.sq.pi = qp->dp.sq.ci = 0;
+		qp->dp.rq.pi = qp->dp.rq.ci = 0;
+		qp->dp.state = MPR_DP_QPS_RESET;
+		pthread_spin_unlock(&qp->rq.lock);
+		pthread_spin_unlock(&qp->sq.lock);
+		unlock_cqs(scq, rcq);
+	} else {
+		pthread_spin_lock(&qp->sq.lock);
+		pthread_spin_lock(&qp->rq.lock);
+		qp->dp.state = attr->qp_state;
+		pthread_spin_unlock(&qp->rq.lock);
+		pthread_spin_unlock(&qp->sq.lock);
+	}
+	return 0;
+}
+
+int mprdma_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct mprdma_context *ctx = to_mctx(ibqp->context);
+	struct mprdma_qp *qp = to_mqp(ibqp);
+	struct mprdma_cq *scq = to_mcq(ibqp->send_cq);
+	struct mprdma_cq *rcq = to_mcq(ibqp->recv_cq);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+
+	/* Under the CQ locks no poller holds a pointer to this QP (the data
+	 * path looks QPs up only while polling), and its stale CQEs go
+	 * before the kernel can hand the QPN to a new QP. */
+	lock_cqs(scq, rcq);
+	clean_cqs(qp, scq, rcq);
+	qp_table_remove(ctx, qp);
+	unlock_cqs(scq, rcq);
+
+	unmap_wq(&qp->rq, &qp->dp.rq);
+	unmap_wq(&qp->sq, &qp->dp.sq);
+	pthread_spin_destroy(&qp->rq.lock);
+	pthread_spin_destroy(&qp->sq.lock);
+	free(qp);
+	return 0;
+}
+
+int mprdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr)
+{
+	struct mprdma_qp *qp = to_mqp(ibqp);
+	struct mpr_send_wr mwr;
+	int posted = 0;
+	int err = 0;
+
+	pthread_spin_lock(&qp->sq.lock);
+	for (; wr; wr = wr->next) {
+		err = mprdma_xlate_send_wr(wr, &mwr);
+		if (!err)
+			err = mpr_dp_post_send(&qp->dp, &mwr, 0);
+		if (err) {
+			*bad_wr = wr;
+			err = -err;
+			break;
+		}
+		posted++;
+	}
+	/* One doorbell for the whole list, also when a later WR failed: the
+	 * ones before it are posted. */
+	if (posted)
+		mpr_dp_ring_sq(&qp->dp);
+	pthread_spin_unlock(&qp->sq.lock);
+	return err;
+}
+
+int mprdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr)
+{
+	struct mprdma_qp *qp = to_mqp(ibqp);
+	struct mpr_recv_wr mwr;
+	int err = 0;
+
+	pthread_spin_lock(&qp->rq.lock);
+	for (; wr; wr = wr->next) {
+		mprdma_xlate_recv_wr(wr, &mwr);
+		/* sw_stack/dp rings the RQ doorbell per WQE. */
+		err = mpr_dp_post_recv(&qp->dp, &mwr);
+		if (err) {
+			*bad_wr = wr;
+			err = -err;
+			break;
+		}
+	}
+	pthread_spin_unlock(&qp->rq.lock);
+	return err;
+}

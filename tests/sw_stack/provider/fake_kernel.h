@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * A fake mprdma kernel driver for testing the rdma-core provider without a
+ * device: it replaces libibverbs' ibv_cmd_*() helpers the provider calls
+ * (the test executable's definitions win over libibverbs.so at link time)
+ * and answers them the way guest_driver does per <mprdma/abi.h>. Queue
+ * memory and the UAR page live in one memfd that stands for the uverbs
+ * file: mmap keys are offsets in it, and the test reads doorbells and WQEs
+ * and writes CQEs through its own mapping, as the NIC would.
+ */
+#ifndef MPRDMA_FAKE_KERNEL_H
+#define MPRDMA_FAKE_KERNEL_H
+
+#include <stdint.h>
+
+#include <mprdma/hw.h>
+
+#define FK_MAX_OBJS 64
+
+struct fk_cq {
+	int live;
+	uint32_t cqn;
+	uint32_t log_size;
+	uint64_t ring_key;
+	uint64_t dbrec_key;
+	uint32_t pi; /* the NIC's producer index */
+};
+
+struct fk_qp {
+	int live;
+	uint32_t qpn;
+	uint32_t sq_log_size, sq_log_stride, rq_log_size, rq_log_stride;
+	uint64_t sq_key, rq_key;
+};
+
+struct fake_kernel {
+	int fd;	      /* the memfd standing for the uverbs file */
+	uint8_t *mem; /* the test's ("the NIC's") view of it */
+	uint64_t size;
+	uint64_t used;	      /* bump allocator, page-aligned */
+	uint32_t abi_version; /* what alloc_ucontext answers */
+	uint64_t uar_key;
+	int modify_qp_errno; /* non-zero: MODIFY_QP fails with it */
+	int modify_calls;
+	int destroyed_qps;
+	int destroyed_cqs;
+	struct fk_cq cqs[FK_MAX_OBJS];
+	struct fk_qp qps[FK_MAX_OBJS];
+};
+
+extern struct fake_kernel fk;
+
+/* Creates the memfd; returns 0 or -1. */
+int fk_init(void);
+void *fk_ptr(uint64_t key);
+uint64_t fk_doorbell(uint32_t off);
+struct fk_cq *fk_cq(uint32_t cqn);
+struct fk_qp *fk_qp(uint32_t qpn);
+/* The NIC writes the next CQE of `cq`. */
+void fk_write_cqe(struct fk_cq *cq, uint32_t qpn, uint16_t wqe_index,
+		  uint8_t opcode, uint8_t status, uint32_t byte_len,
+		  uint8_t flags, uint32_t imm_be, uint8_t syndrome);
+
+#endif /* MPRDMA_FAKE_KERNEL_H */

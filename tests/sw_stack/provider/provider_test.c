@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The mprdma rdma-core provider end to end, without a device: the provider's
+ * own code, rdma-core v55's libibverbs, and a fake kernel driver
+ * (fake_kernel.c) whose rings live in a memfd. Applications' calls go
+ * through libibverbs' public API (ibv_create_qp, ibv_post_send,
+ * ibv_poll_cq, ...); the test plays the NIC: it reads the doorbells and WQEs
+ * the provider wrote and writes the CQEs it polls.
+ *
+ * Prints one line per test and "N passed, N failed" at the end.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/driver.h>
+#include <infiniband/verbs.h>
+
+#include <mprdma/hw.h>
+
+#include "fake_kernel.h"
+#include "mprdma.h"
+
+/* The provider's registration, reached directly: no sysfs, no /dev. */
+extern const struct verbs_device_ops verbs_provider_mprdma;
+
+static int test_failed;
+
+#define CHECK(c)                                                               \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			fprintf(stderr, "  %s:%d: CHECK(%s) failed\n",         \
+				__FILE__, __LINE__, #c);                       \
+			test_failed = 1;                                       \
+		}                                                              \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                         \
+	do {                                                                   \
+		unsigned long long _a = (unsigned long long)(a);               \
+		unsigned long long _b = (unsigned long long)(b);               \
+		if (_a != _b) {                                                \
+			fprintf(                                               \
+			    stderr,                                            \
+			    "  %s:%d: %s == %s failed: 0x%llx != 0x%llx\n",    \
+			    __FILE__, __LINE__, #a, #b, _a, _b);               \
+			test_failed = 1;                                       \
+		}                                                              \
+	} while (0)
+
+/* ------------------------------------------------------------------ */
+/* Fixture                                                             */
+/* ------------------------------------------------------------------ */
+
+static struct verbs_device *vdev;
+
+static struct ibv_context *open_ctx(void)
+{
+	struct verbs_context *vctx;
+	int fd = dup(fk.fd); /* the context closes its cmd_fd */
+
+	vctx = verbs_provider_mprdma.alloc_context(&vdev->device, fd, NULL);
+	return vctx ? &vctx->context : NULL;
+}
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct fk_cq *fcq;
+	struct fk_qp *fqp;
+	uint8_t buf[8192];
+	struct ibv_mr *mr;
+};
+
+static struct ibv_qp *make_qp(struct env *e, struct ibv_cq *scq,
+			      struct ibv_cq *rcq, uint32_t send_wr,
+			      uint32_t recv_wr)
+{
+	struct ibv_qp_init_attr attr = {
+	    .send_cq = scq,
+	    .recv_cq = rcq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = send_wr,
+		    .max_recv_wr = recv_wr,
+		    .max_send_sge = 2,
+		    .max_recv_sge = 2,
+		    .max_inline_data = 64},
+	};
+
+	return ibv_create_qp(e->pd, &attr);
+}
+
+static int modify_state(struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = {.qp_state = state};
+
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
+
+static int to_rts(struct ibv_qp *qp)
+{
+	return modify_state(qp, IBV_QPS_INIT) ?:
+	       modify_state(qp, IBV_QPS_RTR) ?: modify_state(qp, IBV_QPS_RTS);
+}
+
+static void env_up(struct env *e, uint32_t send_wr)
+{
+	memset(e, 0, sizeof(*e));
+	e->ctx = open_ctx();
+	if (!e->ctx)
+		abort();
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->mr =
+	    ibv_reg_mr(e->pd, e->buf, sizeof(e->buf), IBV_ACCESS_LOCAL_WRITE);
+	e->cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	if (!e->pd || !e->mr || !e->cq)
+		abort();
+	e->qp = make_qp(e, e->cq, e->cq, send_wr, 16);
+	if (!e->qp)
+		abort();
+	e->fcq = fk_cq(to_mcq(e->cq)->cqn);
+	e->fqp = fk_qp(e->qp->qp_num);
+}
+
+static void env_down(struct env *e)
+{
+	if (e->qp)
+		CHECK_EQ(ibv_destroy_qp(e->qp), 0);
+	CHECK_EQ(ibv_destroy_cq(e->cq), 0);
+	CHECK_EQ(ibv_dereg_mr(e->mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(e->pd), 0);
+	CHECK_EQ(ibv_close_device(e->ctx), 0);
+}
+
+static uint8_t *sq_slot(struct fk_qp *q, uint32_t idx)
+{
+	uint32_t mask = (1u << q->sq_log_size) - 1;
+
+	return (uint8_t *)fk_ptr(q->sq_key) +
+	       ((size_t)(idx & mask) << q->sq_log_stride);
+}
+
+static struct ibv_send_wr send_wr(uint64_t wr_id, enum ibv_wr_opcode op,
+				  struct ibv_sge *sge, unsigned int flags)
+{
+	struct ibv_send_wr wr = {
+	    .wr_id = wr_id,
+	    .opcode = op,
+	    .sg_list = sge,
+	    .num_sge = sge ? 1 : 0,
+	    .send_flags = flags,
+	};
+	return wr;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+/* ------------------------------------------------------------------ */
+
+static void test_context_and_abi_check(void)
+{
+	struct ibv_device_attr dattr;
+	struct ibv_port_attr pattr;
+	struct ibv_context *ctx;
+
+	ctx = open_ctx();
+	CHECK(ctx != NULL);
+	if (!ctx)
+		return;
+	CHECK(to_mctx(ctx)->uar != NULL);
+	CHECK_EQ(to_mctx(ctx)->uar_index, 1);
+	CHECK_EQ(to_mctx(ctx)->max_inline, 512);
+
+	CHECK_EQ(ibv_query_device(ctx, &dattr), 0);
+	CHECK(strcmp(dattr.fw_ver, "1.0") == 0);
+	CHECK_EQ(dattr.vendor_id, MPR_PCI_VENDOR_ID);
+	CHECK_EQ(ibv_query_port(ctx, 1, &pattr), 0);
+	CHECK_EQ(pattr.state, IBV_PORT_ACTIVE);
+	CHECK_EQ(ibv_close_device(ctx), 0);
+
+	/* A kernel of another ABI is refused at open. */
+	fk.abi_version = MPR_UVERBS_ABI_VERSION + 1;
+	errno = 0;
+	ctx = open_ctx();
+	CHECK(ctx == NULL);
+	CHECK_EQ(errno, EPROTONOSUPPORT);
+	fk.abi_version = MPR_UVERBS_ABI_VERSION;
+}
+
+static void test_create_qp_caps_and_refusals(void)
+{
+	struct ibv_qp_init_attr attr = {};
+	struct ibv_qp_init_attr_ex xattr = {};
+	struct ibv_srq_init_attr sattr = {.attr = {.max_wr = 4, .max_sge = 1}};
+	struct ibv_qp_attr qattr;
+	struct ibv_qp_init_attr qinit;
+	struct env e;
+	struct ibv_qp *qp;
+
+	env_up(&e, 100);
+	/* The rings hold a power of two; the caps say so. */
+	attr.send_cq = e.cq;
+	attr.recv_cq = e.cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.cap.max_send_wr = 100;
+	attr.cap.max_recv_wr = 10;
+	attr.cap.max_send_sge = 2;
+	attr.cap.max_recv_sge = 3;
+	attr.cap.max_inline_data = 64;
+	qp = ibv_create_qp(e.pd, &attr);
+	CHECK(qp != NULL);
+	CHECK_EQ(attr.cap.max_send_wr, 128);
+	CHECK_EQ(attr.cap.max_recv_wr, 16);
+	CHECK_EQ(attr.cap.max_send_sge, 2);
+	CHECK_EQ(attr.cap.max_recv_sge, 3);
+	CHECK_EQ(attr.cap.max_inline_data, 64);
+	CHECK_EQ(ibv_query_qp(qp, &qattr, IBV_QP_CAP, &qinit), 0);
+	CHECK_EQ(qattr.cap.max_send_wr, 128);
+	CHECK_EQ(qinit.cap.max_inline_data, 64);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+
+	/* RC only. */
+	attr.qp_type = IBV_QPT_UD;
+	errno = 0;
+	CHECK(ibv_create_qp(e.pd, &attr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	/* The ibv_wr_*() API is not implemented: refused, not half done. */
+	xattr.qp_type = IBV_QPT_RC;
+	xattr.send_cq = e.cq;
+	xattr.recv_cq = e.cq;
+	xattr.cap = attr.cap;
+	xattr.pd = e.pd;
+	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xattr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	errno = 0;
+	CHECK(ibv_create_qp_ex(e.ctx, &xattr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	/* Plain create_qp_ex works. */
+	xattr.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qp = ibv_create_qp_ex(e.ctx, &xattr);
+	CHECK(qp != NULL);
+	if (qp)
+		CHECK_EQ(ibv_destroy_qp(qp), 0);
+
+	/* Verbs the device lacks fail with EOPNOTSUPP (libibverbs' defaults).
+	 */
+	errno = 0;
+	CHECK(ibv_create_srq(e.pd, &sattr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(ibv_alloc_mw(e.pd, IBV_MW_TYPE_1) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	env_down(&e);
+}
+
+static void test_post_send_list_one_doorbell(void)
+{
+	struct ibv_send_wr wr[3], *bad = NULL;
+	struct ibv_sge sge[3];
+	struct mpr_wqe_ctrl *ctrl;
+	struct mpr_wqe_raddr *raddr;
+	struct env e;
+	uint32_t qpn;
+
+	env_up(&e, 16);
+	qpn = e.qp->qp_num;
+	memcpy(e.buf, "hello", 5);
+	sge[0] = (struct ibv_sge){(uintptr_t)e.buf, 256, e.mr->lkey};
+	sge[1] = (struct ibv_sge){(uintptr_t)e.buf, 5, e.mr->lkey};
+	sge[2] = (struct ibv_sge){(uintptr_t)e.buf + 512, 128, e.mr->lkey};
+	wr[0] = send_wr(10, IBV_WR_RDMA_WRITE, &sge[0], 0);
+	wr[0].wr.rdma.remote_addr = 0x10000;
+	wr[0].wr.rdma.rkey = 0x77;
+	wr[1] = send_wr(11, IBV_WR_SEND, &sge[1], IBV_SEND_INLINE);
+	wr[2] = send_wr(12, IBV_WR_RDMA_READ, &sge[2], IBV_SEND_SIGNALED);
+	wr[2].wr.rdma.remote_addr = 0x20000;
+	wr[2].wr.rdma.rkey = 0x78;
+	wr[0].next = &wr[1];
+	wr[1].next = &wr[2];
+
+	/* RESET refuses posts: EINVAL, bad_wr is the first WR, no doorbell. */
+	CHECK_EQ(ibv_post_send(e.qp, &wr[0], &bad), EINVAL);
+	CHECK(bad == &wr[0]);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), 0);
+
+	CHECK_EQ(to_rts(e.qp), 0);
+	CHECK_EQ(to_mqp(e.qp)->dp.state, MPR_DP_QPS_RTS);
+	bad = NULL;
+	CHECK_EQ(ibv_post_send(e.qp, &wr[0], &bad), 0);
+	CHECK(bad == NULL);
+	/* One doorbell after the last WQE: producer index 3. */
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 3));
+
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(e.fqp, 0);
+	raddr = (struct mpr_wqe_raddr *)(ctrl + 1);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_RDMA_WRITE);
+	CHECK_EQ(ctrl->flags, 0);
+	CHECK_EQ(le16toh(ctrl->wqe_index), 0);
+	CHECK_EQ(le64toh(raddr->remote_addr), 0x10000);
+	CHECK_EQ(le32toh(raddr->rkey), 0x77);
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(e.fqp, 1);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_SEND);
+	CHECK_EQ(ctrl->flags, MPR_WQE_F_INLINE);
+	CHECK_EQ(le32toh(*(uint32_t *)(ctrl + 1)), 5);
+	CHECK(memcmp((uint8_t *)(ctrl + 1) + 4, "hello", 5) == 0);
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(e.fqp, 2);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_RDMA_READ);
+	CHECK_EQ(ctrl->flags, MPR_WQE_F_SIGNALED);
+	CHECK_EQ(le16toh(ctrl->wqe_index), 2);
+
+	/* A bad WR in the middle: the ones before it are posted and rung,
+	 * the rest is not; the error is a positive errno. */
+	wr[1] = send_wr(21, IBV_WR_LOCAL_INV, NULL, 0);
+	wr[0].next = &wr[1];
+	wr[1].next = &wr[2];
+	bad = NULL;
+	CHECK_EQ(ibv_post_send(e.qp, &wr[0], &bad), EINVAL);
+	CHECK(bad == &wr[1]);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 4));
+	env_down(&e);
+}
+
+static void test_poll_translates_completions(void)
+{
+	struct ibv_send_wr wr[3], *bad;
+	struct ibv_recv_wr rwr[2], *rbad;
+	struct ibv_sge sge = {0, 64, 0};
+	struct ibv_wc wc[4];
+	struct env e;
+	uint32_t qpn;
+	int i;
+
+	env_up(&e, 16);
+	qpn = e.qp->qp_num;
+	sge.addr = (uintptr_t)e.buf;
+	sge.lkey = e.mr->lkey;
+	CHECK_EQ(to_rts(e.qp), 0);
+	for (i = 0; i < 3; i++) {
+		wr[i] = send_wr(100 + i, IBV_WR_RDMA_WRITE, &sge,
+				i == 2 ? IBV_SEND_SIGNALED : 0);
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	CHECK_EQ(ibv_post_send(e.qp, wr, &bad), 0);
+	for (i = 0; i < 2; i++) {
+		memset(&rwr[i], 0, sizeof(rwr[i]));
+		rwr[i].wr_id = 200 + i;
+		rwr[i].sg_list = &sge;
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 1 ? &rwr[i + 1] : NULL;
+	}
+	CHECK_EQ(ibv_post_recv(e.qp, rwr, &rbad), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_RQ_DB), MPR_RQ_DB(qpn, 2));
+
+	CHECK_EQ(ibv_poll_cq(e.cq, 4, wc), 0);
+
+	/* The NIC completes the signaled WRITE (index 2: retires 0..2), a
+	 * WRITE_IMM into RECV 0 and a too-long SEND into RECV 1. */
+	fk_write_cqe(e.fcq, qpn, 2, MPR_CQE_REQ_RDMA_WRITE, MPR_CQE_SUCCESS, 64,
+		     0, 0, 0);
+	fk_write_cqe(e.fcq, qpn, 0, MPR_CQE_RESP_WRITE_IMM, MPR_CQE_SUCCESS,
+		     4096, MPR_CQE_F_IMM, htonl(0xa1b2c3d4), 0);
+	fk_write_cqe(e.fcq, qpn, 1, MPR_CQE_RESP_RECV, MPR_CQE_LOC_LEN_ERR, 0,
+		     0, 0, MPR_SYN_RECV_TOO_SMALL);
+
+	CHECK_EQ(ibv_poll_cq(e.cq, 4, wc), 3);
+	CHECK_EQ(wc[0].wr_id, 102);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, IBV_WC_RDMA_WRITE);
+	CHECK_EQ(wc[0].byte_len, 64);
+	CHECK_EQ(wc[0].qp_num, qpn);
+	CHECK_EQ(wc[0].wc_flags, 0);
+	CHECK_EQ(wc[1].wr_id, 200);
+	CHECK_EQ(wc[1].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	CHECK_EQ(wc[1].wc_flags, IBV_WC_WITH_IMM);
+	CHECK_EQ(wc[1].imm_data, htonl(0xa1b2c3d4));
+	CHECK_EQ(wc[1].byte_len, 4096);
+	CHECK_EQ(wc[2].wr_id, 201);
+	CHECK_EQ(wc[2].status, IBV_WC_LOC_LEN_ERR);
+	CHECK_EQ(wc[2].opcode, IBV_WC_RECV);
+	CHECK_EQ(wc[2].vendor_err, MPR_SYN_RECV_TOO_SMALL);
+	/* The consumer-index record follows the poll. */
+	CHECK_EQ(le32toh(*(uint32_t *)fk_ptr(e.fcq->dbrec_key)), 3);
+	/* The SQ got its three slots back from one signaled CQE. */
+	CHECK_EQ(mpr_dp_sq_space(&to_mqp(e.qp)->dp), 16);
+
+	/* Arming carries the consumer index. */
+	CHECK_EQ(ibv_req_notify_cq(e.cq, 0), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_CQ_DB),
+		 MPR_CQ_DB(e.fcq->cqn, MPR_CQ_DB_ARM_NEXT, 3));
+	CHECK_EQ(ibv_req_notify_cq(e.cq, 1), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_CQ_DB),
+		 MPR_CQ_DB(e.fcq->cqn, MPR_CQ_DB_ARM_SOLICITED, 3));
+
+	/* poll_cq with a small array leaves the rest for the next call. */
+	for (i = 0; i < 20; i++)
+		fk_write_cqe(e.fcq, qpn, (uint16_t)(3 + i),
+			     MPR_CQE_REQ_RDMA_WRITE, MPR_CQE_WR_FLUSH_ERR, 0, 0,
+			     0, MPR_SYN_FLUSHED);
+	CHECK_EQ(ibv_poll_cq(e.cq, 1, wc), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	{
+		struct ibv_wc many[32];
+
+		/* More than the provider's internal batch of 16. */
+		CHECK_EQ(ibv_poll_cq(e.cq, 32, many), 19);
+	}
+	env_down(&e);
+}
+
+static void test_send_queue_full(void)
+{
+	struct ibv_send_wr wr, *bad;
+	struct env e;
+	int i, posted = 0, ret = 0;
+
+	env_up(&e, 8);
+	CHECK_EQ(to_rts(e.qp), 0);
+	wr = send_wr(1, IBV_WR_SEND, NULL, 0);
+	for (i = 0; i < 20 && !ret; i++) {
+		ret = ibv_post_send(e.qp, &wr, &bad);
+		if (!ret)
+			posted++;
+	}
+	CHECK_EQ(posted, 8);
+	CHECK_EQ(ret, ENOMEM);
+	CHECK(bad == &wr);
+	env_down(&e);
+}
+
+static void test_destroy_qp_drops_its_cqes(void)
+{
+	struct ibv_wc wc[8];
+	struct env e;
+	struct ibv_qp *other, *fresh;
+	uint32_t dead, live;
+
+	env_up(&e, 16);
+	other = make_qp(&e, e.cq, e.cq, 16, 16);
+	CHECK(other != NULL);
+	if (!other)
+		return;
+	dead = e.qp->qp_num;
+	live = other->qp_num;
+	CHECK(dead != live);
+	CHECK_EQ(to_rts(e.qp), 0);
+	CHECK_EQ(to_rts(other), 0);
+
+	fk_write_cqe(e.fcq, dead, 0, MPR_CQE_REQ_SEND, 0, 1, 0, 0, 0);
+	fk_write_cqe(e.fcq, live, 0, MPR_CQE_REQ_SEND, 0, 2, 0, 0, 0);
+	fk_write_cqe(e.fcq, dead, 1, MPR_CQE_REQ_SEND, 0, 3, 0, 0, 0);
+	fk_write_cqe(e.fcq, live, 1, MPR_CQE_REQ_SEND, 0, 4, 0, 0, 0);
+	CHECK_EQ(ibv_destroy_qp(e.qp), 0);
+	e.qp = NULL;
+
+	/* The NIC hands the QPN out again at once. */
+	fresh = make_qp(&e, e.cq, e.cq, 16, 16);
+	CHECK(fresh != NULL);
+	if (fresh)
+		CHECK_EQ(fresh->qp_num, dead);
+
+	CHECK_EQ(ibv_poll_cq(e.cq, 8, wc), 2);
+	CHECK_EQ(wc[0].qp_num, live);
+	CHECK_EQ(wc[0].byte_len, 2);
+	CHECK_EQ(wc[1].qp_num, live);
+	CHECK_EQ(wc[1].byte_len, 4);
+	CHECK_EQ(le32toh(*(uint32_t *)fk_ptr(e.fcq->dbrec_key)), 4);
+
+	if (fresh)
+		CHECK_EQ(ibv_destroy_qp(fresh), 0);
+	CHECK_EQ(ibv_destroy_qp(other), 0);
+	env_down(&e);
+}
+
+static void test_reset_restarts_queues(void)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc[4];
+	struct mpr_wqe_ctrl *ctrl;
+	struct env e;
+	uint32_t qpn;
+
+	env_up(&e, 16);
+	qpn = e.qp->qp_num;
+	CHECK_EQ(to_rts(e.qp), 0);
+	wr = send_wr(7, IBV_WR_SEND, NULL, IBV_SEND_SIGNALED);
+	CHECK_EQ(ibv_post_send(e.qp, &wr, &bad), 0);
+	CHECK_EQ(ibv_post_send(e.qp, &wr, &bad), 0);
+	fk_write_cqe(e.fcq, qpn, 0, MPR_CQE_REQ_SEND, 0, 0, 0, 0, 0);
+
+	CHECK_EQ(modify_state(e.qp, IBV_QPS_RESET), 0);
+	CHECK_EQ(e.qp->state, IBV_QPS_RESET);
+	CHECK_EQ(ibv_poll_cq(e.cq, 4, wc), 0); /* the stale CQE is gone */
+	CHECK_EQ(ibv_post_send(e.qp, &wr, &bad), EINVAL);
+
+	CHECK_EQ(modify_state(e.qp, IBV_QPS_INIT), 0);
+	wr.wr_id = 8;
+	CHECK_EQ(ibv_post_send(e.qp, &wr, &bad), 0);
+	/* Back at index 0, as the NIC expects after RESET. */
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 1));
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(e.fqp, 0);
+	CHECK_EQ(le16toh(ctrl->wqe_index), 0);
+	fk_write_cqe(e.fcq, qpn, 0, MPR_CQE_REQ_SEND, 0, 0, 0, 0, 0);
+	CHECK_EQ(ibv_poll_cq(e.cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 8);
+
+	/* A failed MODIFY_QP changes nothing in the provider. */
+	fk.modify_qp_errno = EINVAL;
+	CHECK_EQ(modify_state(e.qp, IBV_QPS_RESET), EINVAL);
+	fk.modify_qp_errno = 0;
+	CHECK_EQ(to_mqp(e.qp)->dp.state, MPR_DP_QPS_INIT);
+	CHECK_EQ(to_mqp(e.qp)->dp.sq.pi, 1);
+	env_down(&e);
+}
+
+struct poster {
+	struct ibv_qp *qp;
+	int n;
+	int failures;
+	atomic_int *go;
+};
+
+static void *post_many(void *arg)
+{
+	struct poster *p = arg;
+	struct ibv_send_wr wr = send_wr(0, IBV_WR_SEND, NULL, 0), *bad;
+	int i;
+
+	while (!atomic_load(p->go))
+		;
+	for (i = 0; i < p->n; i++) {
+		wr.wr_id = (uint64_t)(uintptr_t)p + (uint64_t)i;
+		if (ibv_post_send(p->qp, &wr, &bad))
+			p->failures++;
+	}
+	return NULL;
+}
+
+static void test_concurrent_posts_are_serialised(void)
+{
+	struct poster p[2];
+	pthread_t t[2];
+	atomic_int go = 0;
+	struct ibv_send_wr wr = send_wr(0, IBV_WR_SEND, NULL, 0), *bad;
+	struct env e;
+	uint32_t i, bad_index = 0;
+
+	env_up(&e, 1024);
+	CHECK_EQ(to_rts(e.qp), 0);
+	for (i = 0; i < 2; i++) {
+		p[i] = (struct poster){e.qp, 512, 0, &go};
+		pthread_create(&t[i], NULL, post_many, &p[i]);
+	}
+	atomic_store(&go, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(p[0].failures + p[1].failures, 0);
+	CHECK_EQ(to_mqp(e.qp)->dp.sq.pi, 1024);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB) >> MPR_DB_PI_SHIFT, 1024);
+	for (i = 0; i < 1024; i++) {
+		struct mpr_wqe_ctrl *ctrl = (void *)sq_slot(e.fqp, i);
+
+		if (le16toh(ctrl->wqe_index) != i ||
+		    ctrl->opcode != MPR_WQE_SEND)
+			bad_index++;
+	}
+	CHECK_EQ(bad_index, 0);
+	CHECK_EQ(ibv_post_send(e.qp, &wr, &bad), ENOMEM);
+	env_down(&e);
+}
+
+static void test_close_releases_everything(void)
+{
+	struct env e;
+
+	env_up(&e, 16);
+	env_down(&e);
+	CHECK_EQ(atomic_load(&vdev->refcount), 1);
+}
+
+/* ------------------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} tests[] = {
+    {"context_and_abi_check", test_context_and_abi_check},
+    {"create_qp_caps_and_refusals", test_create_qp_caps_and_refusals},
+    {"post_send_list_one_doorbell", test_post_send_list_one_doorbell},
+    {"poll_translates_completions", test_poll_translates_completions},
+    {"send_queue_full", test_send_queue_full},
+    {"destroy_qp_drops_its_cqes", test_destroy_qp_drops_its_cqes},
+    {"reset_restarts_queues", test_reset_restarts_queues},
+    {"concurrent_posts_are_serialised", test_concurrent_posts_are_serialised},
+    {"close_releases_everything", test_close_releases_everything},
+};
+
+int main(int argc, char **argv)
+{
+	struct verbs_sysfs_dev sysfs = {};
+	int passed = 0, failed = 0;
+	size_t i;
+
+	/* What libibverbs does for a matched device, minus sysfs. */
+	vdev = verbs_provider_mprdma.alloc_device(&sysfs);
+	if (!vdev)
+		return 2;
+	vdev->ops = &verbs_provider_mprdma;
+	atomic_init(&vdev->refcount, 1);
+	vdev->device.node_type = IBV_NODE_CA;
+	vdev->device.transport_type = IBV_TRANSPORT_IB;
+	snprintf(vdev->device.name, sizeof(vdev->device.name), "mprdma0");
+
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (argc > 1 && !strstr(tests[i].name, argv[1]))
+			continue;
+		if (fk_init()) {
+			perror("fake kernel");
+			return 2;
+		}
+		test_failed = 0;
+		tests[i].fn();
+		printf("%s %s\n", test_failed ? "FAILED" : "ok    ",
+		       tests[i].name);
+		if (test_failed)
+			failed++;
+		else
+			passed++;
+	}
+	verbs_provider_mprdma.uninit_device(vdev);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
