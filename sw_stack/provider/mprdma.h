@@ -69,8 +69,24 @@ struct mprdma_wq {
 	size_t map_len;
 };
 
+/* Inline buffers one ibv_wr_set_inline_data_list() call may name. */
+#define MPRDMA_WR_MAX_INLINE_BUFS 16
+
+/*
+ * The work request being built through the ibv_wr_*() API, between
+ * ibv_wr_start() and ibv_wr_complete()/ibv_wr_abort() (under the SQ lock).
+ */
+struct mprdma_wr_batch {
+	struct mpr_send_wr wr;
+	int open;	   /* wr has an opcode and awaits its data */
+	int err;	   /* first error since wr_start (positive errno) */
+	uint32_t start_pi; /* SQ producer index at wr_start, for roll-back */
+	uint32_t posted;
+};
+
 struct mprdma_qp {
 	struct verbs_qp vqp;
+	struct mprdma_wr_batch batch;
 	struct mprdma_wq sq;
 	struct mprdma_wq rq;
 	struct mpr_dp_qp dp;
@@ -128,6 +144,10 @@ int mprdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr);
 int mprdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
+
+/* mprdma_wr.c: the ibv_qp_ex work-request API. Returns 0, or EOPNOTSUPP
+ * for send_ops_flags the device does not have. */
+int mprdma_qp_init_wr_ops(struct mprdma_qp *qp, uint64_t send_ops_flags);
 
 /* Points ctx->dp_ops at this context's UAR page and QP table. */
 void mprdma_init_dp_ops(struct mprdma_context *ctx);

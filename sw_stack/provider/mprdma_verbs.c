@@ -451,10 +451,10 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 	struct mprdma_qp *qp;
 	int ret;
 
-	/* RC only, no SRQ; the ibv_wr_*() send API (SEND_OPS_FLAGS) is not
-	 * implemented: applications use ibv_post_send(). */
+	/* RC only, no SRQ, no XRC. */
 	if (attr->qp_type != IBV_QPT_RC || attr->srq ||
-	    (attr->comp_mask & ~IBV_QP_INIT_ATTR_PD)) {
+	    (attr->comp_mask &
+	     ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -466,6 +466,12 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
+	/* Checked before the kernel creates anything. */
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ret = mprdma_qp_init_wr_ops(qp, attr->send_ops_flags);
+		if (ret)
+			goto err_free;
+	}
 	ret = pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
 	if (ret)
 		goto err_free;
@@ -505,6 +511,11 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 	attr->cap.max_send_sge = r->max_send_sge;
 	attr->cap.max_recv_sge = r->max_recv_sge;
 	attr->cap.max_inline_data = mpr_dp_max_inline(&qp->dp);
+
+	/* ibv_cmd_create_qp_ex() reset comp_mask: announce the ibv_wr_*()
+	 * API (set up above) to ibv_qp_to_qp_ex() again. */
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		qp->vqp.comp_mask |= VERBS_QP_EX;
 
 	qp_table_insert(ctx, qp);
 	return &qp->vqp.qp;

@@ -62,27 +62,38 @@ static int wqe_opcode(enum ibv_wr_opcode op)
 	}
 }
 
-int mprdma_xlate_send_wr(const struct ibv_send_wr *wr, struct mpr_send_wr *out)
+int mprdma_xlate_send_flags(unsigned int send_flags, uint8_t *out)
 {
 	unsigned int known = IBV_SEND_SIGNALED | IBV_SEND_FENCE |
 			     IBV_SEND_SOLICITED | IBV_SEND_INLINE;
-	int op = wqe_opcode(wr->opcode);
+	uint8_t flags = 0;
 
 	/* IP_CSUM and any future flag would be silently dropped otherwise. */
-	if (op < 0 || (wr->send_flags & ~known))
+	if (send_flags & ~known)
 		return -EINVAL;
+	if (send_flags & IBV_SEND_SIGNALED)
+		flags |= MPR_WQE_F_SIGNALED;
+	if (send_flags & IBV_SEND_FENCE)
+		flags |= MPR_WQE_F_FENCE;
+	if (send_flags & IBV_SEND_SOLICITED)
+		flags |= MPR_WQE_F_SOLICITED;
+	if (send_flags & IBV_SEND_INLINE)
+		flags |= MPR_WQE_F_INLINE;
+	*out = flags;
+	return 0;
+}
 
+int mprdma_xlate_send_wr(const struct ibv_send_wr *wr, struct mpr_send_wr *out)
+{
+	int op = wqe_opcode(wr->opcode);
+
+	if (op < 0)
+		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	if (mprdma_xlate_send_flags(wr->send_flags, &out->flags))
+		return -EINVAL;
 	out->wr_id = wr->wr_id;
 	out->opcode = (uint8_t)op;
-	if (wr->send_flags & IBV_SEND_SIGNALED)
-		out->flags |= MPR_WQE_F_SIGNALED;
-	if (wr->send_flags & IBV_SEND_FENCE)
-		out->flags |= MPR_WQE_F_FENCE;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
-		out->flags |= MPR_WQE_F_SOLICITED;
-	if (wr->send_flags & IBV_SEND_INLINE)
-		out->flags |= MPR_WQE_F_INLINE;
 	/* Both sides keep the immediate in network byte order. */
 	if (op == MPR_WQE_SEND_IMM || op == MPR_WQE_RDMA_WRITE_IMM)
 		out->imm_data = wr->imm_data;

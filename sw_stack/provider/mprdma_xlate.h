@@ -27,6 +27,10 @@ extern "C" {
  */
 int mprdma_xlate_send_wr(const struct ibv_send_wr *wr, struct mpr_send_wr *out);
 
+/* The WQE flags (MPR_WQE_F_*) of verbs send flags; -EINVAL for a flag the
+ * device does not have. */
+int mprdma_xlate_send_flags(unsigned int send_flags, uint8_t *out);
+
 /* Same for a receive work request. Never fails. */
 void mprdma_xlate_recv_wr(const struct ibv_recv_wr *wr,
 			  struct mpr_recv_wr *out);

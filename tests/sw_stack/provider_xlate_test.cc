@@ -94,6 +94,15 @@ TEST(ProviderXlateSendWr, UnknownFlagsAreRefusedNotDropped) {
   EXPECT_EQ(mprdma_xlate_send_wr(&wr, &out), -EINVAL);
 }
 
+TEST(ProviderXlateSendFlags, SharedByPostSendAndTheWrApi) {
+  uint8_t flags = 0xff;
+  EXPECT_EQ(mprdma_xlate_send_flags(IBV_SEND_SIGNALED | IBV_SEND_INLINE, &flags), 0);
+  EXPECT_EQ(flags, MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE);
+  EXPECT_EQ(mprdma_xlate_send_flags(0, &flags), 0);
+  EXPECT_EQ(flags, 0);
+  EXPECT_EQ(mprdma_xlate_send_flags(IBV_SEND_IP_CSUM, &flags), -EINVAL);
+}
+
 TEST(ProviderXlateSendWr, RdmaFieldsAndImmediateInNetworkOrder) {
   ibv_sge sge[2] = {{0x1000, 100, 7}, {0x2000, 200, 8}};
   ibv_send_wr wr = BaseWr(IBV_WR_RDMA_WRITE_WITH_IMM, sge, 2);

@@ -233,23 +233,27 @@ static void test_create_qp_caps_and_refusals(void)
 	CHECK(ibv_create_qp(e.pd, &attr) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
 
-	/* The ibv_wr_*() API is not implemented: refused, not half done. */
+	/* ibv_wr_*() operations without a WQE are refused at create. */
 	xattr.qp_type = IBV_QPT_RC;
 	xattr.send_cq = e.cq;
 	xattr.recv_cq = e.cq;
 	xattr.cap = attr.cap;
 	xattr.pd = e.pd;
 	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	xattr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	xattr.send_ops_flags =
+	    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW;
 	errno = 0;
 	CHECK(ibv_create_qp_ex(e.ctx, &xattr) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
-	/* Plain create_qp_ex works. */
+	CHECK_EQ(fk.qps[0].live + fk.qps[1].live, 1); /* only e.qp */
+	/* Plain create_qp_ex works, without the ibv_wr_*() API. */
 	xattr.comp_mask = IBV_QP_INIT_ATTR_PD;
 	qp = ibv_create_qp_ex(e.ctx, &xattr);
 	CHECK(qp != NULL);
-	if (qp)
+	if (qp) {
+		CHECK(ibv_qp_to_qp_ex(qp) == NULL);
 		CHECK_EQ(ibv_destroy_qp(qp), 0);
+	}
 
 	/* Verbs the device lacks fail with EOPNOTSUPP (libibverbs' defaults).
 	 */
@@ -413,6 +417,147 @@ static void test_poll_translates_completions(void)
 		/* More than the provider's internal batch of 16. */
 		CHECK_EQ(ibv_poll_cq(e.cq, 32, many), 19);
 	}
+	env_down(&e);
+}
+
+static void test_wr_api(void)
+{
+	struct ibv_qp_init_attr_ex xattr = {};
+	struct ibv_sge list[5];
+	struct ibv_data_buf bufs[2];
+	struct mpr_wqe_ctrl *ctrl;
+	struct mpr_wqe_atomic *atomic;
+	struct ibv_wc wc[4];
+	struct ibv_qp_ex *qpx;
+	struct ibv_qp *qp;
+	struct fk_qp *fqp;
+	struct env e;
+	uint8_t *payload;
+	uint32_t qpn;
+	int i;
+
+	env_up(&e, 16);
+	xattr.qp_type = IBV_QPT_RC;
+	xattr.send_cq = e.cq;
+	xattr.recv_cq = e.cq;
+	xattr.cap.max_send_wr = 16;
+	xattr.cap.max_recv_wr = 16;
+	xattr.cap.max_send_sge = 2;
+	xattr.cap.max_recv_sge = 2;
+	xattr.cap.max_inline_data = 64;
+	xattr.pd = e.pd;
+	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xattr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+			       IBV_QP_EX_WITH_SEND_WITH_IMM |
+			       IBV_QP_EX_WITH_RDMA_READ |
+			       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	qp = ibv_create_qp_ex(e.ctx, &xattr);
+	CHECK(qp != NULL);
+	if (!qp) {
+		env_down(&e);
+		return;
+	}
+	qpx = ibv_qp_to_qp_ex(qp);
+	CHECK(qpx != NULL);
+	qpn = qp->qp_num;
+	fqp = fk_qp(qpn);
+	CHECK_EQ(to_rts(qp), 0);
+
+	/* Three requests, one doorbell. */
+	memcpy(e.buf, "hello", 5);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = 0;
+	ibv_wr_rdma_write(qpx, 0x77, 0x10000);
+	ibv_wr_set_sge(qpx, e.mr->lkey, (uintptr_t)e.buf, 256);
+	qpx->wr_id = 2;
+	qpx->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	ibv_wr_send_imm(qpx, htonl(0x01020304));
+	ibv_wr_set_inline_data(qpx, e.buf, 5);
+	memset(e.buf, 0, 5); /* copied already */
+	qpx->wr_id = 3;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_cmp_swp(qpx, 0x78, 0x20000, 11, 22);
+	ibv_wr_set_sge(qpx, e.mr->lkey, (uintptr_t)e.buf + 64, 8);
+	CHECK_EQ(ibv_wr_complete(qpx), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 3));
+
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(fqp, 0);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_RDMA_WRITE);
+	CHECK_EQ(ctrl->num_ds, 2);
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(fqp, 1);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_SEND_IMM);
+	CHECK_EQ(ctrl->flags,
+		 MPR_WQE_F_SIGNALED | MPR_WQE_F_SOLICITED | MPR_WQE_F_INLINE);
+	CHECK_EQ(ctrl->imm_data, htonl(0x01020304));
+	payload = (uint8_t *)(ctrl + 1);
+	CHECK_EQ(le32toh(*(uint32_t *)payload), 5);
+	CHECK(memcmp(payload + 4, "hello", 5) == 0);
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(fqp, 2);
+	atomic = (struct mpr_wqe_atomic *)((uint8_t *)(ctrl + 1) + 16);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_ATOMIC_CAS);
+	CHECK_EQ(le64toh(atomic->compare), 11);
+	CHECK_EQ(le64toh(atomic->swap_add), 22);
+
+	fk_write_cqe(e.fcq, qpn, 2, MPR_CQE_REQ_ATOMIC_CAS, 0, 8, 0, 0, 0);
+	CHECK_EQ(ibv_poll_cq(e.cq, 4, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 3);
+	CHECK_EQ(wc[0].opcode, IBV_WC_COMP_SWAP);
+
+	/* Any bad request drops the whole batch: no doorbell, and the next
+	 * batch starts where this one did. */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 4;
+	qpx->wr_flags = 0;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, e.mr->lkey, (uintptr_t)e.buf, 16);
+	for (i = 0; i < 5; i++)
+		list[i] = (struct ibv_sge){(uintptr_t)e.buf, 8, e.mr->lkey};
+	ibv_wr_rdma_write(qpx, 1, 2);
+	ibv_wr_set_sge_list(qpx, 5, list); /* max_send_sge is 2 */
+	CHECK_EQ(ibv_wr_complete(qpx), EINVAL);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 3));
+	CHECK_EQ(to_mqp(qp)->dp.sq.pi, 3);
+
+	/* Unknown send flags are an error too. */
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_IP_CSUM;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, e.mr->lkey, (uintptr_t)e.buf, 16);
+	CHECK_EQ(ibv_wr_complete(qpx), EINVAL);
+
+	/* wr_abort forgets the batch. */
+	ibv_wr_start(qpx);
+	qpx->wr_flags = 0;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, e.mr->lkey, (uintptr_t)e.buf, 16);
+	ibv_wr_abort(qpx);
+	CHECK_EQ(to_mqp(qp)->dp.sq.pi, 3);
+
+	/* An inline list, and a request with no data setter (zero-length
+	 * SEND) closed by wr_complete. */
+	memcpy(e.buf, "abc", 3);
+	memcpy(e.buf + 100, "defg", 4);
+	bufs[0] = (struct ibv_data_buf){e.buf, 3};
+	bufs[1] = (struct ibv_data_buf){e.buf + 100, 4};
+	ibv_wr_start(qpx);
+	qpx->wr_id = 5;
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data_list(qpx, 2, bufs);
+	qpx->wr_id = 6;
+	ibv_wr_send(qpx);
+	CHECK_EQ(ibv_wr_complete(qpx), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 5));
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(fqp, 3);
+	payload = (uint8_t *)(ctrl + 1);
+	CHECK_EQ(le32toh(*(uint32_t *)payload), 7);
+	CHECK(memcmp(payload + 4, "abcdefg", 7) == 0);
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(fqp, 4);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_SEND);
+	CHECK_EQ(ctrl->num_ds, 0);
+
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
 	env_down(&e);
 }
 
@@ -596,6 +741,7 @@ static const struct {
     {"create_qp_caps_and_refusals", test_create_qp_caps_and_refusals},
     {"post_send_list_one_doorbell", test_post_send_list_one_doorbell},
     {"poll_translates_completions", test_poll_translates_completions},
+    {"wr_api", test_wr_api},
     {"send_queue_full", test_send_queue_full},
     {"destroy_qp_drops_its_cqes", test_destroy_qp_drops_its_cqes},
     {"reset_restarts_queues", test_reset_restarts_queues},
