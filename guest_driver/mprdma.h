@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * mprdma: Linux driver of the mprdma virtual RDMA NIC.
+ *
+ * The hardware interface (queue entries, commands, doorbells) is
+ * <mprdma/hw.h>, the register map the generated <mprdma/regs.h>, the
+ * driver/provider ABI <mprdma/abi.h>; docs/host-interface.md explains them
+ * and docs/design/qemu-guests.md how the device appears in a QEMU guest.
+ */
+#ifndef _MPRDMA_H_
+#define _MPRDMA_H_
+
+#include <asm/byteorder.h>
+#include <linux/idr.h>
+#include <linux/io.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/notifier.h>
+#include <linux/pci.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#include <mprdma/hw.h>
+#include <mprdma/regs_util.h>
+
+#include "mprdma_admin.h"
+
+#ifdef __BIG_ENDIAN
+#error "hw.h declares the NIC's little-endian fields as plain integers"
+#endif
+
+#define DRV_MODULE_NAME "mprdma"
+
+/* The one Ethernet port. */
+#define MPRDMA_PORT 1
+
+/*
+ * Interrupt vectors. Vector v of the NIC is MSI-X vector v of the ivshmem
+ * function beside it: EQ 0 (asynchronous and completion events) uses vector
+ * 0, admin completions vector 1 when the ivshmem function has a second one.
+ */
+#define MPRDMA_EQ_VECTOR 0
+#define MPRDMA_AQ_VECTOR 1
+#define MPRDMA_MAX_VECTORS 2
+/* The message the NIC's MSI-X table sends; the bridge to QEMU turns a write
+ * to this address with data v into MSI-X vector v of the ivshmem function.
+ */
+#define MPRDMA_MSI_ADDR 0xfee00000ULL
+#define MPRDMA_NUM_MSIX \
+	(sizeof_field(mprdma_bar0_t, MSIX) / MPR_BAR0_MSIX_ENTRY_SIZE)
+
+/* EQ 0 holds one completion event per armed CQ plus asynchronous events:
+ * 1024 entries leave room for both.
+ */
+#define MPRDMA_EQ_LOG_SIZE 10
+
+struct mprdma_eq {
+	struct mpr_eqe *ring;	/* NULL until mprdma_eq_init() succeeds */
+	dma_addr_t dma;
+	u32 eqn;
+	u32 ci;			/* free-running consumer index */
+	int irq;
+};
+
+struct mprdma_dev {
+	struct ib_device ibdev;
+	struct pci_dev *pdev;
+	/* Function 1 of the slot (ivshmem): owner of the interrupt vectors. */
+	struct pci_dev *irq_pdev;
+	int num_vectors;
+	bool aq_use_irq;	/* else admin completions are polled */
+	char eq_irq_name[32];
+
+	void __iomem *bar0;
+	void __iomem *uar0;	/* UAR page 0: the kernel's doorbells */
+	resource_size_t bar2_start;
+	u32 num_uar_pages;
+
+	struct mprdma_aq aq;
+	struct mprdma_eq eq;
+	struct mpr_device_attr attr;
+	u8 mac[ETH_ALEN];
+
+	/* UAR pages 1..num_uar_pages-1, one per user context. */
+	struct ida uar_ida;
+	/* cqn and qpn to object, for the event queue. */
+	struct xarray cqs;
+	struct xarray qps;
+
+	struct notifier_block netdev_nb;
+	/* The netdev bound to the port, and whether ib_register_device()
+	 * returned: both under RTNL.
+	 */
+	struct net_device *netdev;
+	bool registered;
+	struct work_struct rescan_work;
+};
+
+struct mprdma_ucontext {
+	struct ib_ucontext ibucontext;
+	u32 uar_index;
+	struct mprdma_mmap_entry *uar_entry;
+};
+
+struct mprdma_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+};
+
+struct mprdma_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;
+};
+
+struct mprdma_cq {
+	struct ib_cq ibcq;
+	u32 cqn;
+	u32 log_size;
+	struct mprdma_mmap_entry *ring;
+	struct mprdma_mmap_entry *dbrec;
+};
+
+struct mprdma_qp {
+	struct ib_qp ibqp;
+	u32 qpn;
+	/* Serialises modify_qp and query_qp on this QP; protects state. */
+	struct mutex lock;
+	enum ib_qp_state state;
+	bool sig_all;
+	struct ib_qp_cap cap;	/* what was granted */
+	u8 sq_log_size;
+	u8 sq_log_stride;
+	u8 rq_log_size;
+	u8 rq_log_stride;
+	struct mprdma_mmap_entry *sq;
+	struct mprdma_mmap_entry *rq;
+};
+
+enum mprdma_mmap_type {
+	MPRDMA_MMAP_UAR,	/* a BAR2 page, mapped non-cached */
+	MPRDMA_MMAP_DMA,	/* a ring or record in coherent memory */
+};
+
+/*
+ * What user space can mmap. A DMA entry owns its memory: it is freed in
+ * mmap_free, once the object is destroyed and no mapping is left.
+ */
+struct mprdma_mmap_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	enum mprdma_mmap_type type;
+	size_t size;		/* bytes, a multiple of PAGE_SIZE */
+	phys_addr_t address;	/* what the mapping points to */
+	void *cpu_addr;		/* DMA entries only */
+	dma_addr_t dma_addr;	/* DMA entries only */
+	/* The NIC did not confirm that it stopped using the memory: never
+	 * free it (a leak is better than DMA into freed pages).
+	 */
+	bool leak;
+};
+
+static inline struct mprdma_dev *to_mdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct mprdma_dev, ibdev);
+}
+
+static inline struct mprdma_ucontext *to_muctx(struct ib_ucontext *ibuctx)
+{
+	return container_of(ibuctx, struct mprdma_ucontext, ibucontext);
+}
+
+static inline struct mprdma_pd *to_mpd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct mprdma_pd, ibpd);
+}
+
+static inline struct mprdma_mr *to_mmr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct mprdma_mr, ibmr);
+}
+
+static inline struct mprdma_cq *to_mcq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct mprdma_cq, ibcq);
+}
+
+static inline struct mprdma_qp *to_mqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct mprdma_qp, ibqp);
+}
+
+static inline struct mprdma_mmap_entry *
+to_mentry(struct rdma_user_mmap_entry *rdma_entry)
+{
+	return container_of(rdma_entry, struct mprdma_mmap_entry, rdma_entry);
+}
+
+static inline u32 mprdma_reg_read(struct mprdma_dev *dev, u32 off)
+{
+	return readl(dev->bar0 + off);
+}
+
+static inline void mprdma_reg_write(struct mprdma_dev *dev, u32 off, u32 val)
+{
+	writel(val, dev->bar0 + off);
+}
+
+/* mprdma_eq.c */
+int mprdma_eq_init(struct mprdma_dev *dev);
+void mprdma_eq_destroy(struct mprdma_dev *dev);
+
+/* mprdma_verbs.c */
+int mprdma_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+			struct ib_udata *udata);
+int mprdma_query_port(struct ib_device *ibdev, u32 port,
+		      struct ib_port_attr *attr);
+int mprdma_get_port_immutable(struct ib_device *ibdev, u32 port,
+			      struct ib_port_immutable *immutable);
+enum rdma_link_layer mprdma_get_link_layer(struct ib_device *ibdev, u32 port);
+void mprdma_get_dev_fw_str(struct ib_device *ibdev, char *str);
+int mprdma_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+		      u16 *pkey);
+int mprdma_add_gid(const struct ib_gid_attr *attr, void **context);
+int mprdma_del_gid(const struct ib_gid_attr *attr, void **context);
+int mprdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata);
+void mprdma_dealloc_ucontext(struct ib_ucontext *ibuctx);
+void mprdma_disassociate_ucontext(struct ib_ucontext *ibuctx);
+int mprdma_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma);
+void mprdma_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
+int mprdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int mprdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+struct ib_mr *mprdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 virt_addr, int access,
+				 struct ib_udata *udata);
+int mprdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int mprdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		     struct ib_udata *udata);
+int mprdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
+		     struct ib_udata *udata);
+int mprdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		     int attr_mask, struct ib_udata *udata);
+int mprdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		    int attr_mask, struct ib_qp_init_attr *init_attr);
+int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+#endif /* _MPRDMA_H_ */
