@@ -1,0 +1,1 @@
+// Intentionally empty: see Cargo.toml (the crate only pins a source download).
