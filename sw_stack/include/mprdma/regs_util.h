@@ -7,7 +7,11 @@
 #ifndef MPRDMA_REGS_UTIL_H
 #define MPRDMA_REGS_UTIL_H
 
+#ifdef __KERNEL__
+#include <linux/stddef.h>
+#else
 #include <stddef.h>
+#endif
 
 #include <mprdma/regs.h>
 
