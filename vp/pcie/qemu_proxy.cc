@@ -1,0 +1,428 @@
+#include "vp/pcie/qemu_proxy.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <sstream>
+
+namespace mprdma::pcie {
+
+using sc_core::sc_time;
+
+namespace {
+
+std::string hex(uint64_t v) {
+  std::ostringstream os;
+  os << "0x" << std::hex << v;
+  return os.str();
+}
+
+bool valid_bar_size(uint32_t s) { return s == 1 || s == 2 || s == 4 || s == 8; }
+
+}  // namespace
+
+QemuProxy::QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, RootComplex& rc,
+                     GuestMemory& mem, GuestClock& clock, core::SimEnv& env)
+    : sc_core::sc_module(name),
+      cfg_(cfg),
+      rc_(rc),
+      mem_(mem),
+      clock_(clock),
+      log_(core::Log::channel("qemu." + cfg.name + ".proxy")),
+      config_(cfg.identity, cfg.bar_size) {
+  stop_ = make_eventfd();
+  wake_ = make_eventfd();
+  const std::string p = "pcie." + cfg_.name + ".proxy.";
+  c_sysmem_ = &env.stats.counter(p + "sysmem_syncs", "messages",
+                                 "Guest memory maps received from QEMU (SYNC_SYSMEM)");
+  c_cfg_reads_ = &env.stats.counter(p + "config_reads", "accesses", "Config-space reads");
+  c_cfg_writes_ = &env.stats.counter(p + "config_writes", "accesses", "Config-space writes");
+  c_bar_reads_ = &env.stats.counter(p + "bar_reads", "accesses", "BAR reads served by the NIC");
+  c_bar_writes_ = &env.stats.counter(p + "bar_writes", "accesses", "BAR writes served by the NIC");
+  c_unclaimed_ = &env.stats.counter(p + "unclaimed", "accesses",
+                                    "BAR accesses no BAR claimed (reads answered all ones)");
+  c_resets_ = &env.stats.counter(p + "resets", "resets", "DEVICE_RESET requests from QEMU");
+  h_read_wall_us_ = &env.stats.histogram(
+      p + "bar_read_wall_us", "us",
+      "Wall time from QEMU's BAR_READ arriving to our reply being sent");
+  h_read_interval_us_ = &env.stats.histogram(
+      p + "bar_read_interval_us", "us",
+      "Wall time between consecutive BAR_READs (a guest's read loop: its round trip)");
+  h_queue_us_ = &env.stats.histogram(
+      p + "access_queue_wall_us", "us",
+      "Wall time a guest access waited for the run loop to inject it into SystemC");
+  h_access_sim_ns_ = &env.stats.histogram(
+      p + "access_sim_ns", "ns", "Simulated time a guest BAR access took (the vCPU's stall)");
+  SC_THREAD(worker);
+}
+
+QemuProxy::~QemuProxy() { stop(); }
+
+void QemuProxy::start(UniqueFd sock) {
+  if (started_.load()) throw std::logic_error(cfg_.name + ": proxy already started");
+  sock_ = std::move(sock);
+  started_.store(true);
+  io_ = std::thread([this] { io_loop(); });
+}
+
+void QemuProxy::stop() {
+  if (!io_.joinable()) return;
+  signal_eventfd(stop_.get());
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    // Wakes an I/O thread blocked in the middle of a message.
+    if (sock_) ::shutdown(sock_.get(), SHUT_RDWR);
+  }
+  io_.join();
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    sock_.reset();
+  }
+  disconnect("closed by the simulator", false);
+}
+
+std::string QemuProxy::disconnect_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return disconnect_reason_;
+}
+
+uint64_t QemuProxy::bar_base(int bar) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_.bar_base(bar);
+}
+
+uint16_t QemuProxy::command() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_.command();
+}
+
+PciConfigSpace QemuProxy::config_snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_;
+}
+
+QemuProxy::Counts QemuProxy::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
+}
+
+std::vector<QemuProxy::HistoryEntry> QemuProxy::history() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return history_;
+}
+
+void QemuProxy::note(core::LogLevel level, std::string msg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  notes_.emplace_back(level, std::move(msg));
+}
+
+void QemuProxy::record(int32_t cmd, uint64_t addr, uint64_t value, uint32_t len,
+                       uint64_t stamp) {
+  // Caller holds mu_.
+  if (history_.size() < kHistory) history_.push_back(HistoryEntry{cmd, addr, value, len, stamp});
+}
+
+// --- I/O thread ------------------------------------------------------------
+
+void QemuProxy::io_loop() {
+  for (;;) {
+    pollfd fds[2] = {{stop_.get(), POLLIN, 0}, {sock_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      disconnect("poll on the proxy socket failed: " + errno_text(errno), true);
+      return;
+    }
+    if (fds[0].revents) return;
+    if (!fds[1].revents) continue;
+    mpqemu::Message msg;
+    std::string err;
+    switch (mpqemu::recv(sock_.get(), &msg, &err)) {
+      case mpqemu::RecvStatus::kEof:
+        disconnect("QEMU closed the proxy connection", false);
+        return;
+      case mpqemu::RecvStatus::kError:
+        if (fds[0].revents || drain_eventfd(stop_.get())) return;  // our own shutdown
+        disconnect("proxy connection broken: " + err, true);
+        return;
+      case mpqemu::RecvStatus::kOk:
+        break;
+    }
+    if (!handle(msg)) return;
+  }
+}
+
+void QemuProxy::reply(uint64_t value) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  if (!sock_ || disconnected_.load()) return;
+  if (!mpqemu::send_ret(sock_.get(), value))
+    note(core::LogLevel::warn, "sending RET failed: " + errno_text(errno));
+}
+
+void QemuProxy::disconnect(std::string why, bool shut) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (disconnected_.load()) return;
+    disconnect_reason_ = why;
+    arrived_.clear();
+    disconnected_.store(true);
+    notes_.emplace_back(core::LogLevel::info, "disconnected: " + why);
+  }
+  // From now on the simulator does not touch QEMU's memory.
+  mem_.clear();
+  if (shut) {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    if (sock_) ::shutdown(sock_.get(), SHUT_RDWR);
+  }
+  signal_eventfd(wake_.get());
+}
+
+bool QemuProxy::handle(mpqemu::Message& msg) {
+  using namespace mpqemu;
+  switch (msg.cmd) {
+    case kSyncSysmem: {
+      if (msg.size != sizeof(SyncSysmem)) {
+        note(core::LogLevel::error, "SYNC_SYSMEM of " + std::to_string(msg.size) +
+                                        " bytes ignored (expected 192)");
+        return true;
+      }
+      const auto& s = msg.as<SyncSysmem>();
+      size_t regions = 0;
+      for (int i = 0; i < kMaxRegions; ++i) regions += s.size[i] != 0;
+      if (regions != msg.fds.size()) {
+        note(core::LogLevel::error, "SYNC_SYSMEM with " + std::to_string(regions) +
+                                        " regions but " + std::to_string(msg.fds.size()) +
+                                        " fds ignored");
+        return true;
+      }
+      std::vector<GuestMemory::Region> regs;
+      size_t k = 0;
+      std::string desc;
+      for (int i = 0; i < kMaxRegions; ++i) {
+        if (!s.size[i]) continue;
+        regs.push_back(
+            GuestMemory::Region{s.gpa[i], s.size[i], s.offset[i], std::move(msg.fds[k++])});
+        desc += " [" + hex(s.gpa[i]) + ", " + hex(s.gpa[i] + s.size[i]) + ")";
+      }
+      const std::vector<std::string> errors = mem_.replace(std::move(regs));
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counts_.sysmem_syncs;
+      record(msg.cmd, regions, 0, 0);
+      notes_.emplace_back(core::LogLevel::debug, "guest memory map:" + desc);
+      for (const std::string& e : errors) notes_.emplace_back(core::LogLevel::error, e);
+      return true;
+    }
+    case kSetIrqfd: {
+      // Only KVM wires this irqfd; interrupts use the ivshmem sibling.
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counts_.irqfds;
+      record(msg.cmd, 0, msg.fds.size(), 0);
+      notes_.emplace_back(core::LogLevel::debug,
+                          "SET_IRQFD accepted and its fds closed (no KVM: interrupts go through "
+                          "ivshmem-doorbell)");
+      return true;  // msg's fds close with msg
+    }
+    case kPciCfgRead:
+    case kPciCfgWrite: {
+      const bool write = msg.cmd == kPciCfgWrite;
+      if (msg.size != sizeof(PciConf)) {
+        note(core::LogLevel::error, cmd_name(msg.cmd) + " of " + std::to_string(msg.size) +
+                                        " bytes answered with an error");
+        reply(UINT64_MAX);
+        return true;
+      }
+      const auto& c = msg.as<PciConf>();
+      uint64_t answer;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (write) {
+          ++counts_.cfg_writes;
+          answer = config_.write(c.addr, c.val, c.len) ? 0 : UINT64_MAX;
+          bus_master_.store(config_.bus_master());
+        } else {
+          ++counts_.cfg_reads;
+          const auto v = config_.read(c.addr, c.len);
+          answer = v ? *v : UINT64_MAX;
+        }
+        record(msg.cmd, c.addr, write ? c.val : answer, static_cast<uint32_t>(c.len));
+        if (answer == UINT64_MAX)
+          notes_.emplace_back(core::LogLevel::warn, cmd_name(msg.cmd) + " at " + hex(c.addr) +
+                                                        " of length " + std::to_string(c.len) +
+                                                        " refused");
+      }
+      reply(answer);
+      return true;
+    }
+    case kBarRead:
+    case kBarWrite: {
+      const bool write = msg.cmd == kBarWrite;
+      if (msg.size != sizeof(BarAccess)) {
+        note(core::LogLevel::error, cmd_name(msg.cmd) + " of " + std::to_string(msg.size) +
+                                        " bytes answered with all ones");
+        reply(UINT64_MAX);
+        return true;
+      }
+      const auto& b = msg.as<BarAccess>();
+      int bar = -1;
+      uint64_t off = 0;
+      const uint64_t stamp = clock_.stamp();
+      const auto now = std::chrono::steady_clock::now();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (b.memory && valid_bar_size(b.size)) bar = config_.decode(b.addr, b.size, &off);
+        record(msg.cmd, b.addr, write ? b.val : 0, b.size, stamp);
+        if (!write) {
+          if (last_read_.time_since_epoch().count() != 0)
+            read_intervals_us_.push_back(
+                std::chrono::duration<double, std::micro>(now - last_read_).count());
+          last_read_ = now;
+        }
+        if (bar < 0) {
+          ++counts_.unclaimed;
+          notes_.emplace_back(core::LogLevel::warn,
+                              std::string(write ? "write" : "read") + " of " +
+                                  std::to_string(b.size) + " bytes at " + hex(b.addr) +
+                                  " claimed by no BAR (" +
+                                  (config_.memory_enabled() ? "" : "memory decoding off, ") +
+                                  "BAR0 " + hex(config_.bar_base(0)) + ", BAR2 " +
+                                  hex(config_.bar_base(2)) + ")");
+        } else {
+          ++(write ? counts_.bar_writes : counts_.bar_reads);
+          arrived_.push_back(Request{write ? Kind::kWrite : Kind::kRead,
+                                     cfg_.bar_target[bar] + off, b.size, b.val, stamp, now});
+        }
+      }
+      if (bar < 0) {
+        reply(write ? 0 : UINT64_MAX);  // a master abort reads all ones
+        return true;
+      }
+      signal_eventfd(wake_.get());
+      return true;
+    }
+    case kDeviceReset: {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        // QEMU resets its copy of config space on machine reset as well.
+        config_.reset();
+        bus_master_.store(false);
+        ++counts_.resets;
+        record(msg.cmd, 0, 0, 0);
+        arrived_.push_back(Request{Kind::kReset, 0, 0, 0, clock_.stamp(),
+                                   std::chrono::steady_clock::now()});
+      }
+      signal_eventfd(wake_.get());
+      return true;
+    }
+    default:
+      disconnect("QEMU sent " + cmd_name(msg.cmd) + " (" + std::to_string(msg.size) +
+                     " bytes), which a device never receives",
+                 true);
+      return false;
+  }
+}
+
+// --- SystemC thread ----------------------------------------------------------
+
+void QemuProxy::service() {
+  std::vector<std::pair<core::LogLevel, std::string>> notes;
+  std::vector<double> intervals;
+  Counts c;
+  drain_eventfd(wake_.get());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notes.swap(notes_);
+    intervals.swap(read_intervals_us_);
+    for (Request& r : arrived_) pending_.push_back(r);
+    arrived_.clear();
+    c = counts_;
+  }
+  for (const auto& [level, text] : notes)
+    if (log_.enabled(level)) log_.write(level, text);
+  for (double us : intervals) h_read_interval_us_->record(us);
+  c_sysmem_->set(c.sysmem_syncs);
+  c_cfg_reads_->set(c.cfg_reads);
+  c_cfg_writes_->set(c.cfg_writes);
+  c_bar_reads_->set(c.bar_reads);
+  c_bar_writes_->set(c.bar_writes);
+  c_unclaimed_->set(c.unclaimed);
+  c_resets_->set(c.resets);
+
+  if (disconnected_.load()) {
+    pending_.clear();
+    if (!disconnect_reported_) {
+      disconnect_reported_ = true;
+      if (on_disconnect) on_disconnect(disconnect_reason());
+    }
+    return;
+  }
+  const sc_time now = sc_core::sc_time_stamp();
+  bool injected = false;
+  const auto wall = std::chrono::steady_clock::now();
+  while (!pending_.empty() && clock_.due(pending_.front().stamp) <= now) {
+    h_queue_us_->record(
+        std::chrono::duration<double, std::micro>(wall - pending_.front().arrived).count());
+    work_.push_back(pending_.front());
+    pending_.pop_front();
+    ++in_flight_;
+    injected = true;
+  }
+  if (injected) {
+    kicked_ = true;
+    kick_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+sc_time QemuProxy::next_due() const {
+  if (pending_.empty()) return sc_core::sc_max_time();
+  return clock_.due(pending_.front().stamp);
+}
+
+void QemuProxy::worker() {
+  for (;;) {
+    while (work_.empty()) sc_core::wait(kick_);
+    const Request r = work_.front();
+    work_.pop_front();
+    const sc_time t0 = sc_core::sc_time_stamp();
+    uint64_t value = 0;
+    switch (r.kind) {
+      case Kind::kRead: {
+        if (writes_landed) {
+          const sc_time landed = writes_landed();
+          if (landed > sc_core::sc_time_stamp()) sc_core::wait(landed - sc_core::sc_time_stamp());
+        }
+        uint8_t buf[8] = {};
+        rc_.mmio_read(r.target, buf, r.size);
+        std::memcpy(&value, buf, r.size);
+        break;
+      }
+      case Kind::kWrite:
+        rc_.mmio_write(r.target, &r.value, r.size);
+        break;
+      case Kind::kReset:
+        if (on_device_reset) on_device_reset();
+        break;
+    }
+    const sc_time stall = sc_core::sc_time_stamp() - t0;
+    reply(value);
+    if (r.kind == Kind::kRead)
+      h_read_wall_us_->record(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - r.arrived)
+              .count());
+    h_access_sim_ns_->record(stall.to_seconds() * 1e9);
+    if (r.kind == Kind::kReset) {
+      MPR_LOG(log_, trace, "reset in " << stall.to_string());
+    } else {
+      MPR_LOG(log_, trace,
+              (r.kind == Kind::kRead ? "read " : "write ")
+                  << hex(r.target) << " " << hex(r.kind == Kind::kRead ? value : r.value) << " in "
+                  << stall.to_string());
+    }
+    clock_.access_done(r.stamp, stall);
+    --in_flight_;
+    // Lock-step: the slice ends with the reply so SystemC does not run
+    // ahead of the vCPU that was waiting for it.
+    if (clock_.pause_after_reply()) sc_core::sc_pause();
+  }
+}
+
+}  // namespace mprdma::pcie

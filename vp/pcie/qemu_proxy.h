@@ -1,0 +1,203 @@
+// The device end of QEMU's x-pci-proxy-dev: serves one QEMU's config-space
+// and BAR accesses for the NIC function and keeps the guest-memory map.
+//
+// Threads and injection (the choice, and why):
+//   * An I/O thread owns the socket. It answers what needs no simulation
+//     at once: config reads/writes (the config space model below), BAR
+//     accesses no BAR claims (reads all ones, like a master abort),
+//     SYNC_SYSMEM (GuestMemory::replace) and SET_IRQFD (accepted, closed:
+//     the irqfd only works with KVM). So QEMU's start-up handshake and the
+//     guest's PCI enumeration never wait for SystemC.
+//   * BAR accesses the NIC claims, and DEVICE_RESET, need the model. The
+//     I/O thread decodes them against the BARs as programmed at that
+//     moment, time-stamps them (GuestClock::stamp) and queues them under a
+//     mutex, then signals an eventfd. It never calls into SystemC.
+//   * The run loop (QemuRunLoop, between sc_start slices, in the SystemC
+//     thread) calls service(): due accesses move to a SystemC-side queue
+//     and an sc_event wakes the worker SC_THREAD, which performs them
+//     through the RootComplex (mmio_read / mmio_write, so the PCIe link's
+//     timing applies) and sends RET from the SystemC thread as soon as the
+//     value exists. We chose the queue + run-loop hand-off over
+//     sc_prim_channel::async_request_update() because the injection time
+//     must be chosen by the run loop (pacing or the instruction count):
+//     an asynchronous update would land at whatever time the kernel
+//     happens to be at, and cannot wake a kernel that is not running.
+//   * The vCPU that made the access is stalled until the reply (QEMU waits
+//     with its big lock released); one request is outstanding at a time.
+//
+// Addresses: QEMU sends absolute guest-physical addresses. BAR i's offset
+// is rebased onto `bar_target[i]`, the address at which the device behind
+// the root complex decodes that BAR (the NIC's bar0_base/bar2_base), so
+// the NIC needs no change when the guest moves its BARs.
+//
+// Disconnection (EOF or a protocol error): the guest-memory map is cleared
+// at once (the simulator stops touching QEMU's RAM), queued accesses are
+// dropped, and on_disconnect(reason) runs once in the SystemC thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <systemc>
+
+#include "vp/core/log.h"
+#include "vp/core/sim_env.h"
+#include "vp/core/stats.h"
+#include "vp/pcie/guest_memory.h"
+#include "vp/pcie/qemu_config_space.h"
+#include "vp/pcie/qemu_fd.h"
+#include "vp/pcie/qemu_mpqemu.h"
+#include "vp/pcie/qemu_time.h"
+#include "vp/pcie/root_complex.h"
+
+namespace mprdma::pcie {
+
+struct QemuProxyConfig {
+  // Labels: log channel qemu.<name>.proxy, statistics pcie.<name>.proxy.*
+  // (the NIC's name, like the root complex's).
+  std::string name = "nic0";
+  PciConfigSpace::Identity identity;
+  // BAR sizes (0: not implemented) and where the device decodes each BAR.
+  std::array<uint32_t, PciConfigSpace::kNumBars> bar_size{{64 * 1024, 0, 4 * 1024 * 1024, 0, 0, 0}};
+  std::array<uint64_t, PciConfigSpace::kNumBars> bar_target{};
+};
+
+class QemuProxy : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(QemuProxy);
+  // The proxy accesses the device through `rc` (its mmio socket must be
+  // bound) and maps guest RAM into `mem`; `clock` time-stamps accesses.
+  QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, RootComplex& rc,
+            GuestMemory& mem, GuestClock& clock, core::SimEnv& env);
+  ~QemuProxy() override;
+
+  // Serves QEMU on `sock`, a connected stream socket (ownership taken).
+  void start(UniqueFd sock);
+  // Stops the I/O thread and closes the socket (QEMU sees EOF); counts as
+  // a disconnection ("closed by the simulator").
+  void stop();
+
+  // --- SystemC thread, between slices (QemuRunLoop) ---
+  // Logs what the I/O thread noted, injects accesses due at or before now,
+  // reports a disconnection.
+  void service();
+  // Readable when service() has work.
+  int wake_fd() const { return wake_.get(); }
+  // Due time of the oldest access not yet injected (sc_max_time(): none).
+  sc_core::sc_time next_due() const;
+  // An access is injected and not yet answered.
+  bool busy() const { return in_flight_ > 0; }
+  // Something was injected since the last call.
+  bool take_kick() { return std::exchange(kicked_, false); }
+
+  // DEVICE_RESET: reset the device model (SystemC thread, in the worker;
+  // the reply follows when it returns).
+  std::function<void()> on_device_reset;
+  // QEMU went away: EOF, a socket error or a protocol error (SystemC
+  // thread, once).
+  std::function<void(const std::string& why)> on_disconnect;
+  // When every posted write issued so far will have reached the device.
+  // If set, a BAR read is issued only from then on. PCIe forbids a read to
+  // pass a posted write, but a device model that answers reads when they
+  // are issued (rather than when they arrive) would let the guest's
+  // "writel; readl" flush read return the value from before the write.
+  std::function<sc_core::sc_time()> writes_landed;
+
+  // --- any thread ---
+  bool connected() const { return started_.load() && !disconnected_.load(); }
+  std::string disconnect_reason() const;
+  uint64_t bar_base(int bar) const;
+  uint16_t command() const;
+  bool bus_master() const { return bus_master_.load(); }
+  PciConfigSpace config_snapshot() const;
+
+  struct Counts {
+    uint64_t sysmem_syncs = 0, irqfds = 0, cfg_reads = 0, cfg_writes = 0;
+    uint64_t bar_reads = 0, bar_writes = 0, unclaimed = 0, resets = 0;
+  };
+  Counts counts() const;
+  // The first kHistory messages QEMU sent, for checking the handshake.
+  static constexpr size_t kHistory = 256;
+  struct HistoryEntry {
+    int32_t cmd;
+    uint64_t addr;  // config offset or BAR address
+    uint64_t value;
+    uint32_t len;
+    uint64_t stamp;  // GuestClock::stamp() when it arrived (BAR accesses)
+  };
+  std::vector<HistoryEntry> history() const;
+
+ private:
+  enum class Kind { kRead, kWrite, kReset };
+  struct Request {
+    Kind kind;
+    uint64_t target;  // address on the root complex's MMIO path
+    uint32_t size;
+    uint64_t value;  // write data (little-endian)
+    uint64_t stamp;  // GuestClock::stamp() at arrival
+    std::chrono::steady_clock::time_point arrived;
+  };
+
+  void io_loop();
+  // Handles one message; false ends the session (protocol error).
+  bool handle(mpqemu::Message& msg);
+  void disconnect(std::string why, bool shut);
+  void reply(uint64_t value);
+  void note(core::LogLevel level, std::string msg);
+  void worker();
+  void record(int32_t cmd, uint64_t addr, uint64_t value, uint32_t len, uint64_t stamp = 0);
+
+  QemuProxyConfig cfg_;
+  RootComplex& rc_;
+  GuestMemory& mem_;
+  GuestClock& clock_;
+  core::LogChannel& log_;
+
+  // I/O thread state.
+  UniqueFd sock_, stop_, wake_;
+  std::thread io_;
+  std::atomic<bool> started_{false}, disconnected_{false}, bus_master_{false};
+  std::mutex send_mu_;  // replies come from the I/O thread and the worker
+
+  mutable std::mutex mu_;  // guards everything below up to `notes_`
+  PciConfigSpace config_;
+  std::deque<Request> arrived_;
+  std::string disconnect_reason_;
+  Counts counts_;
+  std::vector<HistoryEntry> history_;
+  std::vector<std::pair<core::LogLevel, std::string>> notes_;
+  // Wall time between consecutive BAR_READs: in a guest's tight read loop,
+  // the whole round trip as the guest sees it.
+  std::vector<double> read_intervals_us_;
+  std::chrono::steady_clock::time_point last_read_{};
+
+  // SystemC-side state.
+  std::deque<Request> pending_;  // taken from arrived_, not yet due
+  std::deque<Request> work_;     // injected, for the worker
+  sc_core::sc_event kick_;
+  int in_flight_ = 0;
+  bool kicked_ = false;
+  bool disconnect_reported_ = false;
+
+  core::Counter* c_sysmem_;
+  core::Counter* c_cfg_reads_;
+  core::Counter* c_cfg_writes_;
+  core::Counter* c_bar_reads_;
+  core::Counter* c_bar_writes_;
+  core::Counter* c_unclaimed_;
+  core::Counter* c_resets_;
+  core::Histogram* h_read_wall_us_;
+  core::Histogram* h_read_interval_us_;
+  core::Histogram* h_queue_us_;
+  core::Histogram* h_access_sim_ns_;
+};
+
+}  // namespace mprdma::pcie
