@@ -60,6 +60,7 @@ void HostInterface::reset_registers() {
   aq_base_lo_ = aq_base_hi_ = aq_cfg_ = acq_base_lo_ = acq_base_hi_ = 0;
   aq_pi_ = aq_ci_ = acq_pi_ = 0;
   msix_.fill(MsixEntry{});
+  pending_writes_.clear();
 }
 
 void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -80,13 +81,18 @@ void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
     }
     if (gp.is_read()) {
       ++mmio_reads_;
+      // PCIe ordering: a read does not pass earlier posted writes. Writes
+      // that arrive before this read are applied first.
+      apply_writes_until(sc_core::sc_time_stamp() + delay);
       uint32_t v = read_bar0(off);
       std::memcpy(data, &v, 4);
     } else {
       ++mmio_writes_;
       uint32_t v;
       std::memcpy(&v, data, 4);
-      calendar_.after(delay, [this, off, v] { write_bar0(off, v); });
+      const sc_core::sc_time at = sc_core::sc_time_stamp() + delay;
+      pending_writes_.push_back({at, off, v});
+      calendar_.at(at, [this, at] { apply_writes_until(at); });
     }
     return;
   }
@@ -119,6 +125,14 @@ void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
                               << addr << " outside the BARs");
   gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
   if (gp.is_read()) std::memset(data, 0xff, len);
+}
+
+void HostInterface::apply_writes_until(const sc_core::sc_time& t) {
+  while (!pending_writes_.empty() && pending_writes_.front().at <= t) {
+    const PendingWrite w = pending_writes_.front();
+    pending_writes_.pop_front();
+    write_bar0(w.offset, w.value);
+  }
 }
 
 uint32_t HostInterface::read_bar0(uint64_t off) {

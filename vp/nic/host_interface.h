@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 
 #include <systemc>
@@ -67,6 +68,7 @@ class HostInterface : public sc_core::sc_module {
   uint32_t read_bar0(uint64_t offset);
   void write_bar0(uint64_t offset, uint32_t value);
   void send_pending();
+  void apply_writes_until(const sc_core::sc_time& t);
 
   const NicConfig& cfg_;
   pcie::DmaInitiator& dma_;
@@ -81,6 +83,14 @@ class HostInterface : public sc_core::sc_module {
     uint32_t addr_lo = 0, addr_hi = 0, data = 0, ctrl = 1;
   };
   std::array<MsixEntry, kNumVectors> msix_{};
+  // BAR0 writes not yet arrived, in arrival order (PCIe keeps posted writes
+  // ordered, so arrival times never decrease).
+  struct PendingWrite {
+    sc_core::sc_time at;
+    uint64_t offset;
+    uint32_t value;
+  };
+  std::deque<PendingWrite> pending_writes_;
 
   core::Counter& mmio_writes_;
   core::Counter& mmio_reads_;
