@@ -106,7 +106,8 @@ void QemuHostConfig::bind(core::Binder& b) {
           "QEMU -netdev spec of the guest's IP network (virtio-net with the NIC's MAC); empty: "
           "none.");
   b.choice("on_exit", on_exit, {"stop", "continue"},
-           "When QEMU exits: stop the simulation, or continue without this guest.");
+           "When QEMU exits before its run script ended (a crash, a kill): stop the simulation, "
+           "or continue without this guest.");
   b.field("vectors", vectors, "MSI-X vectors of the ivshmem-doorbell function.", 1, 1024);
   b.field("paused", paused, "Start QEMU with -S (no guest code runs; for tests).");
   b.field("require_bus_master", require_bus_master,
@@ -297,7 +298,9 @@ void QemuHost::on_exit(const std::string& report) {
     MPR_LOG(log_, warn, report);
   }
   if (sync_) sync_->detach();
-  if (cfg_.on_exit == "stop") stop_requested_ = true;
+  // Powering off after the run script (MPRDMA-RUN-EXIT seen) is the
+  // expected end of a guest, not a failure that should stop the others.
+  if (cfg_.on_exit == "stop" && !run_exit_) stop_requested_ = true;
 }
 
 void QemuHost::service() {

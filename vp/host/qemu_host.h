@@ -36,6 +36,7 @@
 #include "vp/core/log.h"
 #include "vp/core/sim_env.h"
 #include "vp/core/units.h"
+#include "vp/host/host.h"
 #include "vp/nic/nic.h"
 #include "vp/pcie/guest_memory.h"
 #include "vp/pcie/ivshmem_server.h"
@@ -92,7 +93,9 @@ struct QemuHostConfig {
   void bind(core::Binder& b);
 };
 
-class QemuHost : public sc_core::sc_module, public pcie::QemuRunLoop::Participant {
+class QemuHost : public sc_core::sc_module,
+                 public Host,
+                 public pcie::QemuRunLoop::Participant {
  public:
   // Launches QEMU (throws std::runtime_error / std::invalid_argument if it
   // cannot). With a valid `qemu_socket`, no QEMU is launched: the proxy
@@ -101,7 +104,8 @@ class QemuHost : public sc_core::sc_module, public pcie::QemuRunLoop::Participan
            const pcie::PcieConfig& pcie, core::SimEnv& env, pcie::UniqueFd qemu_socket = {});
   ~QemuHost() override;
 
-  nic::Nic& nic() { return nic_; }
+  nic::Nic& nic() override { return nic_; }
+  const char* kind() const override { return "qemu"; }
   pcie::RootComplex& root_complex() { return rc_; }
   pcie::GuestMemory& memory() { return guest_mem_; }
   pcie::QemuProxy& proxy() { return proxy_; }

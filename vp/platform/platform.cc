@@ -1,7 +1,16 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "vp/platform/platform.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
 #include <stdexcept>
 
 namespace mprdma::platform {
@@ -42,6 +51,48 @@ struct Platform::JobRunner : sc_core::sc_module {
   size_t finished = 0;
 };
 
+namespace {
+
+// A UDP port on the loopback that is free now (the kernel picks it). QEMU
+// binds it a moment later; another process taking it in between would make
+// QEMU fail to start, which is reported by name.
+uint16_t free_udp_port() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) throw std::runtime_error("cannot create a UDP socket to pick a port");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  if (!port) throw std::runtime_error("cannot pick a free UDP port for the guest network");
+  return port;
+}
+
+// The guests' IP network for out-of-band exchanges: a point-to-point UDP
+// pair for two guests, a multicast group for more.
+std::vector<std::string> guest_netdevs(size_t guests) {
+  std::vector<std::string> out(guests);
+  if (guests == 2) {
+    const uint16_t p0 = free_udp_port(), p1 = free_udp_port();
+    auto spec = [](uint16_t local, uint16_t remote) {
+      return "dgram,local.type=inet,local.host=127.0.0.1,local.port=" + std::to_string(local) +
+             ",remote.type=inet,remote.host=127.0.0.1,remote.port=" + std::to_string(remote);
+    };
+    out[0] = spec(p0, p1);
+    out[1] = spec(p1, p0);
+  } else if (guests > 2) {
+    const std::string group = "socket,mcast=230.0.0.1:" + std::to_string(free_udp_port());
+    for (auto& o : out) o = group;
+  }
+  return out;
+}
+
+}  // namespace
+
 Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), env_(env) {
   nic_cfgs_.reserve(cfg_.hosts.size());
   for (size_t i = 0; i < cfg_.hosts.size(); ++i) {
@@ -59,9 +110,49 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), en
       if (cfg_.hosts[i].name == l.a || cfg_.hosts[i].name == l.b)
         nic_cfgs_[i].port_speed_mbps = static_cast<uint32_t>(l.link.rate.bps / 1e6);
   }
-  for (size_t i = 0; i < cfg_.hosts.size(); ++i)
-    hosts_[cfg_.hosts[i].name] = std::make_unique<host::ModeledHost>(
-        cfg_.hosts[i].name.c_str(), cfg_.host, nic_cfgs_[i], cfg_.pcie, env_);
+  size_t n_guests = 0;
+  for (const HostEntry& h : cfg_.hosts) n_guests += h.kind == "qemu";
+  const std::vector<std::string> netdevs = guest_netdevs(n_guests);
+  size_t guest = 0;
+  for (size_t i = 0; i < cfg_.hosts.size(); ++i) {
+    const HostEntry& h = cfg_.hosts[i];
+    if (h.kind == "modeled") {
+      hosts_[h.name] = std::make_unique<host::ModeledHost>(h.name.c_str(), cfg_.host,
+                                                           nic_cfgs_[i], cfg_.pcie, env_);
+      continue;
+    }
+    host::QemuHostConfig q = cfg_.qemu;
+    if (q.image_dir.empty() && q.kernel.empty()) {
+      // ./mprdma-vp builds the guest image and says where it is.
+      const char* dir = std::getenv("MPRDMA_GUEST_IMAGE");
+      if (!dir || !*dir)
+        throw std::runtime_error("host '" + h.name +
+                                 "': no guest image (set qemu.image_dir, or run through "
+                                 "./mprdma-vp, which builds it)");
+      q.image_dir = dir;
+    }
+    if (q.netdev.empty()) q.netdev = netdevs[guest];
+    if (!h.run.empty()) {
+      // The run script reaches the guest through its 9p share.
+      const std::string base = env_.out_dir.empty()
+                                   ? std::filesystem::temp_directory_path().string() +
+                                         "/mprdma-vp-" + std::to_string(::getpid())
+                                   : env_.out_dir;
+      q.share_dir = base + "/" + h.name + ".share";
+      std::filesystem::create_directories(q.share_dir);
+      std::ofstream(q.share_dir + "/run.sh") << "#!/bin/sh\n" << h.run << "\n";
+      std::filesystem::permissions(q.share_dir + "/run.sh",
+                                   std::filesystem::perms::owner_all |
+                                       std::filesystem::perms::group_read |
+                                       std::filesystem::perms::others_read);
+      q.append += std::string(q.append.empty() ? "" : " ") + "mprdma.run=/host/run.sh";
+    }
+    auto qh = std::make_unique<host::QemuHost>(h.name.c_str(), q, nic_cfgs_[i], cfg_.pcie, env_);
+    qemu_hosts_.push_back(qh.get());
+    run_scripts_.push_back(h.run);
+    hosts_[h.name] = std::move(qh);
+    ++guest;
+  }
   for (const LinkEntry& l : cfg_.links) {
     links_.push_back(std::make_unique<fabric::EthLink>(l.link.name.c_str(), l.link, env_));
     host(l.a).nic().attach(links_.back().get(), 0);
@@ -114,18 +205,74 @@ uint64_t Platform::sim_time_ps() const { return sc_core::sc_time_stamp().value()
 bool Platform::run(const std::function<void(uint64_t)>& progress) {
   const sc_core::sc_time end = cfg_.end_time.sc();
   // Slices only bound how often progress is reported; they add one kernel
-  // wake-up each, negligible against the model's events.
+  // wake-up each, negligible against the model's events. With QEMU hosts
+  // the run loop also paces simulated time and serves the guests between
+  // slices.
   const sc_core::sc_time slice(100, sc_core::SC_US);
-  while (runner_->finished < cfg_.jobs.size() && sc_core::sc_time_stamp() < end) {
-    const sc_core::sc_time step = std::min(slice, end - sc_core::sc_time_stamp());
-    sc_core::sc_start(step);
+  pcie::QemuRunLoop loop;
+  for (host::QemuHost* q : qemu_hosts_) loop.add(q);
+  auto guests_done = [&] {
+    for (size_t i = 0; i < qemu_hosts_.size(); ++i)
+      if (!run_scripts_[i].empty() && !qemu_hosts_[i]->qemu_exited()) return false;
+    // A guest without a run script (an interactive shell) runs until
+    // end_time or until its QEMU exits.
+    for (size_t i = 0; i < qemu_hosts_.size(); ++i)
+      if (run_scripts_[i].empty() && !qemu_hosts_[i]->qemu_exited()) return false;
+    return true;
+  };
+  while ((runner_->finished < cfg_.jobs.size() || !guests_done()) &&
+         sc_core::sc_time_stamp() < end) {
+    std::optional<sc_core::sc_time> step =
+        loop.next_step(std::min(slice, end - sc_core::sc_time_stamp()));
+    if (!step) break;  // a QEMU ended and its host asked to stop
+    sc_core::sc_start(*step);
     if (progress) progress(sim_time_ps());
     if (sc_core::sc_get_status() == sc_core::SC_STOPPED) break;
   }
-  return runner_->finished == cfg_.jobs.size();
+  // Guests still running at the end are stopped, so nothing outlives us.
+  for (host::QemuHost* q : qemu_hosts_)
+    if (!q->qemu_exited()) q->stop_qemu();
+  collect_guests();
+  return runner_->finished == cfg_.jobs.size() && guests_done();
+}
+
+void Platform::collect_guests() {
+  guests_.clear();
+  for (size_t i = 0; i < qemu_hosts_.size(); ++i) {
+    host::QemuHost* q = qemu_hosts_[i];
+    GuestOutcome g;
+    g.name = q->basename();
+    g.ready = q->guest_ready();
+    g.run_exit = q->run_exit();
+    g.qemu_exited = q->qemu_exited();
+    g.exit_report = q->exit_report();
+    g.console_log = q->config().console_log.empty() && !env_.out_dir.empty()
+                        ? env_.out_dir + "/" + g.name + ".console.log"
+                        : q->config().console_log;
+    // The run script's output: the console lines between READY and the
+    // exit marker.
+    if (!g.console_log.empty()) {
+      std::ifstream in(g.console_log);
+      std::string line;
+      bool inside = false;
+      while (std::getline(in, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find("MPRDMA-READY") != std::string::npos) {
+          inside = true;
+          continue;
+        }
+        if (line.find("MPRDMA-RUN-EXIT") != std::string::npos) inside = false;
+        if (inside) g.run_output.push_back(line);
+      }
+    }
+    guests_.push_back(std::move(g));
+  }
 }
 
 bool Platform::all_ok() const {
+  for (size_t i = 0; i < guests_.size(); ++i)
+    if (!run_scripts_[i].empty() && (!guests_[i].run_exit || *guests_[i].run_exit != 0))
+      return false;
   for (size_t i = 0; i < outcomes_.size(); ++i) {
     const JobOutcome& o = outcomes_[i];
     if (!o.finished || o.results.size() != cfg_.jobs[i].sizes.size()) return false;
@@ -155,6 +302,26 @@ double field_of(const host::SizeResult& r, const std::string& f) {
 
 std::map<std::string, double> Platform::metrics(std::vector<std::string>* missing) const {
   std::map<std::string, double> out;
+  for (const GuestMetric& m : cfg_.guest_metrics) {
+    const std::regex re(m.pattern);
+    bool found = false;
+    for (const GuestOutcome& g : guests_) {
+      if (g.name != m.host) continue;
+      for (const std::string& line : g.run_output) {
+        std::smatch match;
+        if (std::regex_search(line, match, re)) {
+          char* endp = nullptr;
+          const std::string text = match[1].str();
+          const double v = std::strtod(text.c_str(), &endp);
+          if (endp && endp != text.c_str()) {
+            out[m.name] = v;
+            found = true;
+          }
+        }
+      }
+    }
+    if (!found && missing) missing->push_back(m.name);
+  }
   for (const auto& [name, ref] : cfg_.metrics) {
     const size_t d1 = ref.find('.'), d2 = ref.rfind('.');
     const std::string job = ref.substr(0, d1), size = ref.substr(d1 + 1, d2 - d1 - 1),
@@ -175,6 +342,16 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
 
 nlohmann::json Platform::flows_json() const {
   nlohmann::json flows = nlohmann::json::object();
+  for (const GuestOutcome& g : guests_) {
+    nlohmann::json j;
+    j["kind"] = "guest";
+    j["ready"] = g.ready;
+    if (g.run_exit) j["run_exit"] = *g.run_exit;
+    j["qemu_exited"] = g.qemu_exited;
+    if (!g.exit_report.empty()) j["qemu_exit"] = g.exit_report;
+    j["output"] = g.run_output;
+    flows["guest." + g.name] = j;
+  }
   for (size_t i = 0; i < outcomes_.size(); ++i) {
     const JobOutcome& o = outcomes_[i];
     const host::JobConfig& cfg = cfg_.jobs[i];

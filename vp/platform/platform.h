@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,9 +18,22 @@
 #include "vp/fabric/eth_link.h"
 #include "vp/host/modeled_host.h"
 #include "vp/host/perftest.h"
+#include "vp/host/qemu_host.h"
+#include "vp/pcie/qemu_time.h"
 #include "vp/platform/scenario.h"
 
 namespace mprdma::platform {
+
+// What a QEMU guest did in the run.
+struct GuestOutcome {
+  std::string name;
+  bool ready = false;             // MPRDMA-READY seen
+  std::optional<int> run_exit;    // exit status of its run script
+  bool qemu_exited = false;
+  std::string exit_report;        // how QEMU ended, if it did
+  std::string console_log;        // path of the console copy ("" if none)
+  std::vector<std::string> run_output;  // console lines of the run script
+};
 
 struct JobOutcome {
   std::string name;
@@ -41,6 +55,8 @@ class Platform {
   bool run(const std::function<void(uint64_t sim_ps)>& progress = {});
 
   const std::vector<JobOutcome>& outcomes() const { return outcomes_; }
+  // Guests' outcomes (filled by run()).
+  const std::vector<GuestOutcome>& guests() const { return guests_; }
   bool all_ok() const;
   // The scenario's declared metrics, computed from the job results
   // (a metric whose figure does not exist is left out and listed in
@@ -65,6 +81,10 @@ class Platform {
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<core::RateSampler> sampler_;
   std::vector<JobOutcome> outcomes_;
+  std::vector<GuestOutcome> guests_;
+  std::vector<host::QemuHost*> qemu_hosts_;
+  std::vector<std::string> run_scripts_;  // per qemu host, in qemu_hosts_ order
+  void collect_guests();
 };
 
 }  // namespace mprdma::platform

@@ -15,6 +15,20 @@ const char* kRule =
 
 void print_job_tables(std::ostream& os, const Platform& p) {
   const ScenarioConfig& cfg = p.config();
+  for (const GuestOutcome& g : p.guests()) {
+    os << kRule << "\n guest " << g.name;
+    if (g.run_exit)
+      os << ": run script exited with status " << *g.run_exit;
+    else if (!g.ready)
+      os << ": never became ready";
+    else
+      os << ": run script did not finish";
+    os << "\n" << kRule << "\n";
+    for (const std::string& line : g.run_output) os << line << "\n";
+    if (!g.exit_report.empty() && !(g.run_exit && *g.run_exit == 0))
+      os << " QEMU: " << g.exit_report << "\n";
+    if (!g.console_log.empty()) os << " (console: " << g.console_log << ")\n";
+  }
   for (size_t i = 0; i < cfg.jobs.size(); ++i) {
     const host::JobConfig& job = cfg.jobs[i];
     const JobOutcome& out = p.outcomes()[i];

@@ -1,6 +1,7 @@
 #include "vp/platform/scenario.h"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -16,10 +17,36 @@ const std::vector<std::string>& metric_fields() {
 
 void HostEntry::bind(core::Binder& b) {
   b.field("name", name, "Host name, unique; links and jobs refer to it.");
-  b.choice("kind", kind, {"modeled"},
-           "modeled: a SystemC host running the driver model and perftest-like "
-           "applications.");
+  b.choice("kind", kind, {"modeled", "qemu"},
+           "modeled: a SystemC host running the driver model and perftest-like applications; "
+           "qemu: a QEMU guest running Linux with our driver and provider.");
+  b.field("run", run,
+          "qemu hosts: shell script the guest runs after bring-up; its output is printed and "
+          "kept in <out>/<host>.console.log. Empty: the guest starts a shell.");
   if (b.reading() && name.empty()) b.error("every host needs a name");
+  if (b.reading() && !run.empty() && kind != "qemu") b.error("only qemu hosts take 'run'");
+}
+
+void GuestMetric::bind(core::Binder& b) {
+  b.field("name", name, "Metric name in results.json.");
+  b.field("host", host, "qemu host whose console is searched.");
+  b.field("pattern", pattern,
+          "Regular expression (ECMAScript) with one capture group holding a number; the last "
+          "matching console line counts.");
+  if (b.reading()) {
+    try {
+      std::regex re(pattern);
+      if (re.mark_count() != 1) b.error("pattern of '" + name + "' needs exactly one group");
+    } catch (const std::regex_error& e) {
+      b.error("pattern of '" + name + "' is not a valid regular expression: " + e.what());
+    }
+  }
+}
+
+bool ScenarioConfig::has_qemu_hosts() const {
+  for (const HostEntry& h : hosts)
+    if (h.kind == "qemu") return true;
+  return false;
 }
 
 void LinkEntry::bind(core::Binder& bb) {
@@ -42,6 +69,7 @@ void ScenarioConfig::bind(core::Binder& b) {
   b.section("nic", nic, "NIC parameters, the same for every host's NIC.");
   b.section("pcie", pcie, "PCIe link between each host and its NIC.");
   b.section("host", host, "Modeled host parameters, the same for every host.");
+  b.section("qemu", qemu, "QEMU host parameters, the same for every qemu host.");
   b.list("hosts", hosts, "The hosts; each has one NIC.");
   b.list("links", links, "Ethernet links between NICs (one per NIC in a back-to-back set-up).");
   b.list("jobs", jobs, "Applications to run.");
@@ -49,6 +77,7 @@ void ScenarioConfig::bind(core::Binder& b) {
           "Named figures for results.json: metric name -> \"job.size.field\", where field is "
           "one of bw_gbps, bw_MBps, msg_rate_mpps, seconds, t_min, t_max, t_typical, t_avg, "
           "t_stdev, t_p99, t_p999, iterations.");
+  b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
   if (!b.reading()) return;
 
   // Cross-references, checked once everything is read.
@@ -66,12 +95,23 @@ void ScenarioConfig::bind(core::Binder& b) {
     }
     if (l.a == l.b) b.error("link '" + l.link.name + "' connects host '" + l.a + "' to itself");
   }
+  for (const GuestMetric& m : guest_metrics) {
+    auto it = std::find_if(hosts.begin(), hosts.end(),
+                           [&](const HostEntry& h) { return h.name == m.host; });
+    if (it == hosts.end() || it->kind != "qemu")
+      b.error("guest metric '" + m.name + "' names '" + m.host + "', which is not a qemu host");
+  }
   std::set<std::string> job_names;
   for (const host::JobConfig& j : jobs) {
     if (j.name.empty()) b.error("every job needs a name");
     if (!job_names.insert(j.name).second) b.error("job '" + j.name + "' is defined twice");
-    for (const std::string* h : {&j.client, &j.server})
+    for (const std::string* h : {&j.client, &j.server}) {
       if (!host_names.count(*h)) b.error("job '" + j.name + "' names unknown host '" + *h + "'");
+      for (const HostEntry& he : hosts)
+        if (he.name == *h && he.kind != "modeled")
+          b.error("job '" + j.name + "': host '" + *h +
+                  "' is a qemu host; its applications run from its 'run' script");
+    }
     if (j.client == j.server) b.error("job '" + j.name + "': client and server are the same host");
     if (j.mtu.n > nic.mtu.n)
       b.error("job '" + j.name + "': mtu " + std::to_string(j.mtu.n) +

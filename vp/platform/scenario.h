@@ -12,6 +12,7 @@
 #include "vp/fabric/eth_link.h"
 #include "vp/host/host_config.h"
 #include "vp/host/perftest.h"
+#include "vp/host/qemu_host.h"
 #include "vp/nic/nic_config.h"
 #include "vp/pcie/pcie_config.h"
 
@@ -20,6 +21,18 @@ namespace mprdma::platform {
 struct HostEntry {
   std::string name;
   std::string kind = "modeled";
+  // qemu hosts: shell script the guest runs after bring-up (its output is
+  // printed and kept); empty: the guest starts a shell on its console.
+  std::string run;
+  void bind(core::Binder& b);
+};
+
+// A figure a guest printed: the first capture group of `pattern` on the
+// last matching line of `host`'s console.
+struct GuestMetric {
+  std::string name;
+  std::string host;
+  std::string pattern;
   void bind(core::Binder& b);
 };
 
@@ -39,11 +52,14 @@ struct ScenarioConfig {
   nic::NicConfig nic;
   pcie::PcieConfig pcie;
   host::HostConfig host;
+  host::QemuHostConfig qemu;
   std::vector<HostEntry> hosts;
   std::vector<LinkEntry> links;
   std::vector<host::JobConfig> jobs;
   std::map<std::string, std::string> metrics;  // metric name -> "job.size.field"
+  std::vector<GuestMetric> guest_metrics;
   void bind(core::Binder& b);
+  bool has_qemu_hosts() const;
 };
 
 // Result fields a metric may name ("job.size.field").
