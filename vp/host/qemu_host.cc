@@ -266,6 +266,7 @@ void QemuHost::launch() {
   argv_ = pcie::build_qemu_command(c);
   MPR_LOG(log_, info, "starting " << pcie::shell_quote(argv_));
   proxy_.start(std::move(ours));
+  if (cfg_.console_tap_fd >= 0) process_.set_interactive(cfg_.console_tap_fd);
   process_.start(argv_, pcie::inherited_fds(c), console_path());
   // Only QEMU may hold its ends now, so its exit reads as EOF here.
   theirs.reset();

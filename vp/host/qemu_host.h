@@ -89,6 +89,9 @@ struct QemuHostConfig {
   bool require_bus_master = true;
   std::string plugin;      // the TCG plugin (default: the one built here)
   std::string extra_args;  // appended to QEMU's command line (split on spaces)
+  // Not a scenario key: `./mprdma-vp boot --shell` makes one guest's console
+  // interactive, copying its output to this fd (-1: not interactive).
+  int console_tap_fd = -1;
 
   void bind(core::Binder& b);
 };
@@ -126,6 +129,8 @@ class QemuHost : public sc_core::sc_module,
   bool qemu_exited() const { return exited_; }
   const std::string& exit_report() const { return exit_report_; }
 
+  // Keystrokes for an interactive console (see console_tap_fd).
+  bool write_console(const char* data, size_t n) { return process_.write_console(data, n); }
   // Terminates QEMU now (SIGTERM, then SIGKILL after 2 s). The vCPU is
   // released from the plugin and the proxy closed first: QEMU cannot
   // shut down while its vCPU waits for us.

@@ -193,6 +193,14 @@ void QemuProcess::start(const std::vector<std::string>& argv, const std::vector<
     throw std::runtime_error("QEMU " + name_ + ": pipe: " + errno_text(errno));
   UniqueFd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]), ex_r(ex[0]), ex_w(ex[1]);
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd in_r, in_w;
+  if (interactive_) {
+    int in[2];
+    if (::pipe2(in, O_CLOEXEC) != 0)
+      throw std::runtime_error("QEMU " + name_ + ": pipe: " + errno_text(errno));
+    in_r = UniqueFd(in[0]);
+    in_w = UniqueFd(in[1]);
+  }
 
   std::vector<char*> cargv;
   for (const std::string& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
@@ -209,7 +217,7 @@ void QemuProcess::start(const std::vector<std::string>& argv, const std::vector<
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::dup2(devnull.get(), 0);
+    ::dup2(interactive_ ? in_r.get() : devnull.get(), 0);
     ::dup2(out_w.get(), 1);
     ::dup2(err_w.get(), 2);
     for (int fd : inherit) ::fcntl(fd, F_SETFD, 0);
@@ -220,6 +228,8 @@ void QemuProcess::start(const std::vector<std::string>& argv, const std::vector<
     ::_exit(127);
   }
   pid_ = pid;
+  in_r.reset();
+  stdin_w_ = std::move(in_w);
   out_w.reset();
   err_w.reset();
   ex_w.reset();
@@ -284,7 +294,24 @@ std::string QemuProcess::exit_report() const {
   return r;
 }
 
+bool QemuProcess::write_console(const char* data, size_t n) {
+  if (!stdin_w_) return false;
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(stdin_w_.get(), data + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
 void QemuProcess::on_output(int which, const char* data, size_t n) {
+  if (which == 0 && tap_fd_ >= 0) {
+    // The user's terminal: best effort, never blocks the guest for long.
+    ssize_t ignored = ::write(tap_fd_, data, n);
+    (void)ignored;
+  }
   if (which == 0 && console_fd_ >= 0) {
     size_t done = 0;
     while (done < n) {

@@ -103,6 +103,18 @@ class QemuProcess {
              const std::string& console_log, std::string line_prefix = "MPRDMA-");
 
   pid_t pid() const { return pid_; }
+
+  // Interactive console (before start()): QEMU's stdin, which its stdio
+  // serial reads, becomes a pipe that write_console() feeds, and the raw
+  // console output is copied to `tap_fd` as it arrives (e.g. the user's
+  // terminal). For `./mprdma-vp boot --shell`.
+  void set_interactive(int tap_fd) {
+    interactive_ = true;
+    tap_fd_ = tap_fd;
+  }
+  // Bytes typed into the guest console (interactive only). False if QEMU
+  // no longer reads them.
+  bool write_console(const char* data, size_t n);
   bool running() const { return started_ && !exited_.load(); }
   bool exited() const { return exited_.load(); }
   // Valid once exited().
@@ -132,6 +144,9 @@ class QemuProcess {
   bool started_ = false;
   UniqueFd out_, err_, pidfd_, wake_, stop_;
   int console_fd_ = -1;
+  bool interactive_ = false;
+  int tap_fd_ = -1;
+  UniqueFd stdin_w_;
   std::string prefix_;
   std::string line_buf_[2];
   mutable std::mutex mu_;

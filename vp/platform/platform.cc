@@ -2,6 +2,7 @@
 #include "vp/platform/platform.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -93,7 +94,50 @@ std::vector<std::string> guest_netdevs(size_t guests) {
 
 }  // namespace
 
-Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), env_(env) {
+namespace {
+
+// Forwards this process's stdin to an interactive guest console from the
+// run loop (it polls fd 0 with the guests' fds). Ctrl-] ends the session.
+class StdinForwarder : public pcie::QemuRunLoop::Participant {
+ public:
+  explicit StdinForwarder(host::QemuHost& h) : host_(h) {}
+  void service() override {
+    pollfd p{0, POLLIN, 0};
+    while (!stop_ && ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP))) {
+      char buf[256];
+      const ssize_t n = ::read(0, buf, sizeof buf);
+      if (n <= 0) {
+        stop_ = true;  // stdin closed
+        return;
+      }
+      for (ssize_t i = 0; i < n; ++i)
+        if (buf[i] == 0x1d) {  // Ctrl-]
+          stop_ = true;
+          return;
+        }
+      host_.write_console(buf, static_cast<size_t>(n));
+    }
+  }
+  sc_core::sc_time horizon() const override { return sc_core::sc_max_time(); }
+  bool busy() const override { return false; }
+  bool take_kick() override { return false; }
+  double pacing_ratio() const override { return 0; }
+  void wait_fds(std::vector<int>* fds) const override {
+    if (!stop_) fds->push_back(0);
+  }
+  bool stop_requested() const override { return stop_; }
+
+ private:
+  host::QemuHost& host_;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : Platform(cfg, env, "") {}
+
+Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::string& shell_host)
+    : cfg_(cfg), env_(env), shell_host_(shell_host) {
   nic_cfgs_.reserve(cfg_.hosts.size());
   for (size_t i = 0; i < cfg_.hosts.size(); ++i) {
     const HostEntry& h = cfg_.hosts[i];
@@ -132,7 +176,9 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), en
       q.image_dir = dir;
     }
     if (q.netdev.empty()) q.netdev = netdevs[guest];
-    if (!h.run.empty()) {
+    const bool shell = h.name == shell_host_;
+    if (shell) q.console_tap_fd = 1;
+    if (!h.run.empty() && !shell) {
       // The run script reaches the guest through its 9p share.
       const std::string base = env_.out_dir.empty()
                                    ? std::filesystem::temp_directory_path().string() +
@@ -149,10 +195,13 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : cfg_(cfg), en
     }
     auto qh = std::make_unique<host::QemuHost>(h.name.c_str(), q, nic_cfgs_[i], cfg_.pcie, env_);
     qemu_hosts_.push_back(qh.get());
-    run_scripts_.push_back(h.run);
+    run_scripts_.push_back(shell ? std::string() : h.run);
+    if (shell) shell_ = qh.get();
     hosts_[h.name] = std::move(qh);
     ++guest;
   }
+  if (!shell_host_.empty() && !shell_)
+    throw std::invalid_argument("--shell: '" + shell_host_ + "' is not a qemu host");
   for (const LinkEntry& l : cfg_.links) {
     links_.push_back(std::make_unique<fabric::EthLink>(l.link.name.c_str(), l.link, env_));
     host(l.a).nic().attach(links_.back().get(), 0);
@@ -211,7 +260,13 @@ bool Platform::run(const std::function<void(uint64_t)>& progress) {
   const sc_core::sc_time slice(100, sc_core::SC_US);
   pcie::QemuRunLoop loop;
   for (host::QemuHost* q : qemu_hosts_) loop.add(q);
+  std::unique_ptr<StdinForwarder> keyboard;
+  if (shell_) {
+    keyboard = std::make_unique<StdinForwarder>(*shell_);
+    loop.add(keyboard.get());
+  }
   auto guests_done = [&] {
+    if (shell_) return shell_->qemu_exited();  // the interactive session decides
     for (size_t i = 0; i < qemu_hosts_.size(); ++i)
       if (!run_scripts_[i].empty() && !qemu_hosts_[i]->qemu_exited()) return false;
     // A guest without a run script (an interactive shell) runs until

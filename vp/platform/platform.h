@@ -47,6 +47,10 @@ class Platform {
   // Elaborates every module. Host i gets MAC 02:00:00:00:00:<i+1> and IPv4
   // address 10.0.0.<i+1>.
   Platform(const ScenarioConfig& cfg, core::SimEnv& env);
+  // `shell_host` (a qemu host) gets an interactive console on this
+  // process's terminal: no run script, its output on stdout, stdin typed
+  // into it (Ctrl-] ends the session).
+  Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::string& shell_host);
   ~Platform();
 
   // Runs the simulation in slices, calling `progress(sim_ps)` between
@@ -84,6 +88,8 @@ class Platform {
   std::vector<GuestOutcome> guests_;
   std::vector<host::QemuHost*> qemu_hosts_;
   std::vector<std::string> run_scripts_;  // per qemu host, in qemu_hosts_ order
+  std::string shell_host_;
+  host::QemuHost* shell_ = nullptr;
   void collect_guests();
 };
 

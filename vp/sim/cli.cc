@@ -1,6 +1,7 @@
 #include "vp/sim/cli.h"
 
 #include <sys/resource.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +29,7 @@ namespace {
 
 const char* kUsage =
     "usage: mprdma-vp-sim run SCENARIO [--out DIR] [--seed N] [--log SPEC] [--quiet]\n"
+    "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--log SPEC]\n"
     "       mprdma-vp-sim bench SCENARIO... [--log SPEC]\n"
     "       mprdma-vp-sim validate SCENARIO...\n"
     "       mprdma-vp-sim describe\n";
@@ -39,6 +41,7 @@ struct Options {
   bool has_seed = false;
   int64_t seed = 0;
   bool quiet = false;
+  std::string shell;  // boot: the guest whose console is interactive
 };
 
 bool parse_options(int argc, char** argv, int first, Options& o) {
@@ -69,6 +72,10 @@ bool parse_options(int argc, char** argv, int first, Options& o) {
         return false;
       }
       o.has_seed = true;
+    } else if (a == "--shell") {
+      const char* v = value("--shell");
+      if (!v) return false;
+      o.shell = v;
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -120,7 +127,7 @@ RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file
   const uint64_t activations0 = core::Calendar::total_activations();
   const auto wall0 = std::chrono::steady_clock::now();
   {
-    platform::Platform p(cfg, env);
+    platform::Platform p(cfg, env, o.shell);
     core::ProgressReporter progress(std::cerr, !o.quiet && isatty(STDERR_FILENO));
     f.complete = p.run([&](uint64_t ps) {
       progress.update(ps, core::Calendar::total_dispatched() - actions0);
@@ -177,6 +184,60 @@ int cmd_run(const Options& o) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
+}
+
+// Raw terminal while the user types into a guest; restored on every exit
+// path of boot.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+    termios raw = saved_;
+    cfmakeraw(&raw);
+    raw.c_oflag |= OPOST | ONLCR;  // keep our own newlines readable
+    active_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+int cmd_boot(Options o) {
+  if (o.files.size() != 1) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  platform::ScenarioConfig cfg;
+  if (!load(o.files[0], cfg)) return 2;
+  if (o.has_seed) cfg.seed = o.seed;
+  if (o.shell.empty()) {
+    for (const platform::HostEntry& h : cfg.hosts)
+      if (h.kind == "qemu") {
+        o.shell = h.name;
+        break;
+      }
+    if (o.shell.empty()) {
+      std::cerr << "error: " << o.files[0] << " has no qemu host to boot\n";
+      return 2;
+    }
+  }
+  std::cerr << "booting; the console of " << o.shell
+            << " follows (Ctrl-] ends the session, 'poweroff -f' stops the guest)\n";
+  o.quiet = true;  // the console owns the terminal
+  try {
+    RawTerminal raw;
+    const RunFigures f = simulate(cfg, o.files[0], o, false);
+    (void)f;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "\nsession ended\n";
+  return 0;
 }
 
 int cmd_bench(Options o) {
@@ -267,6 +328,7 @@ int run_cli(int argc, char** argv) {
   if (!parse_options(argc, argv, 2, o)) return 2;
   if (cmd == "run") return cmd_run(o);
   if (cmd == "bench") return cmd_bench(o);
+  if (cmd == "boot") return cmd_boot(o);
   if (cmd == "validate") return cmd_validate(o);
   std::cerr << "error: unknown command '" << cmd << "'\n" << kUsage;
   return 2;
