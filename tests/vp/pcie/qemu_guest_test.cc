@@ -65,7 +65,10 @@ class QemuGuestTest : public test::SimTest {
   }
   // Runs until QEMU has exited and the run loop stops (on_exit: stop).
   bool run_to_exit(double limit_s) {
-    return test::run_until(loop_, [&] { return host_->stop_requested(); }, limit_s);
+    // A guest that ends its run script and powers off is an expected exit
+    // (no stop request): wait for the exit itself.
+    return test::run_until(
+        loop_, [&] { return host_->stop_requested() || host_->qemu_exited(); }, limit_s);
   }
   std::vector<pcie::QemuProxy::HistoryEntry> bar_reads() const {
     std::vector<pcie::QemuProxy::HistoryEntry> out;
@@ -147,6 +150,11 @@ TEST_F(QemuGuestTest, KilledQemuIsReportedWithItsSignal) {
   cfg.memory.n = 64 * kMiB;
   launch(cfg);
   ASSERT_TRUE(test::run_until(loop_, [&] { return host_->proxy().counts().resets >= 1; }, 30));
+  const core::Counter* nic_resets = env->stats.find_counter("nic.nic0.hostif.resets");
+  ASSERT_NE(nic_resets, nullptr);
+  // Let QEMU's DEVICE_RESET land in the NIC.
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  const uint64_t resets_before = nic_resets->value();
   ::kill(host_->process().pid(), SIGKILL);
   ASSERT_TRUE(run_to_exit(30));
   EXPECT_NE(host_->exit_report().find("QEMU g0 (pid "), std::string::npos);
@@ -154,6 +162,10 @@ TEST_F(QemuGuestTest, KilledQemuIsReportedWithItsSignal) {
       << host_->exit_report();
   EXPECT_FALSE(host_->proxy().connected());
   EXPECT_TRUE(host_->memory().regions().empty()) << "the dead guest's memory is dropped";
+  // The machine is gone, so is its NIC: a reset drops its QPs, and peers
+  // see their transport retries run out instead of a NIC that answers.
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  EXPECT_EQ(nic_resets->value(), resets_before + 1) << "QEMU's exit resets the NIC";
 }
 
 TEST_F(QemuGuestTest, FirmwareReadsTheNicThroughRealQemu) {
