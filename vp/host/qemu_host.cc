@@ -299,6 +299,18 @@ void QemuHost::on_exit(const std::string& report) {
     MPR_LOG(log_, warn, report);
   }
   if (sync_) sync_->detach();
+  // The guest machine is gone (powered off, crashed, killed), and with it
+  // the NIC's host: without this the NIC would go on answering its peers,
+  // ACKing writes into memory that no longer exists, and a peer would never
+  // notice the host died. A device reset drops every QP, so the NIC then
+  // ignores requests (unknown QPs are dropped silently) as a NIC without
+  // power does, and the peers' transport retries run out.
+  if (!stopping_) {
+    const uint32_t v = MPR_SET(RESET, RESET, 1);
+    rc_.post_mmio_write(nic_.config().bar0_base + MPR_BAR0_OFF(RESET), &v, sizeof v);
+    MPR_LOG(log_, info, "QEMU " << basename() << " is gone: NIC " << nic_.config().name
+                                << " reset (its QPs no longer answer)");
+  }
   // Powering off after the run script (MPRDMA-RUN-EXIT seen) is the
   // expected end of a guest, not a failure that should stop the others.
   if (cfg_.on_exit == "stop" && !run_exit_) stop_requested_ = true;
