@@ -51,6 +51,30 @@ class Log {
   static std::ostream& sink();
 };
 
+// Keeps a message that can repeat per packet (a guest pointing the NIC at
+// bad memory) from flooding the log: the first `burst` occurrences pass,
+// then one in `every`, which reports how many were suppressed since.
+class LogRateLimit {
+ public:
+  explicit LogRateLimit(uint64_t burst = 10, uint64_t every = 1000)
+      : burst_(burst), every_(every) {}
+  // True if this occurrence should be logged; `suppressed` is set to the
+  // number of occurrences dropped since the last one logged.
+  bool allow(uint64_t* suppressed) {
+    const uint64_t n = ++count_;
+    if (n <= burst_ || (n - burst_) % every_ == 0) {
+      *suppressed = n - 1 - last_logged_;
+      last_logged_ = n;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  uint64_t burst_, every_;
+  uint64_t count_ = 0, last_logged_ = 0;
+};
+
 }  // namespace mprdma::core
 
 // Formats lazily: the stream expression is evaluated only if the level is on.

@@ -128,8 +128,11 @@ void RootComplex::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& dela
 void RootComplex::commit(uint64_t pa, const std::vector<uint8_t>& data) {
   if (!mem_.write(pa, data.data(), data.size())) {
     dma_write_errors_->add();
-    MPR_LOG(log_, warn, "DMA write 0x" << std::hex << pa << std::dec << " " << data.size()
-                                       << " B to unbacked memory dropped");
+    uint64_t suppressed = 0;
+    if (write_error_log_.allow(&suppressed))
+      MPR_LOG(log_, warn, "DMA write 0x" << std::hex << pa << std::dec << " " << data.size()
+                                         << " B to unbacked memory dropped (" << suppressed
+                                         << " more since the last report)");
     return;
   }
   const uint64_t end = pa + data.size();

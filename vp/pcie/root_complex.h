@@ -93,6 +93,7 @@ class RootComplex : public sc_core::sc_module {
   std::string prefix_;
   core::LogChannel& log_;
   core::Calendar cal_;
+  core::LogRateLimit write_error_log_;
   std::vector<Watch> watches_;
   core::Counter* dma_write_errors_;
   core::Counter* dma_read_errors_;

@@ -74,7 +74,8 @@ uint16_t free_udp_port() {
 }
 
 // The guests' IP network for out-of-band exchanges: a point-to-point UDP
-// pair for two guests, a multicast group for more.
+// pair for two guests, a multicast group for more, a closed user network
+// for one.
 std::vector<std::string> guest_netdevs(size_t guests) {
   std::vector<std::string> out(guests);
   if (guests == 2) {
@@ -85,6 +86,11 @@ std::vector<std::string> guest_netdevs(size_t guests) {
     };
     out[0] = spec(p0, p1);
     out[1] = spec(p1, p0);
+  } else if (guests == 1) {
+    // A lone guest (its peers are modeled hosts) still needs an interface:
+    // the RoCE port's GIDs come from it. QEMU's user network, closed to
+    // the outside.
+    out[0] = "user,restrict=on";
   } else if (guests > 2) {
     const std::string group = "socket,mcast=230.0.0.1:" + std::to_string(free_udp_port());
     for (auto& o : out) o = group;

@@ -76,3 +76,22 @@ TEST_F(LogTest, MacroWritesToSinkOnlyWhenEnabled) {
 
 }  // namespace
 }  // namespace mprdma::core
+
+namespace mprdma::core {
+namespace {
+
+TEST(LogRateLimit, BurstThenOneInEveryWithTheSuppressedCount) {
+  LogRateLimit limit(2, 5);
+  uint64_t suppressed = 99;
+  EXPECT_TRUE(limit.allow(&suppressed));
+  EXPECT_EQ(suppressed, 0u);
+  EXPECT_TRUE(limit.allow(&suppressed));
+  EXPECT_EQ(suppressed, 0u);
+  int passed = 0;
+  for (int i = 0; i < 10; ++i) passed += limit.allow(&suppressed);
+  EXPECT_EQ(passed, 2);          // occurrences 7 and 12
+  EXPECT_EQ(suppressed, 4u);     // 8, 9, 10, 11 dropped before 12
+}
+
+}  // namespace
+}  // namespace mprdma::core
