@@ -88,6 +88,13 @@ struct mprdma_dev {
 	struct xarray cqs;
 	struct xarray qps;
 
+	/* debugfs (mprdma_debugfs.c): the device's folder. */
+	struct dentry *debugfs;
+	/* Serialises raw commands: they share the input mailbox below. */
+	struct mutex raw_lock;
+	void *raw_in;		/* admin_raw's input mailbox, or NULL */
+	dma_addr_t raw_in_dma;
+
 	struct notifier_block netdev_nb;
 	/* The netdev bound to the port, and whether ib_register_device()
 	 * returned: both under RTNL.
@@ -204,6 +211,16 @@ static inline void mprdma_reg_write(struct mprdma_dev *dev, u32 off, u32 val)
 {
 	writel(val, dev->bar0 + off);
 }
+
+/* admin_raw: a mailbox address that names the driver's own mailbox. */
+#define MPRDMA_RAW_MAILBOX 1ULL
+
+/* mprdma_debugfs.c */
+void mprdma_debugfs_init(void);
+void mprdma_debugfs_cleanup(void);
+void mprdma_debugfs_add(struct mprdma_dev *dev);
+void mprdma_debugfs_remove(struct mprdma_dev *dev);
+void mprdma_debugfs_free(struct mprdma_dev *dev);
 
 /* mprdma_eq.c */
 int mprdma_eq_init(struct mprdma_dev *dev);

@@ -192,6 +192,49 @@ static int mprdma_aq_errno(u8 status)
 	}
 }
 
+/*
+ * Submit one command and wait for its completion, with aq->lock held. The
+ * driver fills in cmd_id. Returns 0 when the completion arrived, whatever
+ * its status.
+ */
+static int mprdma_aq_submit(struct mprdma_aq *aq, struct mpr_cmd *cmd,
+			    struct mpr_cmd_comp *comp)
+{
+	int err;
+
+	lockdep_assert_held(&aq->lock);
+	if (aq->dead)
+		return -EIO;
+	cmd->hdr.cmd_id = ++aq->cmd_id;
+	memcpy(&aq->sq[aq->sq_pi & MPRDMA_AQ_MASK], cmd, sizeof(*cmd));
+	aq->sq_pi++;
+	/* An interrupt of an earlier command may have completed it late. */
+	reinit_completion(&aq->comp);
+	/* writel() orders the command's stores to coherent memory before the
+	 * doorbell reaches the device.
+	 */
+	mprdma_aq_write(aq, MPR_BAR0_OFF(AQ_PI), MPR_SET(AQ_PI, PI, aq->sq_pi));
+
+	err = mprdma_aq_wait(aq, comp);
+	if (err) {
+		aq->dead = true;
+		dev_err(aq->dmadev,
+			"admin command %#x timed out after %u ms (STATUS %#x, FATAL_SYNDROME %#x); admin queue disabled\n",
+			cmd->hdr.opcode, aq->timeout_ms,
+			readl(aq->bar0 + MPR_BAR0_OFF(STATUS)),
+			readl(aq->bar0 + MPR_BAR0_OFF(FATAL_SYNDROME)));
+		return err;
+	}
+	if (comp->cmd_id != cmd->hdr.cmd_id) {
+		aq->dead = true;
+		dev_err(aq->dmadev,
+			"admin completion for command id %u, expected %u; admin queue disabled\n",
+			comp->cmd_id, cmd->hdr.cmd_id);
+		return -EIO;
+	}
+	return 0;
+}
+
 /**
  * mprdma_aq_exec - execute one admin command and wait for its completion
  * @aq: admin queue
@@ -217,42 +260,13 @@ int mprdma_aq_exec(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
 		return -EINVAL;
 
 	mutex_lock(&aq->lock);
-	if (aq->dead) {
-		err = -EIO;
-		goto out_unlock;
-	}
-	cmd->hdr.cmd_id = ++aq->cmd_id;
 	if (out) {
 		cmd->hdr.out_mailbox = aq->mailbox_dma;
 		cmd->hdr.out_len = out_len;
 	}
-	memcpy(&aq->sq[aq->sq_pi & MPRDMA_AQ_MASK], cmd, sizeof(*cmd));
-	aq->sq_pi++;
-	/* An interrupt of an earlier command may have completed it late. */
-	reinit_completion(&aq->comp);
-	/* writel() orders the command's stores to coherent memory before the
-	 * doorbell reaches the device.
-	 */
-	mprdma_aq_write(aq, MPR_BAR0_OFF(AQ_PI), MPR_SET(AQ_PI, PI, aq->sq_pi));
-
-	err = mprdma_aq_wait(aq, &comp);
-	if (err) {
-		aq->dead = true;
-		dev_err(aq->dmadev,
-			"admin command %#x timed out after %u ms (STATUS %#x, FATAL_SYNDROME %#x); admin queue disabled\n",
-			cmd->hdr.opcode, aq->timeout_ms,
-			readl(aq->bar0 + MPR_BAR0_OFF(STATUS)),
-			readl(aq->bar0 + MPR_BAR0_OFF(FATAL_SYNDROME)));
+	err = mprdma_aq_submit(aq, cmd, &comp);
+	if (err)
 		goto out_unlock;
-	}
-	if (comp.cmd_id != cmd->hdr.cmd_id) {
-		aq->dead = true;
-		dev_err(aq->dmadev,
-			"admin completion for command id %u, expected %u; admin queue disabled\n",
-			comp.cmd_id, cmd->hdr.cmd_id);
-		err = -EIO;
-		goto out_unlock;
-	}
 	err = mprdma_aq_errno(comp.status);
 	if (err) {
 		/* Debug level: user requests fail here for ordinary reasons
@@ -269,6 +283,43 @@ int mprdma_aq_exec(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
 		*out0 = comp.out[0];
 
 out_unlock:
+	mutex_unlock(&aq->lock);
+	return err;
+}
+
+/**
+ * mprdma_aq_exec_raw - execute a command as given and return its completion
+ * @aq: admin queue
+ * @cmd: command as the caller built it; only cmd_id is filled in, and
+ *       out_mailbox when @out is given
+ * @out: when not NULL, the output mailbox is the driver's: it is zeroed,
+ *       named in out_mailbox (out_len is left as the caller set it) and
+ *       @out_len bytes of it are copied here after the completion
+ * @out_len: at most MPRDMA_AQ_MAILBOX_SIZE
+ * @comp: the completion, whatever its status
+ *
+ * For the debugfs admin_raw interface: the command's status is not turned
+ * into an errno.
+ *
+ * Return: 0 when a completion arrived, -EINVAL, -ETIMEDOUT or -EIO.
+ */
+int mprdma_aq_exec_raw(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
+		       u32 out_len, struct mpr_cmd_comp *comp)
+{
+	int err;
+
+	if (out && out_len > MPRDMA_AQ_MAILBOX_SIZE)
+		return -EINVAL;
+
+	mutex_lock(&aq->lock);
+	if (out) {
+		/* No output of an earlier command may show through. */
+		memset(aq->mailbox, 0, out_len);
+		cmd->hdr.out_mailbox = aq->mailbox_dma;
+	}
+	err = mprdma_aq_submit(aq, cmd, comp);
+	if (!err && out)
+		memcpy(out, aq->mailbox, out_len);
 	mutex_unlock(&aq->lock);
 	return err;
 }

@@ -51,5 +51,7 @@ int mprdma_aq_init(struct mprdma_aq *aq, struct device *dmadev,
 void mprdma_aq_destroy(struct mprdma_aq *aq);
 int mprdma_aq_exec(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
 		   u32 out_len, u32 *out0);
+int mprdma_aq_exec_raw(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
+		       u32 out_len, struct mpr_cmd_comp *comp);
 
 #endif /* _MPRDMA_ADMIN_H_ */

@@ -534,6 +534,8 @@ static int mprdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (err)
 		goto err_teardown;
 
+	mprdma_debugfs_add(dev);
+
 	dev_info(&pdev->dev,
 		 "mprdma NIC: firmware %#x, MAC %pM, %u QPs, %d vector(s)\n",
 		 dev->attr.fw_version, dev->mac, dev->attr.max_qp,
@@ -562,9 +564,12 @@ static void mprdma_remove(struct pci_dev *pdev)
 {
 	struct mprdma_dev *dev = pci_get_drvdata(pdev);
 
+	/* No raw command may run while the device goes away. */
+	mprdma_debugfs_remove(dev);
 	mprdma_ib_device_remove(dev);
 	/* The reset leaves the device as probe found it for the next load. */
 	mprdma_hw_teardown(dev);
+	mprdma_debugfs_free(dev);
 	mprdma_irq_destroy(dev);
 	mprdma_unmap_bars(dev);
 	pci_release_mem_regions(pdev);
@@ -583,4 +588,22 @@ static struct pci_driver mprdma_pci_driver = {
 	.remove = mprdma_remove,
 };
 
-module_pci_driver(mprdma_pci_driver);
+static int __init mprdma_init(void)
+{
+	int err;
+
+	mprdma_debugfs_init();
+	err = pci_register_driver(&mprdma_pci_driver);
+	if (err)
+		mprdma_debugfs_cleanup();
+	return err;
+}
+
+static void __exit mprdma_exit(void)
+{
+	pci_unregister_driver(&mprdma_pci_driver);
+	mprdma_debugfs_cleanup();
+}
+
+module_init(mprdma_init);
+module_exit(mprdma_exit);

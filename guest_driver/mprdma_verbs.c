@@ -329,9 +329,13 @@ mprdma_dma_entry_alloc(struct mprdma_dev *dev, struct ib_ucontext *ibuctx,
 		return ERR_PTR(-ENOMEM);
 	entry->type = MPRDMA_MMAP_DMA;
 	entry->size = PAGE_ALIGN(size);
-	/* Zeroed: the owner bits of a new ring read "not written yet". */
+	/* Zeroed: the owner bits of a new ring read "not written yet". The
+	 * size comes from user space: a ring beyond the page allocator's
+	 * largest block fails with ENOMEM, without a kernel warning.
+	 */
 	entry->cpu_addr = dma_alloc_coherent(&dev->pdev->dev, entry->size,
-					     &entry->dma_addr, GFP_KERNEL);
+					     &entry->dma_addr,
+					     GFP_KERNEL | __GFP_NOWARN);
 	if (!entry->cpu_addr) {
 		err = -ENOMEM;
 		goto err_free_entry;
@@ -556,10 +560,12 @@ struct ib_mr *mprdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		err = -EINVAL;
 		goto err_release;
 	}
-	/* The MTT goes to the NIC as one input mailbox: contiguous memory. */
+	/* The MTT goes to the NIC as one input mailbox: contiguous memory,
+	 * sized by user space (a failure is ENOMEM, not a kernel warning).
+	 */
 	mtt_bytes = npages * sizeof(*mtt);
 	mtt = dma_alloc_coherent(&dev->pdev->dev, mtt_bytes, &mtt_dma,
-				 GFP_KERNEL);
+				 GFP_KERNEL | __GFP_NOWARN);
 	if (!mtt) {
 		err = -ENOMEM;
 		goto err_release;
