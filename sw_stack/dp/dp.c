@@ -275,8 +275,11 @@ int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc)
 			idx = widen_index(wq->ci, (uint16_t)out->wqe_index);
 			out->wr_id = wq->wr_id[idx & ((1u << wq->log_size) - 1)];
 			/* A send CQE also retires the unsignaled WQEs before
-			 * it: the NIC completes a send queue in order. */
-			wq->ci = idx + 1;
+			 * it: the NIC completes a send queue in order. A CQE
+			 * naming a slot never posted (a doorbell that ran
+			 * ahead of the ring) retires nothing. */
+			if (idx - wq->ci < wq->pi - wq->ci)
+				wq->ci = idx + 1;
 		}
 		cq->ci++;
 		done++;

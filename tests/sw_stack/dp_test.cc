@@ -707,6 +707,21 @@ TEST(DpPollCq, SignaledCqeRetiresTheUnsignaledWqesBeforeIt) {
   EXPECT_EQ(mpr_dp_sq_space(&q.qp), 16u);
 }
 
+TEST(DpPollCq, CqeForASlotNeverPostedRetiresNothing) {
+  // A raw doorbell ahead of the ring makes the NIC complete (with an error)
+  // a slot the provider never filled: the consumer index must not pass pi.
+  Env env;
+  QpShape shape;
+  TestQp q(env, shape);
+  q.qp.sq.pi = 2;
+  TestCq c(env);
+  c.put(0, Cqe(0x123456, MPR_CQE_REQ_RDMA_WRITE, 7));
+  mpr_wc wc;
+  ASSERT_EQ(mpr_dp_poll_cq(&c.cq, 1, &wc), 1);
+  EXPECT_EQ(q.qp.sq.ci, 0u);
+  EXPECT_EQ(mpr_dp_sq_space(&q.qp), 14u);
+}
+
 TEST(DpPollCq, SixteenBitIndexIsWidenedAcrossItsWrap) {
   Env env;
   QpShape shape;
