@@ -33,7 +33,8 @@ std::vector<std::string> split_path(const std::string& path) {
 // stats.h (too short, or an empty component).
 nlohmann::json& slot_for(nlohmann::json& results, const std::string& path) {
   static const std::pair<const char*, const char*> kGroups[] = {
-      {"flow", "flows"}, {"nic", "nics"}, {"link", "links"}, {"pcie", "pcie"}};
+      {"flow", "flows"}, {"nic", "nics"},   {"link", "links"},
+      {"pcie", "pcie"}, {"switch", "switches"}};
   std::vector<std::string> parts = split_path(path);
   if (parts.size() >= 3 && !parts[1].empty()) {
     for (const auto& [prefix, group] : kGroups) {
@@ -135,7 +136,7 @@ nlohmann::json build_results(const RunMeta& meta, const StatsRegistry& stats,
   r["sim_time_s"] = static_cast<double>(meta.sim_time_ps) / 1e12;
   r["metrics"] = nlohmann::json::object();
   for (const auto& [name, value] : metrics) r["metrics"][name] = value;
-  for (const char* group : {"flows", "nics", "links", "pcie", "other"})
+  for (const char* group : {"flows", "nics", "links", "pcie", "switches", "other"})
     r[group] = nlohmann::json::object();
 
   for (const auto& [path, c] : stats.counters()) slot_for(r, path) = c->value();

@@ -82,15 +82,16 @@ TEST(Results, TopLevelAndGrouping) {
   EXPECT_EQ(ts, (nlohmann::json{
                     {"unit", "B"}, {"points", 3}, {"csv", "series/link.h0-sw.tx.queue.csv"}}));
   for (const char* key : {"schema", "scenario", "seed", "sim_time_s", "metrics", "flows", "nics",
-                          "links", "pcie", "other", "config"})
+                          "links", "pcie", "switches", "other", "config"})
     EXPECT_TRUE(r.contains(key)) << key;
-  EXPECT_EQ(r.size(), 11u);
+  EXPECT_EQ(r.size(), 12u);
 }
 
 TEST(Results, EmptyGroupsArePresentAsObjects) {
   StatsRegistry s;
   nlohmann::json r = build_results(RunMeta{}, s, {}, nullptr);
-  for (const char* key : {"metrics", "flows", "nics", "links", "pcie", "other", "config"}) {
+  for (const char* key :
+       {"metrics", "flows", "nics", "links", "pcie", "switches", "other", "config"}) {
     EXPECT_TRUE(r[key].is_object()) << key;
     EXPECT_TRUE(r[key].empty()) << key;
   }

@@ -1,0 +1,109 @@
+// A datacenter Ethernet switch: N ports, a shared-buffer MMU with per-port
+// and per-priority accounting, eight egress queues per port (strict priority
+// or weighted round robin), ECN marking with RED, PFC (802.1Qbb) per ingress
+// port and priority with XOFF/XON thresholds and headroom, real PAUSE
+// frames, ECMP over the 5-tuple, and a forwarding latency in cycles of the
+// switch clock. Store and forward: a packet is forwarded once fully
+// received.
+//
+// The contract used by the fabric builder (vp/fabric/fabric.h) and the
+// observability (time series, deadlock detector). See switch.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "vp/core/config.h"
+#include "vp/core/sim_env.h"
+#include "vp/core/units.h"
+#include "vp/fabric/eth_link.h"
+
+namespace mprdma::fabric {
+
+constexpr int kNumPriorities = 8;
+
+struct EcnConfig {
+  bool enabled = true;
+  // RED on the egress queue: no mark below kmin, probability rising
+  // linearly to pmax at kmax, every packet marked above kmax. kmin == kmax
+  // with pmax 1 is the DCTCP-style step.
+  core::Bytes kmin{20 * 1024};
+  core::Bytes kmax{20 * 1024};
+  double pmax = 1.0;
+  // "instantaneous" queue length, or "average": EWMA with weight `weight`
+  // updated at each enqueue.
+  std::string queue = "instantaneous";
+  double weight = 0.002;
+  void bind(core::Binder& b);
+};
+
+struct PfcConfig {
+  bool enabled = true;
+  // Priorities that are lossless (bit i = priority i); RoCE uses 3.
+  int64_t lossless_mask = 1 << 3;
+  // Per ingress port and lossless priority: send XOFF when its buffer use
+  // reaches xoff, XON when it falls to xon. Headroom absorbs what is in
+  // flight after XOFF (cable, MAC, the frame being sent).
+  core::Bytes xoff{96 * 1024};
+  core::Bytes xon{64 * 1024};
+  core::Bytes headroom{64 * 1024};
+  // Pause time carried by XOFF frames, in 512-bit-time quanta.
+  int64_t quanta = 0xffff;
+  void bind(core::Binder& b);
+};
+
+struct SwitchConfig {
+  core::Frequency clock{1e9};
+  int64_t forwarding_cycles = 300;  // ingress parse to egress enqueue
+  core::Bytes buffer{12 * 1024 * 1024};  // shared buffer of the chip
+  // Lossy egress admission (Broadcom-style dynamic threshold): a queue may
+  // grow while its length < alpha * free buffer.
+  double dt_alpha = 1.0;
+  std::string scheduler = "strict";  // strict | wrr
+  std::vector<core::Bytes> wrr_weights;  // 8 weights (bytes per round), wrr only
+  EcnConfig ecn;
+  PfcConfig pfc;
+  void bind(core::Binder& b);
+};
+
+class Switch : public sc_core::sc_module {
+ public:
+  // `ports` ports, each attached to one link side by attach(). Throws
+  // std::invalid_argument for an inconsistent configuration (a threshold
+  // above the buffer size, xon > xoff, ...), naming the switch and the
+  // parameter.
+  Switch(sc_core::sc_module_name name, int ports, const SwitchConfig& cfg, core::SimEnv& env);
+  ~Switch() override;
+
+  int ports() const;
+  // Port `port` transmits on `link` from `side` and receives what the other
+  // side sends.
+  void attach(int port, EthLink* link, int side);
+  // Packets to `dst_ip` leave by one of `ports`, chosen by the ECMP hash of
+  // their 5-tuple (a single port: no choice). Replaces an earlier route.
+  void set_route(uint32_t dst_ip, std::vector<int> ports);
+  // Seed of this switch's ECMP hash (from the scenario seed).
+  void set_ecmp_seed(uint64_t seed);
+  // The port the ECMP hash picks for this 5-tuple among `group`.
+  int ecmp_pick(uint32_t src_ip, uint32_t dst_ip, uint8_t proto, uint16_t sport, uint16_t dport,
+                const std::vector<int>& group) const;
+
+  // --- observability ---
+  uint64_t queue_bytes(int port, int prio) const;      // egress queue length
+  uint64_t ingress_bytes(int port, int prio) const;    // MMU ingress accounting
+  uint64_t buffer_used() const;
+  bool egress_paused(int port, int prio) const;        // a PAUSE from the peer holds it
+  bool ingress_pausing(int port, int prio) const;      // we sent XOFF on this port
+  const SwitchConfig& config() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mprdma::fabric
