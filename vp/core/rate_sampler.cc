@@ -16,8 +16,13 @@ void RateSampler::add(const std::string& counter, const std::string& series,
   probes_.push_back(Probe{c, &stats_.series(series, unit, desc), per_unit, c->value()});
 }
 
+void RateSampler::add_gauge(const std::string& series, const std::string& unit,
+                            const std::string& desc, std::function<double()> probe) {
+  gauges_.push_back(Gauge{&stats_.series(series, unit, desc), std::move(probe)});
+}
+
 void RateSampler::start() {
-  if (started_ || probes_.empty()) return;
+  if (started_ || (probes_.empty() && gauges_.empty())) return;
   started_ = true;
   calendar_.after(interval_.sc(), [this] { sample(); });
 }
@@ -30,6 +35,7 @@ void RateSampler::sample() {
     p.series->sample(now, double(v - p.last) / seconds / p.per_unit);
     p.last = v;
   }
+  for (Gauge& g : gauges_) g.series->sample(now, g.probe());
   calendar_.after(interval_.sc(), [this] { sample(); });
 }
 

@@ -3,6 +3,7 @@
 // the end of the interval. One Calendar action per interval for all series.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ class RateSampler : public sc_core::sc_module {
   // second (e.g. 1.25e8 bytes/s per Gb/s).
   void add(const std::string& counter, const std::string& series, const std::string& unit,
            double per_unit, const std::string& desc);
+  // Samples a level (a queue length, a buffer occupancy) as `series`: the
+  // value of `probe` at the end of each interval.
+  void add_gauge(const std::string& series, const std::string& unit, const std::string& desc,
+                 std::function<double()> probe);
   void start();
 
  private:
@@ -37,6 +42,11 @@ class RateSampler : public sc_core::sc_module {
   Duration interval_;
   Calendar calendar_;
   std::vector<Probe> probes_;
+  struct Gauge {
+    TimeSeries* series;
+    std::function<double()> probe;
+  };
+  std::vector<Gauge> gauges_;
   bool started_ = false;
 };
 

@@ -29,6 +29,22 @@ TEST_F(RateSamplerTest, RecordsTheRateOfEachIntervalAtItsEnd) {
   EXPECT_DOUBLE_EQ(s->points()[2].value, 20.0);
 }
 
+TEST_F(RateSamplerTest, GaugesAreSampledAtTheEndOfEachInterval) {
+  double level = 0;
+  RateSampler sampler("sampler", env->stats, Duration::from_us(10));
+  sampler.add_gauge("q.bytes", "B", "test", [&] { return level; });
+  sampler.start();
+  Calendar cal("cal");
+  cal.at(sc_core::sc_time(5, sc_core::SC_US), [&] { level = 1500; });
+  cal.at(sc_core::sc_time(15, sc_core::SC_US), [&] { level = 3000; });
+  sc_core::sc_start(sc_core::sc_time(25, sc_core::SC_US));
+  const TimeSeries* s = env->stats.find_series("q.bytes");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->points().size(), 2u);
+  EXPECT_DOUBLE_EQ(s->points()[0].value, 1500.0);
+  EXPECT_DOUBLE_EQ(s->points()[1].value, 3000.0);
+}
+
 TEST_F(RateSamplerTest, UnknownCounterIsAnError) {
   RateSampler sampler("sampler", env->stats, Duration::from_us(1));
   EXPECT_THROW(sampler.add("no.such", "s", "u", 1, "d"), std::invalid_argument);
