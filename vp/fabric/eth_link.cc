@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <stdexcept>
+#include <vector>
 
 namespace mprdma::fabric {
 
@@ -26,6 +27,16 @@ void LinkConfig::bind(core::Binder& b) {
           0, 262144);
 }
 
+void LinkConfig::bind_loss_modes(core::Binder& b) {
+  b.field("loss_ip_id_modulo", loss_ip_id_modulo,
+          "Drop every IPv4 frame whose identification field is a multiple of N (ip_id % N == 0), "
+          "as the MP-RDMA paper did with its switch's iCAP; frames that are not IPv4 pass. "
+          "Counted in link.<name>.<dir>.ip_id_drops. 0 turns it off.",
+          0, 65536);
+  b.choice("loss_dir", loss_dir, {"both", "a2b", "b2a"},
+           "Directions that 'loss' and 'loss_ip_id_modulo' apply to.");
+}
+
 namespace {
 
 // Checked before any member module exists, so a bad configuration leaves no
@@ -35,7 +46,28 @@ const LinkConfig& validated(const LinkConfig& cfg) {
     throw std::invalid_argument("link " + cfg.name + ": rate must be positive");
   if (!(cfg.loss >= 0.0 && cfg.loss <= 1.0))
     throw std::invalid_argument("link " + cfg.name + ": loss must be in [0, 1]");
+  if (cfg.loss_ip_id_modulo < 0)
+    throw std::invalid_argument("link " + cfg.name + ": loss_ip_id_modulo must not be negative");
+  if (cfg.loss_dir != "both" && cfg.loss_dir != "a2b" && cfg.loss_dir != "b2a")
+    throw std::invalid_argument("link " + cfg.name + ": loss_dir must be both, a2b or b2a, not '" +
+                                cfg.loss_dir + "'");
   return cfg;
+}
+
+// The IPv4 identification of an Ethernet frame (untagged or with one
+// 802.1Q tag), or false if the frame does not carry IPv4.
+bool ipv4_id(const std::vector<uint8_t>& f, uint16_t* id) {
+  size_t ip = net::kEthHeaderBytes;
+  if (f.size() < ip) return false;
+  uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+  if (type == 0x8100) {  // a VLAN tag (priority code point) before the type
+    ip += 4;
+    if (f.size() < ip) return false;
+    type = static_cast<uint16_t>(f[16] << 8 | f[17]);
+  }
+  if (type != net::kEtherTypeIpv4 || f.size() < ip + 20 || (f[ip] >> 4) != 4) return false;
+  *id = static_cast<uint16_t>(f[ip + 4] << 8 | f[ip + 5]);
+  return true;
 }
 
 }  // namespace
@@ -56,8 +88,18 @@ EthLink::EthLink(sc_core::sc_module_name name, const LinkConfig& cfg, core::SimE
                                       "frames transmitted, lost ones included");
     d.tx_bytes = &env.stats.counter(base + "tx_bytes", "bytes",
                                     "wire bytes transmitted (frame, FCS, preamble, IFG)");
-    d.drops = &env.stats.counter(base + "drops", "packets", "frames lost on the wire");
+    d.drops = &env.stats.counter(base + "drops", "packets",
+                                 "frames lost on the wire, whatever the cause");
+    d.down_drops = &env.stats.counter(base + "down_drops", "packets",
+                                      "frames lost because the direction was down (in flight "
+                                      "when it went down, or sent while down)");
+    d.ip_id_drops = &env.stats.counter(base + "ip_id_drops", "packets",
+                                       "frames dropped by the IP-ID rule (ip_id % N == 0)");
     d.busy_ps = &env.stats.counter(base + "busy_ps", "ps", "time the transmitter was busy");
+    d.rate = cfg_.rate;
+    const bool lossy = cfg_.loss_dir == "both" || cfg_.loss_dir == d.tag;
+    d.loss_p = lossy ? cfg_.loss : 0.0;
+    d.ip_id_modulo = lossy ? static_cast<uint64_t>(cfg_.loss_ip_id_modulo) : 0;
   }
   if (cfg_.pcap && !env.out_dir.empty()) {
     const std::string path = (std::filesystem::path(env.out_dir) / (cfg_.name + ".pcap")).string();
@@ -91,7 +133,100 @@ sc_core::sc_time EthLink::idle_at(int side) const {
 
 size_t EthLink::in_flight(int side) const {
   check_side(side);
-  return dir_[side].in_flight.size();
+  size_t n = 0;
+  for (const net::PacketPtr& p : dir_[side].in_flight) n += p != nullptr;
+  return n;
+}
+
+template <class F>
+void EthLink::for_sides(int side, F&& f) {
+  if (side == kBothSides) {
+    for (Direction& d : dir_) f(d);
+    return;
+  }
+  check_side(side);
+  f(dir_[side]);
+}
+
+void EthLink::set_up(bool up, int side) {
+  for_sides(side, [&](Direction& d) {
+    if (d.up == up) return;
+    d.up = up;
+    if (up) {
+      MPR_LOG(log_, info, d.tag << " up");
+      return;
+    }
+    // The frames on the wire never arrive: their arrival actions stay
+    // scheduled and find a null packet.
+    uint64_t lost = 0;
+    for (net::PacketPtr& p : d.in_flight)
+      if (p) {
+        p.reset();
+        ++lost;
+      }
+    d.down_drops->add(lost);
+    d.drops->add(lost);
+    MPR_LOG(log_, info, d.tag << " down, " << lost << " frames in flight lost");
+  });
+}
+
+bool EthLink::is_up(int side) const {
+  check_side(side);
+  return dir_[side].up;
+}
+
+void EthLink::set_rate(core::Bandwidth rate, int side) {
+  if (!(rate.bps > 0))
+    throw std::invalid_argument("link " + cfg_.name + ": rate must be positive");
+  for_sides(side, [&](Direction& d) {
+    d.rate = rate;
+    MPR_LOG(log_, info, d.tag << " rate " << core::to_string(rate));
+  });
+}
+
+core::Bandwidth EthLink::rate(int side) const {
+  check_side(side);
+  return dir_[side].rate;
+}
+
+void EthLink::set_loss(double probability, int side) {
+  if (!(probability >= 0.0 && probability <= 1.0))
+    throw std::invalid_argument("link " + cfg_.name + ": loss must be in [0, 1]");
+  for_sides(side, [&](Direction& d) { d.loss_p = probability; });
+}
+
+double EthLink::loss(int side) const {
+  check_side(side);
+  return dir_[side].loss_p;
+}
+
+void EthLink::set_loss_ip_id_modulo(uint64_t n, int side) {
+  for_sides(side, [&](Direction& d) { d.ip_id_modulo = n; });
+}
+
+uint64_t EthLink::loss_ip_id_modulo(int side) const {
+  check_side(side);
+  return dir_[side].ip_id_modulo;
+}
+
+void EthLink::apply(const LinkChange& c) {
+  switch (c.kind) {
+    case LinkChange::Kind::kDown: set_up(false, c.side); break;
+    case LinkChange::Kind::kUp: set_up(true, c.side); break;
+    case LinkChange::Kind::kRate: set_rate(c.rate, c.side); break;
+    case LinkChange::Kind::kLoss: set_loss(c.loss, c.side); break;
+    case LinkChange::Kind::kLossIpId: set_loss_ip_id_modulo(c.ip_id_modulo, c.side); break;
+  }
+}
+
+void EthLink::schedule(const sc_core::sc_time& when, const LinkChange& change) {
+  if (change.side != kBothSides) check_side(change.side);
+  // Checked now, so a bad value fails where it is scheduled, not later.
+  if (change.kind == LinkChange::Kind::kRate && !(change.rate.bps > 0))
+    throw std::invalid_argument("link " + cfg_.name + ": rate must be positive");
+  if (change.kind == LinkChange::Kind::kLoss && !(change.loss >= 0.0 && change.loss <= 1.0))
+    throw std::invalid_argument("link " + cfg_.name + ": loss must be in [0, 1]");
+  arrivals_.at(when, [this, change] { apply(change); });
 }
 
 sc_core::sc_time EthLink::transmit(int side, net::PacketPtr pkt) {
@@ -108,14 +243,27 @@ sc_core::sc_time EthLink::transmit(int side, net::PacketPtr pkt) {
                            std::to_string(1 - side));
 
   const uint64_t wire = pkt->wire_bytes();
-  const uint64_t busy = cfg_.rate.serialize_ps(wire);
+  const uint64_t busy = d.rate.serialize_ps(wire);
   d.free_at = now + sc_core::sc_time::from_value(busy);
   d.tx_packets->add();
   d.tx_bytes->add(wire);
   d.busy_ps->add(busy);
   if (pcap_) pcap_->write(now.value(), pkt->data.data(), pkt->data.size());
 
-  if (d.loss->bernoulli(cfg_.loss)) {
+  if (!d.up) {
+    d.down_drops->add();
+    d.drops->add();
+    MPR_LOG(log_, debug, d.tag << " down: packet " << pkt->id << " lost");
+    return d.free_at;
+  }
+  uint16_t ip_id = 0;
+  if (d.ip_id_modulo && ipv4_id(pkt->data, &ip_id) && ip_id % d.ip_id_modulo == 0) {
+    d.ip_id_drops->add();
+    d.drops->add();
+    MPR_LOG(log_, debug, d.tag << " dropped packet " << pkt->id << " by IP ID " << ip_id);
+    return d.free_at;
+  }
+  if (d.loss->bernoulli(d.loss_p)) {
     d.drops->add();
     MPR_LOG(log_, debug, d.tag << " lost packet " << pkt->id << " (" << wire << " wire bytes)");
     return d.free_at;
@@ -131,6 +279,7 @@ void EthLink::deliver(int side) {
   Direction& d = dir_[side];
   net::PacketPtr pkt = std::move(d.in_flight.front());
   d.in_flight.pop_front();
+  if (!pkt) return;  // lost when the direction went down (counted then)
   if (!ports_[1 - side]) {
     // Detached while the frame was on the wire: like an unplugged cable.
     d.drops->add();

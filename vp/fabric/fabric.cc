@@ -1,0 +1,452 @@
+#include "vp/fabric/fabric.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+namespace mprdma::fabric {
+
+namespace {
+
+// The fabric's `link:` section: the LinkConfig keys that make sense for
+// every link of a generated topology (names and rates come from the
+// topology, captures from `pcap`).
+struct LinkDefaults {
+  LinkConfig& cfg;
+  void bind(core::Binder& b) {
+    b.field("delay", cfg.delay,
+            "Propagation delay of every link, last bit sent to last bit received, excluding "
+            "serialisation (cable plus PHY latency of both ends).");
+    b.field("loss", cfg.loss,
+            "Probability that a frame is lost, drawn independently per frame and direction from "
+            "the seeded stream link.<name>.<dir>.loss, on every link.",
+            0.0, 1.0, "probability");
+    cfg.bind_loss_modes(b);
+    b.field("pcap_snaplen", cfg.pcap_snaplen,
+            "Bytes of each frame kept in the captures of the links named in 'pcap'; 0 keeps "
+            "whole frames.",
+            0, 262144);
+  }
+};
+
+int side_of_dir(const std::string& dir) {
+  if (dir == "a2b") return 0;
+  if (dir == "b2a") return 1;
+  return EthLink::kBothSides;
+}
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text + ",") {
+    if (c == ',' || c == ' ' || c == '\t') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+}  // namespace
+
+void FabricNodeEntry::bind(core::Binder& b) {
+  b.field("name", name, "Node name, unique; links, jobs and hosts: entries refer to it.");
+  b.choice("kind", kind, {"host", "switch"}, "A host (one NIC, one link) or a switch.");
+  b.field("ip", ip,
+          "Hosts: IPv4 address (e.g. 10.0.0.7); empty assigns the automatic address of the "
+          "host's position.");
+  b.field("mac", mac,
+          "Hosts: MAC address (e.g. 02:00:00:00:00:07); empty assigns the automatic one.");
+  if (!b.reading()) return;
+  if (name.empty()) b.error("every node needs a name");
+  if (kind == "switch" && (!ip.empty() || !mac.empty()))
+    b.error("switch '" + name + "': only hosts take ip and mac");
+  if (!ip.empty() && !parse_ip(ip)) b.error("node '" + name + "': '" + ip + "' is not an IPv4 address");
+  if (!mac.empty() && !parse_mac(mac))
+    b.error("node '" + name + "': '" + mac + "' is not a MAC address (aa:bb:cc:dd:ee:ff)");
+}
+
+void FabricLinkEntry::bind(core::Binder& bb) {
+  bb.field("name", name, "Link name; empty: \"<a>-<b>\". Must not contain '.'.");
+  bb.field("a", a, "Node at side 0 (a2b is the direction from a to b).");
+  bb.field("b", b, "Node at side 1.");
+  bb.field("a_port", a_port, "Port of a if it is a switch; -1 takes its lowest free port.", -1,
+           65535);
+  bb.field("b_port", b_port, "Port of b if it is a switch; -1 takes its lowest free port.", -1,
+           65535);
+  bb.field("rate", rate, "Line rate (e.g. 40Gbps); empty: the fabric's access_rate.");
+  bb.field("delay", delay, "Propagation delay (e.g. 200ns); empty: the fabric's link.delay.");
+  if (!bb.reading()) return;
+  try {
+    if (!rate.empty() && !(core::parse_bandwidth(rate).bps > 0))
+      bb.error("link '" + name + "': rate must be positive");
+  } catch (const core::UnitError& e) {
+    bb.error("link rate '" + rate + "': " + e.what());
+  }
+  try {
+    if (!delay.empty()) core::parse_duration(delay);
+  } catch (const core::UnitError& e) {
+    bb.error("link delay '" + delay + "': " + e.what());
+  }
+}
+
+void LinkEventConfig::bind(core::Binder& b) {
+  b.field("at", at, "Simulated time of the change.");
+  b.field("link", link, "Link name (see the fabric's naming scheme in vp/fabric/fabric.md).");
+  b.choice("action", action, {"down", "up", "rate", "loss", "loss_ip_id"},
+           "down: frames in flight are lost and frames sent are lost (the transmitter keeps "
+           "its pace); up: frames sent from now on arrive; rate: new line rate (a frame being "
+           "sent finishes at the old one); loss: random loss probability; loss_ip_id: drop IPv4 "
+           "frames with ip_id % N == 0 (0: off).");
+  b.field("value", value,
+          "rate: a bandwidth (\"1Gbps\"); loss: a probability (\"0.01\"); loss_ip_id: N; "
+          "down/up: none.");
+  b.choice("dir", dir, {"both", "a2b", "b2a"}, "Direction(s) changed.");
+  if (!b.reading()) return;
+  try {
+    change();
+  } catch (const std::invalid_argument& e) {
+    b.error(e.what());
+  }
+}
+
+LinkChange LinkEventConfig::change() const {
+  LinkChange c;
+  c.side = side_of_dir(dir);
+  const std::string what = action + " event on link '" + link + "'";
+  if (action == "down" || action == "up") {
+    c.kind = action == "down" ? LinkChange::Kind::kDown : LinkChange::Kind::kUp;
+    if (!value.empty()) throw std::invalid_argument(what + " takes no value");
+    return c;
+  }
+  if (value.empty()) throw std::invalid_argument(what + " needs a value");
+  if (action == "rate") {
+    c.kind = LinkChange::Kind::kRate;
+    try {
+      c.rate = core::parse_bandwidth(value);
+    } catch (const core::UnitError& e) {
+      throw std::invalid_argument(what + ": '" + value + "': " + e.what());
+    }
+    if (!(c.rate.bps > 0)) throw std::invalid_argument(what + ": the rate must be positive");
+    return c;
+  }
+  char* end = nullptr;
+  if (action == "loss") {
+    c.kind = LinkChange::Kind::kLoss;
+    c.loss = std::strtod(value.c_str(), &end);
+    if (*end || end == value.c_str() || !(c.loss >= 0.0 && c.loss <= 1.0))
+      throw std::invalid_argument(what + ": '" + value + "' is not a probability in [0, 1]");
+    return c;
+  }
+  if (action == "loss_ip_id") {
+    c.kind = LinkChange::Kind::kLossIpId;
+    const long long n = std::strtoll(value.c_str(), &end, 10);
+    if (*end || end == value.c_str() || n < 0 || n > 65536)
+      throw std::invalid_argument(what + ": '" + value + "' is not an integer in [0, 65536]");
+    c.ip_id_modulo = static_cast<uint64_t>(n);
+    return c;
+  }
+  throw std::invalid_argument(what + ": unknown action");
+}
+
+void FabricConfig::bind(core::Binder& b) {
+  b.choice("topology", topology,
+           {"none", "back_to_back", "mp_rdma_testbed", "leaf_spine", "fat_tree", "explicit"},
+           "none: no fabric, the scenario's hosts and links cable the NICs. back_to_back: h0 and "
+           "h1 on one link; mp_rdma_testbed: the MP-RDMA testbed (ToRs t<i>, spines s<j>, hosts "
+           "t<i>h<j>); leaf_spine: leaves l<i>, spines s<j>, hosts l<i>h<j>; fat_tree: 3 tiers "
+           "of parameter k (hosts p<pod>e<edge>h<j>); explicit: the nodes and links lists. "
+           "Names, ports and addresses: vp/fabric/fabric.md.");
+  b.field("spines", spines, "Spine switches (mp_rdma_testbed, leaf_spine).", 1, 4096);
+  b.field("leaves", leaves, "Leaf (ToR) switches (mp_rdma_testbed, leaf_spine).", 1, 4096);
+  b.field("hosts_per_leaf", hosts_per_leaf, "Hosts under each leaf (mp_rdma_testbed, leaf_spine).",
+          1, 4096);
+  b.field("k", k, "Fat-tree parameter: k pods, k/2 edge and k/2 aggregation switches per pod, "
+          "(k/2)^2 cores, k^3/4 hosts; even.", 2, 64);
+  b.field("access_rate", access_rate,
+          "Rate of host links (explicit topologies: of links that give no rate).");
+  b.field("uplink_rate", uplink_rate, "Rate of switch-to-switch links.");
+  LinkDefaults link_defaults{link};
+  b.section("link", link_defaults, "Properties shared by every link of the fabric.");
+  b.section("switch", sw, "Configuration of every switch.");
+  b.list("nodes", nodes, "explicit: the hosts and switches, hosts in host order.");
+  b.list("links", links, "explicit: the links.");
+  b.list("events", events, "Timeline of link changes.");
+  b.field("pcap", pcap,
+          "Links to capture to <out>/<link>.pcap, separated by commas or spaces (\"t0-s0, "
+          "t0-s1\"); \"*\" captures every link.");
+  if (!b.reading()) return;
+  for (const std::string& p : problems()) b.error(p);
+}
+
+Topology FabricConfig::build_topology() const {
+  const int S = static_cast<int>(spines), L = static_cast<int>(leaves),
+            H = static_cast<int>(hosts_per_leaf);
+  if (topology == "back_to_back") return make_back_to_back(access_rate, link.delay);
+  if (topology == "mp_rdma_testbed")
+    return make_mp_rdma_testbed(L, S, H, access_rate, uplink_rate, link.delay);
+  if (topology == "leaf_spine")
+    return make_leaf_spine(S, L, H, access_rate, uplink_rate, link.delay);
+  if (topology == "fat_tree")
+    return make_fat_tree(static_cast<int>(k), access_rate, uplink_rate, link.delay);
+  if (topology != "explicit") throw TopologyError("no topology (topology: " + topology + ")");
+  Topology t;
+  for (const FabricNodeEntry& n : nodes) {
+    if (n.kind == "switch") {
+      t.add_switch(n.name);
+      continue;
+    }
+    std::optional<uint32_t> ip;
+    std::optional<MacBytes> mac;
+    if (!n.ip.empty()) {
+      ip = parse_ip(n.ip);
+      if (!ip) throw TopologyError("node '" + n.name + "': '" + n.ip + "' is not an IPv4 address");
+    }
+    if (!n.mac.empty()) {
+      mac = parse_mac(n.mac);
+      if (!mac) throw TopologyError("node '" + n.name + "': '" + n.mac + "' is not a MAC address");
+    }
+    t.add_host(n.name, ip, mac);
+  }
+  for (const FabricLinkEntry& l : links) {
+    const std::string name = l.name.empty() ? l.a + "-" + l.b : l.name;
+    core::Bandwidth rate = access_rate;
+    core::Duration delay = link.delay;
+    try {
+      if (!l.rate.empty()) rate = core::parse_bandwidth(l.rate);
+      if (!l.delay.empty()) delay = core::parse_duration(l.delay);
+    } catch (const core::UnitError& e) {
+      throw TopologyError("link '" + name + "': " + e.what());
+    }
+    t.add_link(l.a, l.b, rate, delay, static_cast<int>(l.a_port), static_cast<int>(l.b_port),
+               name);
+  }
+  t.finalize();
+  return t;
+}
+
+std::vector<std::string> FabricConfig::pcap_links(const Topology& topo) const {
+  std::vector<std::string> names = split_names(pcap);
+  if (std::find(names.begin(), names.end(), "*") != names.end()) {
+    names.clear();
+    for (const TopoLink& l : topo.links()) names.push_back(l.name);
+  }
+  return names;
+}
+
+std::vector<std::string> FabricConfig::problems() const {
+  std::vector<std::string> out;
+  if (!enabled()) {
+    if (!nodes.empty() || !links.empty() || !events.empty())
+      out.push_back("nodes, links and events need a topology (topology: none)");
+    return out;
+  }
+  if (topology != "explicit" && (!nodes.empty() || !links.empty()))
+    out.push_back("nodes and links are only for topology: explicit (this is " + topology + ")");
+  std::optional<Topology> topo;
+  try {
+    topo = build_topology();
+  } catch (const std::invalid_argument& e) {
+    out.push_back(e.what());
+  }
+
+  // Every switch gets this configuration; a threshold above the shared
+  // buffer could never be reached (or would admit more than the chip has).
+  std::string which = "every switch";
+  if (topo) {
+    if (topo->switches().empty()) {
+      which.clear();
+    } else {
+      which = "switch '" + topo->nodes()[topo->switches().front()].name + "'";
+      if (topo->switches().size() > 1) which += " (and every other switch)";
+    }
+  }
+  if (!which.empty()) {
+    const uint64_t buffer = sw.buffer.n;
+    auto check = [&](const char* key, const core::Bytes& v, bool active) {
+      if (active && v.n > buffer)
+        out.push_back(which + ": " + key + " (" + core::to_string(v) +
+                      ") is above the buffer size (" + core::to_string(sw.buffer) + ")");
+    };
+    check("switch.ecn.kmin", sw.ecn.kmin, sw.ecn.enabled);
+    check("switch.ecn.kmax", sw.ecn.kmax, sw.ecn.enabled);
+    check("switch.pfc.xoff", sw.pfc.xoff, sw.pfc.enabled);
+    check("switch.pfc.xon", sw.pfc.xon, sw.pfc.enabled);
+    check("switch.pfc.headroom", sw.pfc.headroom, sw.pfc.enabled);
+  }
+
+  if (topo) {
+    for (const std::string& name : pcap_links(*topo))
+      if (topo->find_link(name) < 0) out.push_back("pcap names unknown link '" + name + "'");
+  }
+  for (size_t i = 0; i < events.size(); ++i) {
+    const LinkEventConfig& e = events[i];
+    const std::string where = "events[" + std::to_string(i) + "]";
+    if (topo && topo->find_link(e.link) < 0)
+      out.push_back(where + " names unknown link '" + e.link + "'");
+    try {
+      e.change();
+    } catch (const std::invalid_argument& err) {
+      out.push_back(where + ": " + err.what());
+    }
+  }
+  return out;
+}
+
+Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimEnv& env)
+    : sc_core::sc_module(name), cfg_(cfg), log_(core::Log::channel("fabric")) {
+  const std::vector<std::string> problems = cfg_.problems();
+  if (!problems.empty()) throw std::invalid_argument("fabric: " + join(problems, "; "));
+  topo_ = cfg_.build_topology();
+  routing_ = std::make_unique<Routing>(topo_);
+
+  const std::vector<std::string> taps = cfg_.pcap_links(topo_);
+  const std::set<std::string> tapped(taps.begin(), taps.end());
+  for (const TopoLink& tl : topo_.links()) {
+    LinkConfig lc = cfg_.link;
+    lc.name = tl.name;
+    lc.rate = tl.rate;
+    lc.delay = tl.delay;
+    lc.pcap = tapped.count(tl.name) > 0;
+    links_.push_back(std::make_unique<EthLink>(tl.name.c_str(), lc, env));
+    link_ptrs_.push_back(links_.back().get());
+  }
+
+  switch_of_node_.assign(topo_.nodes().size(), nullptr);
+  for (int n : topo_.switches()) {
+    const TopoNode& node = topo_.nodes()[n];
+    std::unique_ptr<Switch> s;
+    try {
+      s = std::make_unique<Switch>(node.name.c_str(), static_cast<int>(node.port_link.size()),
+                                   cfg_.sw, env);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("fabric: switch '" + node.name + "': " + e.what());
+    }
+    for (size_t p = 0; p < node.port_link.size(); ++p) {
+      const int l = node.port_link[p];
+      if (l >= 0) s->attach(static_cast<int>(p), link_ptrs_[l], topo_.side_of(l, n));
+    }
+    // A stream per switch: the scenario seed moves every switch's hash,
+    // and adding a switch does not move the others'.
+    s->set_ecmp_seed(env.random.stream("switch." + node.name + ".ecmp").next_u64());
+    switch_of_node_[n] = s.get();
+    switches_.push_back(std::move(s));
+  }
+  routing_->for_each_route([&](int sw, uint32_t ip, const std::vector<int>& ports) {
+    if (!ports.empty()) switch_of_node_[sw]->set_route(ip, ports);
+  });
+
+  for (int h : topo_.hosts()) {
+    const TopoNode& node = topo_.nodes()[h];
+    HostPort hp;
+    hp.name = node.name;
+    hp.ip = node.ip;
+    hp.mac = node.mac;
+    const int l = topo_.host_link(h);
+    hp.link = link_ptrs_[l];
+    hp.side = topo_.side_of(l, h);
+    hp.rate = topo_.links()[l].rate;
+    hosts_.push_back(hp);
+    MPR_LOG(log_, info,
+            "host " << hp.name << " " << ip_text(hp.ip) << " " << mac_text(hp.mac) << " on link "
+                    << topo_.links()[l].name << " side " << hp.side);
+  }
+
+  for (const LinkEventConfig& e : cfg_.events)
+    link(e.link)->schedule(e.at.sc(), e.change());
+}
+
+Fabric::~Fabric() = default;
+
+EthLink* Fabric::link(const std::string& name) const {
+  const int l = topo_.find_link(name);
+  return l < 0 ? nullptr : link_ptrs_[l];
+}
+
+Switch* Fabric::switch_named(const std::string& name) const {
+  const int n = topo_.find_node(name);
+  return n < 0 ? nullptr : switch_of_node_[n];
+}
+
+std::vector<Hop> Fabric::path_of(const FiveTuple& ft) const {
+  return routing_->trace(ft, [this](int sw, const FiveTuple& t, const std::vector<int>& group) {
+    return switch_of_node_[sw]->ecmp_pick(t.src_ip, t.dst_ip, t.proto, t.sport, t.dport, group);
+  });
+}
+
+double link_avg_gbps(const core::StatsRegistry& stats, const std::string& link,
+                     const std::string& dir, double active_s) {
+  const core::Counter* c = stats.find_counter("link." + link + "." + dir + ".tx_bytes");
+  if (!c) throw std::out_of_range("no link direction " + link + "." + dir);
+  return active_s > 0 ? static_cast<double>(c->value()) * 8.0 / active_s / 1e9 : 0.0;
+}
+
+nlohmann::json Fabric::describe(const core::StatsRegistry& stats, double active_s) const {
+  nlohmann::json j;
+  j["topology"] = cfg_.topology;
+  const auto& nodes = topo_.nodes();
+  nlohmann::json hosts = nlohmann::json::array();
+  for (int h : topo_.hosts()) {
+    const int l = topo_.host_link(h);
+    const int peer = topo_.peer(l, h);
+    const TopoLink& tl = topo_.links()[l];
+    hosts.push_back({{"name", nodes[h].name},
+                     {"ip", ip_text(nodes[h].ip)},
+                     {"mac", mac_text(nodes[h].mac)},
+                     {"link", tl.name},
+                     {"side", topo_.side_of(l, h)},
+                     {"peer", nodes[peer].name},
+                     {"peer_port", tl.port[topo_.side_of(l, peer)]}});
+  }
+  j["hosts"] = hosts;
+  nlohmann::json switches = nlohmann::json::array();
+  for (int s : topo_.switches()) {
+    nlohmann::json ports = nlohmann::json::array();
+    for (size_t p = 0; p < nodes[s].port_link.size(); ++p) {
+      const int l = nodes[s].port_link[p];
+      if (l < 0) continue;
+      ports.push_back({{"port", p},
+                       {"link", topo_.links()[l].name},
+                       {"side", topo_.side_of(l, s)},
+                       {"peer", nodes[topo_.peer(l, s)].name}});
+    }
+    switches.push_back({{"name", nodes[s].name}, {"role", nodes[s].role}, {"ports", ports}});
+  }
+  j["switches"] = switches;
+  nlohmann::json links = nlohmann::json::array();
+  for (const TopoLink& tl : topo_.links()) {
+    nlohmann::json lj = {{"name", tl.name},
+                         {"a", nodes[tl.node[0]].name},
+                         {"a_port", tl.port[0]},
+                         {"b", nodes[tl.node[1]].name},
+                         {"b_port", tl.port[1]},
+                         {"rate", core::to_string(tl.rate)},
+                         {"delay", core::to_string(tl.delay)}};
+    if (active_s > 0)
+      for (const char* dir : {"a2b", "b2a"})
+        lj["avg_gbps"][dir] = link_avg_gbps(stats, tl.name, dir, active_s);
+    links.push_back(lj);
+  }
+  j["links"] = links;
+  nlohmann::json paths = nlohmann::json::array();
+  for (const PathGroup& g : topo_.path_groups()) {
+    nlohmann::json names = nlohmann::json::array();
+    for (int l : g.links) names.push_back(topo_.links()[l].name);
+    paths.push_back({{"name", g.name}, {"links", names}});
+  }
+  j["paths"] = paths;
+  j["active_time_s"] = active_s;
+  return j;
+}
+
+}  // namespace mprdma::fabric
