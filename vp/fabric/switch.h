@@ -22,6 +22,7 @@
 #include "vp/core/sim_env.h"
 #include "vp/core/units.h"
 #include "vp/fabric/eth_link.h"
+#include "vp/net/roce_codec.h"
 
 namespace mprdma::fabric {
 
@@ -71,6 +72,20 @@ struct SwitchConfig {
   void bind(core::Binder& b);
 };
 
+// RED marking probability for an (instantaneous or averaged) queue of
+// `queue_bytes`: 0 below kmin, pmax * (q - kmin) / (kmax - kmin) from kmin
+// up to kmax, 1 at or above kmax. With kmin == kmax it is a step: 0 below,
+// 1 at or above.
+double red_mark_probability(const EcnConfig& ecn, double queue_bytes);
+
+// The ECMP hash of a 5-tuple under `seed` (see switch.md): murmur3's 64-bit
+// finaliser applied to the seed, then after xoring in each of the two 64-bit
+// words (src_ip << 32 | dst_ip) and (proto << 32 | sport << 16 | dport).
+// Deterministic and platform independent; a member of a group of n ports is
+// group[hash % n].
+uint64_t ecmp_hash(uint64_t seed, uint32_t src_ip, uint32_t dst_ip, uint8_t proto, uint16_t sport,
+                   uint16_t dport);
+
 class Switch : public sc_core::sc_module {
  public:
   // `ports` ports, each attached to one link side by attach(). Throws
@@ -100,6 +115,20 @@ class Switch : public sc_core::sc_module {
   bool egress_paused(int port, int prio) const;        // a PAUSE from the peer holds it
   bool ingress_pausing(int port, int prio) const;      // we sent XOFF on this port
   const SwitchConfig& config() const;
+
+  // --- additions beyond the fabric contract ---
+  // The ECMP seed in use (set_ecmp_seed(), or the default derived from the
+  // scenario seed and the switch name).
+  uint64_t ecmp_seed() const;
+  // The queue length RED compares with kmin/kmax for (port, prio): the
+  // instantaneous egress queue, or its EWMA when ecn.queue is "average".
+  double red_queue_bytes(int port, int prio) const;
+  // Source MAC of the PAUSE frames port `port` sends: locally administered,
+  // 02:<3 bytes of the name's hash>:<port, 16 bits>.
+  net::MacAddr port_mac(int port) const;
+  // Bytes the MMU charges for a frame: the frame as stored, padded to the
+  // 60-byte minimum, plus its 4-byte FCS (no preamble, no inter-frame gap).
+  static uint64_t charged_bytes(const net::Packet& p);
 
  private:
   struct Impl;

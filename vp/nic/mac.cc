@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "vp/net/pfc.h"
+
 namespace mprdma::nic {
 
 Mac::Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx)
@@ -20,7 +22,9 @@ Mac::Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx)
       rx_drops_(core.env.stats.counter(core.stat("mac.rx_drops"), "packets",
                                        "Frames dropped by the receive checks")),
       rx_queue_max_(core.env.stats.counter(core.stat("mac.rx_queue_max"), "packets",
-                                           "Largest receive queue seen")) {
+                                           "Largest receive queue seen")),
+      pause_rx_(core.env.stats.counter(core.stat("mac.pause_rx"), "frames",
+                                       "PFC PAUSE frames received (XOFF and XON)")) {
   tx_.set_mac_kick([this] { kick(); });
 }
 
@@ -33,6 +37,13 @@ void Mac::attach(fabric::EthLink* link, int side) {
 void Mac::reset() {
   rx_queue_.clear();
   rx_busy_ = false;
+  // The held packet belongs to the pipeline the reset discarded. The pause
+  // state is the link partner's and survives a device reset.
+  held_.reset();
+}
+
+bool Mac::paused(uint8_t prio) const {
+  return prio < paused_until_.size() && paused_until_[prio] > sc_core::sc_time_stamp();
 }
 
 void Mac::kick() {
@@ -45,8 +56,24 @@ void Mac::kick() {
     });
     return;
   }
-  net::PacketPtr pkt = tx_.pop();
-  if (!pkt) return;
+  if (!held_) {
+    held_ = tx_.pop();
+    if (!held_) return;
+    // The class PFC acts on: DSCP >> 3, as the switches classify.
+    const auto& d = held_->data;
+    if (d.size() > net::kIpOffset + 1 && d[12] == (net::kEtherTypeIpv4 >> 8) &&
+        d[13] == (net::kEtherTypeIpv4 & 0xFF))
+      held_->priority = static_cast<uint8_t>(d[net::kIpOffset + 1] >> 5);
+  }
+  if (paused(held_->priority)) {
+    // Wait for the pause to expire; an XON calls kick() earlier.
+    const uint64_t gen = ++pause_gen_;
+    calendar_.at(paused_until_[held_->priority], [this, gen] {
+      if (gen == pause_gen_) kick();
+    });
+    return;
+  }
+  net::PacketPtr pkt = std::move(held_);
   pkt->id = ++packet_ids_;
   pkt->birth_ps = sc_core::sc_time_stamp().value();
   ++tx_packets_;
@@ -59,7 +86,37 @@ void Mac::kick() {
   });
 }
 
+void Mac::on_pause(const net::Packet& pkt) {
+  const auto f = net::parse_pfc(pkt);
+  if (!f) {
+    ++rx_drops_;
+    MPR_LOG(log_, info, "dropped MAC Control frame that is not PFC");
+    return;
+  }
+  ++pause_rx_;
+  if (!link_) return;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  for (size_t p = 0; p < paused_until_.size(); ++p) {
+    if (!((f->class_mask >> p) & 1)) continue;
+    paused_until_[p] =
+        now + sc_core::sc_time::from_value(net::pause_ps(f->quanta[p], link_->rate(side_)));
+    MPR_LOG(
+        log_, debug,
+        "priority " << p << (f->quanta[p] ? " paused until " : " resumed at ") << paused_until_[p]);
+  }
+  // Supersede the wake-up of the old pause and re-examine the head now: an
+  // XON may release it, a longer pause re-arms the wake-up.
+  ++pause_gen_;
+  if (held_) kick();
+}
+
 void Mac::receive(net::PacketPtr pkt) {
+  // MAC Control frames end in the MAC, at line rate, without the receive
+  // pipeline's per-packet cost.
+  if (net::is_mac_control(*pkt)) {
+    on_pause(*pkt);
+    return;
+  }
   rx_queue_.push_back(std::move(pkt));
   if (rx_queue_.size() > rx_queue_max_.value()) rx_queue_max_.set(rx_queue_.size());
   if (!rx_busy_) {

@@ -3,8 +3,16 @@
 // queue that the NIC parses at `latency.rx_packet` cycles per packet and
 // dispatches by opcode. Packets failing the checks (not RoCEv2, bad ICRC,
 // bad IP checksum, not for this NIC's address) are dropped and counted.
+//
+// PFC (802.1Qbb): a received PAUSE frame is acted on at once by the MAC (it
+// never reaches the receive queue) and holds transmission of packets of the
+// paused priorities (Packet::priority = DSCP >> 3 of the frame, set here)
+// until the pause time expires or an XON arrives. The NIC has one transmit
+// queue, so a paused head packet blocks every packet behind it, whatever
+// their priority. The NIC never sends PAUSE.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <functional>
 
@@ -35,6 +43,8 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
 
  private:
   void rx_step();
+  void on_pause(const net::Packet& pkt);
+  bool paused(uint8_t prio) const;
 
   const NicCore& core_;
   TxScheduler& tx_;
@@ -47,6 +57,13 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   std::deque<net::PacketPtr> rx_queue_;
   bool rx_busy_ = false;
   uint64_t packet_ids_ = 0;
+  // The packet taken from the TX scheduler but held by a PAUSE.
+  net::PacketPtr held_;
+  // Per priority: transmission of that class may resume at this time.
+  std::array<sc_core::sc_time, 8> paused_until_{};
+  // Generation of the pending wake-up at a pause's expiry; an XON or a new
+  // PAUSE supersedes it.
+  uint64_t pause_gen_ = 0;
 
   core::Counter& tx_packets_;
   core::Counter& tx_bytes_;
@@ -54,6 +71,7 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   core::Counter& rx_bytes_;
   core::Counter& rx_drops_;
   core::Counter& rx_queue_max_;
+  core::Counter& pause_rx_;
 };
 
 }  // namespace mprdma::nic
