@@ -278,11 +278,14 @@ std::vector<std::string> FabricConfig::problems() const {
         out.push_back(which + ": " + key + " (" + core::to_string(v) +
                       ") is above the buffer size (" + core::to_string(sw.buffer) + ")");
     };
+    // The same limits the Switch checks when it is built (switch.md), here
+    // so that the scenario loader reports them with the file and line.
     check("switch.ecn.kmin", sw.ecn.kmin, sw.ecn.enabled);
     check("switch.ecn.kmax", sw.ecn.kmax, sw.ecn.enabled);
     check("switch.pfc.xoff", sw.pfc.xoff, sw.pfc.enabled);
-    check("switch.pfc.xon", sw.pfc.xon, sw.pfc.enabled);
-    check("switch.pfc.headroom", sw.pfc.headroom, sw.pfc.enabled);
+    if (sw.pfc.xoff.n <= buffer)
+      check("switch.pfc.xoff + switch.pfc.headroom", core::Bytes{sw.pfc.xoff.n + sw.pfc.headroom.n},
+            sw.pfc.enabled);
   }
 
   if (topo) {
@@ -330,7 +333,8 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimE
       s = std::make_unique<Switch>(node.name.c_str(), static_cast<int>(node.port_link.size()),
                                    cfg_.sw, env);
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("fabric: switch '" + node.name + "': " + e.what());
+      // The Switch names itself and the parameter.
+      throw std::invalid_argument(std::string("fabric: ") + e.what());
     }
     for (size_t p = 0; p < node.port_link.size(); ++p) {
       const int l = node.port_link[p];

@@ -34,6 +34,7 @@ struct Platform::JobRunner : sc_core::sc_module {
     if (cfg.after_previous && i > 0)
       while (!done[i - 1]) sc_core::wait(*events[i - 1]);
     JobOutcome& out = platform.outcomes_[i];
+    out.started = true;
     out.start_s = sc_core::sc_time_stamp().to_seconds();
     host::PerfTest test(cfg, platform.modeled_host(cfg.client), platform.modeled_host(cfg.server),
                         platform.env_);
@@ -144,28 +145,42 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : Platform(cfg,
 
 Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::string& shell_host)
     : cfg_(cfg), env_(env), shell_host_(shell_host) {
-  nic_cfgs_.reserve(cfg_.hosts.size());
-  for (size_t i = 0; i < cfg_.hosts.size(); ++i) {
-    const HostEntry& h = cfg_.hosts[i];
-    nic::NicConfig n = cfg_.nic;
-    n.name = h.name;
-    n.mac = {0x02, 0x00, 0x00, 0x00, static_cast<uint8_t>((i + 1) >> 8),
-             static_cast<uint8_t>(i + 1)};
-    n.ip = 0x0A000000u + static_cast<uint32_t>(i + 1);
-    nic_cfgs_.push_back(n);
-  }
-  for (const LinkEntry& l : cfg_.links) {
-    // The NIC's port speed follows the link it is cabled to.
-    for (size_t i = 0; i < cfg_.hosts.size(); ++i)
-      if (cfg_.hosts[i].name == l.a || cfg_.hosts[i].name == l.b)
-        nic_cfgs_[i].port_speed_mbps = static_cast<uint32_t>(l.link.rate.bps / 1e6);
+  if (cfg_.has_fabric()) {
+    // The fabric makes the hosts: their order, names and addresses.
+    fabric_ = std::make_unique<fabric::Fabric>("fabric", cfg_.fabric, env_);
+    host_list_ = cfg_.effective_hosts();
+    for (size_t i = 0; i < host_list_.size(); ++i) {
+      const fabric::Fabric::HostPort& hp = fabric_->hosts()[i];
+      nic::NicConfig n = cfg_.nic;
+      n.name = hp.name;
+      n.mac = hp.mac;
+      n.ip = hp.ip;
+      // The NIC's port speed follows its access link.
+      n.port_speed_mbps = static_cast<uint32_t>(hp.rate.bps / 1e6);
+      nic_cfgs_.push_back(n);
+    }
+  } else {
+    host_list_ = cfg_.hosts;
+    for (size_t i = 0; i < host_list_.size(); ++i) {
+      nic::NicConfig n = cfg_.nic;
+      n.name = host_list_[i].name;
+      n.mac = fabric::host_mac(i);
+      n.ip = fabric::host_ip(i);
+      nic_cfgs_.push_back(n);
+    }
+    for (const LinkEntry& l : cfg_.links) {
+      // The NIC's port speed follows the link it is cabled to.
+      for (size_t i = 0; i < host_list_.size(); ++i)
+        if (host_list_[i].name == l.a || host_list_[i].name == l.b)
+          nic_cfgs_[i].port_speed_mbps = static_cast<uint32_t>(l.link.rate.bps / 1e6);
+    }
   }
   size_t n_guests = 0;
-  for (const HostEntry& h : cfg_.hosts) n_guests += h.kind == "qemu";
+  for (const HostEntry& h : host_list_) n_guests += h.kind == "qemu";
   const std::vector<std::string> netdevs = guest_netdevs(n_guests);
   size_t guest = 0;
-  for (size_t i = 0; i < cfg_.hosts.size(); ++i) {
-    const HostEntry& h = cfg_.hosts[i];
+  for (size_t i = 0; i < host_list_.size(); ++i) {
+    const HostEntry& h = host_list_[i];
     if (h.kind == "modeled") {
       hosts_[h.name] = std::make_unique<host::ModeledHost>(h.name.c_str(), cfg_.host,
                                                            nic_cfgs_[i], cfg_.pcie, env_);
@@ -213,6 +228,9 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     host(l.a).nic().attach(links_.back().get(), 0);
     host(l.b).nic().attach(links_.back().get(), 1);
   }
+  if (fabric_)
+    for (const fabric::Fabric::HostPort& hp : fabric_->hosts())
+      host(hp.name).nic().attach(hp.link, hp.side);
   outcomes_.resize(cfg_.jobs.size());
   for (size_t i = 0; i < cfg_.jobs.size(); ++i) outcomes_[i].name = cfg_.jobs[i].name;
   runner_ = std::make_unique<JobRunner>("jobs", *this);
@@ -222,12 +240,16 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     // direction, in Gb/s.
     sampler_ = std::make_unique<core::RateSampler>("sampler", env_.stats, cfg_.sample_interval);
     constexpr double kBytesPerGbit = 1e9 / 8;
-    for (const LinkEntry& l : cfg_.links)
+    std::vector<std::string> link_names;
+    for (const LinkEntry& l : cfg_.links) link_names.push_back(l.link.name);
+    if (fabric_)
+      for (const fabric::TopoLink& l : fabric_->topology().links()) link_names.push_back(l.name);
+    for (const std::string& name : link_names)
       for (const char* dir : {"a2b", "b2a"})
-        sampler_->add("link." + l.link.name + "." + dir + ".tx_bytes",
-                      "link." + l.link.name + "." + dir + ".gbps", "Gb/s", kBytesPerGbit,
+        sampler_->add("link." + name + "." + dir + ".tx_bytes",
+                      "link." + name + "." + dir + ".gbps", "Gb/s", kBytesPerGbit,
                       "Wire throughput (frame bytes incl. preamble, FCS and gap)");
-    for (const HostEntry& h : cfg_.hosts) {
+    for (const HostEntry& h : host_list_) {
       for (const char* d : {"tx", "rx"})
         sampler_->add("nic." + h.name + ".mac." + d + "_bytes",
                       "nic." + h.name + ".mac." + d + "_gbps", "Gb/s", kBytesPerGbit,
@@ -383,22 +405,53 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
     }
     if (!found && missing) missing->push_back(m.name);
   }
+  const double active_s = active_time_s();
   for (const auto& [name, ref] : cfg_.metrics) {
-    const size_t d1 = ref.find('.'), d2 = ref.rfind('.');
-    const std::string job = ref.substr(0, d1), size = ref.substr(d1 + 1, d2 - d1 - 1),
-                      field = ref.substr(d2 + 1);
-    bool found = false;
-    for (const JobOutcome& o : outcomes_) {
-      if (o.name != job) continue;
-      for (const host::SizeResult& r : o.results)
-        if (std::to_string(r.bytes) == size && r.error.empty()) {
-          out[name] = field_of(r, field);
+    // A sum is reported only if every term has a figure: a partial sum
+    // would look like a real (smaller) result.
+    double sum = 0;
+    bool complete = true;
+    for (const MetricTerm& t : parse_metric(ref)) {
+      bool found = false;
+      if (t.kind == MetricTerm::Kind::kLink) {
+        if (env_.stats.find_counter("link." + t.link + "." + t.dir + ".tx_bytes")) {
+          sum += fabric::link_avg_gbps(env_.stats, t.link, t.dir, active_s);
           found = true;
         }
+      } else {
+        for (const JobOutcome& o : outcomes_) {
+          if (o.name != t.job) continue;
+          for (const host::SizeResult& r : o.results)
+            if (std::to_string(r.bytes) == t.size && r.error.empty()) {
+              sum += field_of(r, t.field);
+              found = true;
+            }
+        }
+      }
+      complete &= found;
     }
-    if (!found && missing) missing->push_back(name);
+    if (complete)
+      out[name] = sum;
+    else if (missing)
+      missing->push_back(name);
   }
   return out;
+}
+
+double Platform::active_time_s() const {
+  double first = -1, last = -1;
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  for (const JobOutcome& o : outcomes_) {
+    if (!o.started) continue;
+    if (first < 0 || o.start_s < first) first = o.start_s;
+    last = std::max(last, o.finished ? o.end_s : now);
+  }
+  return first < 0 ? now : last - first;
+}
+
+nlohmann::json Platform::fabric_json() const {
+  if (!fabric_) return nullptr;
+  return fabric_->describe(env_.stats, active_time_s());
 }
 
 nlohmann::json Platform::flows_json() const {

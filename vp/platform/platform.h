@@ -16,6 +16,7 @@
 #include "vp/core/rate_sampler.h"
 #include "vp/core/sim_env.h"
 #include "vp/fabric/eth_link.h"
+#include "vp/fabric/fabric.h"
 #include "vp/host/modeled_host.h"
 #include "vp/host/perftest.h"
 #include "vp/host/qemu_host.h"
@@ -37,6 +38,7 @@ struct GuestOutcome {
 
 struct JobOutcome {
   std::string name;
+  bool started = false;
   bool finished = false;
   double start_s = 0, end_s = 0;
   std::vector<host::SizeResult> results;
@@ -44,8 +46,9 @@ struct JobOutcome {
 
 class Platform {
  public:
-  // Elaborates every module. Host i gets MAC 02:00:00:00:00:<i+1> and IPv4
-  // address 10.0.0.<i+1>.
+  // Elaborates every module. Without a fabric, host i (scenario order) gets
+  // MAC 02:00:00:00:00:<i+1> and IPv4 address 10.0.0.<i+1>; with one, the
+  // fabric gives the hosts, their order and addresses (fabric.md).
   Platform(const ScenarioConfig& cfg, core::SimEnv& env);
   // `shell_host` (a qemu host) gets an interactive console on this
   // process's terminal: no run script, its output on stdout, stdin typed
@@ -68,6 +71,13 @@ class Platform {
   std::map<std::string, double> metrics(std::vector<std::string>* missing = nullptr) const;
   // Per-job results for results.json's "flows" section.
   nlohmann::json flows_json() const;
+  // The "fabric" section of results.json (null without a fabric).
+  nlohmann::json fabric_json() const;
+  // Seconds from the first job start to the last job end (a job still
+  // running counts until now); the whole run if no job started.
+  double active_time_s() const;
+  // nullptr without a fabric.
+  const fabric::Fabric* fabric() const { return fabric_.get(); }
 
   // Any host by name; modeled_host() throws if it is not a modeled host.
   host::Host& host(const std::string& name);
@@ -79,8 +89,10 @@ class Platform {
   struct JobRunner;
   ScenarioConfig cfg_;
   core::SimEnv& env_;
+  std::vector<HostEntry> host_list_;  // every host, in host order
   std::vector<nic::NicConfig> nic_cfgs_;
   std::map<std::string, std::unique_ptr<host::Host>> hosts_;
+  std::unique_ptr<fabric::Fabric> fabric_;
   std::vector<std::unique_ptr<fabric::EthLink>> links_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<core::RateSampler> sampler_;

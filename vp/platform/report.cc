@@ -82,6 +82,7 @@ nlohmann::json results_document(const Platform& p, const core::SimEnv& env,
   std::vector<std::string> missing;
   nlohmann::json doc = core::build_results(meta, env.stats, p.metrics(&missing), config);
   doc["flows"] = p.flows_json();
+  if (p.fabric()) doc["fabric"] = p.fabric_json();
   doc["missing_metrics"] = missing;
   doc["ok"] = p.all_ok();
   return doc;

@@ -1,6 +1,8 @@
 #include "vp/platform/scenario.h"
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 #include <regex>
 #include <set>
 
@@ -43,6 +45,71 @@ void GuestMetric::bind(core::Binder& b) {
   }
 }
 
+std::vector<MetricTerm> parse_metric(const std::string& expr) {
+  std::vector<MetricTerm> terms;
+  size_t start = 0;
+  while (true) {
+    const size_t plus = expr.find('+', start);
+    std::string t = expr.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    t.erase(0, t.find_first_not_of(" \t"));
+    t.erase(t.find_last_not_of(" \t") + 1);
+    if (t.empty()) throw std::invalid_argument("'" + expr + "' has an empty term");
+    if (t.find_first_of(" \t") != std::string::npos)
+      throw std::invalid_argument("term '" + t + "' contains a space (terms are joined by '+')");
+    MetricTerm m;
+    const std::string kPrefix = "link.", kSuffix = ".avg_gbps";
+    if (t.size() > kPrefix.size() + kSuffix.size() && t.compare(0, kPrefix.size(), kPrefix) == 0 &&
+        t.compare(t.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+      const std::string mid =
+          t.substr(kPrefix.size(), t.size() - kPrefix.size() - kSuffix.size());
+      const size_t dot = mid.rfind('.');
+      m.kind = MetricTerm::Kind::kLink;
+      m.link = dot == std::string::npos ? std::string() : mid.substr(0, dot);
+      m.dir = dot == std::string::npos ? mid : mid.substr(dot + 1);
+      if (m.link.empty() || (m.dir != "a2b" && m.dir != "b2a"))
+        throw std::invalid_argument("term '" + t + "' is not of the form link.<link>.<a2b|b2a>.avg_gbps");
+    } else {
+      const size_t d1 = t.find('.'), d2 = t.rfind('.');
+      if (d1 == std::string::npos || d1 == d2)
+        throw std::invalid_argument("term '" + t +
+                                    "' is not of the form job.size.field or "
+                                    "link.<link>.<dir>.avg_gbps");
+      m.job = t.substr(0, d1);
+      m.size = t.substr(d1 + 1, d2 - d1 - 1);
+      m.field = t.substr(d2 + 1);
+    }
+    terms.push_back(m);
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  return terms;
+}
+
+std::vector<HostEntry> ScenarioConfig::effective_hosts() const {
+  if (!has_fabric()) return hosts;
+  const fabric::Topology topo = fabric.build_topology();
+  std::vector<HostEntry> out;
+  for (int n : topo.hosts()) {
+    HostEntry e;
+    e.name = topo.nodes()[n].name;
+    for (const HostEntry& h : hosts)
+      if (h.name == e.name) e = h;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<std::string> ScenarioConfig::link_names() const {
+  std::vector<std::string> out;
+  if (has_fabric()) {
+    const fabric::Topology topo = fabric.build_topology();
+    for (const fabric::TopoLink& l : topo.links()) out.push_back(l.name);
+  } else {
+    for (const LinkEntry& l : links) out.push_back(l.link.name);
+  }
+  return out;
+}
+
 bool ScenarioConfig::has_qemu_hosts() const {
   for (const HostEntry& h : hosts)
     if (h.kind == "qemu") return true;
@@ -53,6 +120,7 @@ void LinkEntry::bind(core::Binder& bb) {
   bb.field("a", a, "Host at side 0 of the link.");
   bb.field("b", b, "Host at side 1 of the link.");
   link.bind(bb);
+  link.bind_loss_modes(bb);
 }
 
 void ScenarioConfig::bind(core::Binder& b) {
@@ -70,13 +138,22 @@ void ScenarioConfig::bind(core::Binder& b) {
   b.section("pcie", pcie, "PCIe link between each host and its NIC.");
   b.section("host", host, "Modeled host parameters, the same for every host.");
   b.section("qemu", qemu, "QEMU host parameters, the same for every qemu host.");
-  b.list("hosts", hosts, "The hosts; each has one NIC.");
-  b.list("links", links, "Ethernet links between NICs (one per NIC in a back-to-back set-up).");
+  b.list("hosts", hosts,
+         "The hosts; each has one NIC. With a fabric, the fabric makes the hosts and an entry "
+         "sets the kind (and run script) of the fabric host it names; unlisted ones are modeled.");
+  b.list("links", links,
+         "Ethernet links between NICs (one per NIC in a back-to-back set-up); not with a fabric.");
+  b.section("fabric", fabric,
+            "The network: a topology of switches and links the hosts plug into (instead of "
+            "links).");
   b.list("jobs", jobs, "Applications to run.");
   b.field("metrics", metrics,
-          "Named figures for results.json: metric name -> \"job.size.field\", where field is "
-          "one of bw_gbps, bw_MBps, msg_rate_mpps, seconds, t_min, t_max, t_typical, t_avg, "
-          "t_stdev, t_p99, t_p999, iterations.");
+          "Named figures for results.json: metric name -> a sum of terms \"t1 + t2 + ...\"; a "
+          "term is \"job.size.field\", where field is one of bw_gbps, bw_MBps, msg_rate_mpps, "
+          "seconds, t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999, iterations, or "
+          "\"link.<link>.<a2b|b2a>.avg_gbps\": wire bits sent in that direction (frames with "
+          "FCS, preamble and gap, lost ones included) over the run's active time (first job "
+          "start to last job end), in Gb/s.");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
   if (!b.reading()) return;
 
@@ -85,6 +162,46 @@ void ScenarioConfig::bind(core::Binder& b) {
   for (const HostEntry& h : hosts)
     if (!h.name.empty() && !host_names.insert(h.name).second)
       b.error("host '" + h.name + "' is defined twice");
+  std::set<std::string> link_set;
+  if (has_fabric()) {
+    if (!links.empty())
+      b.error("a scenario cables its hosts with either 'links' or 'fabric', not both");
+    // The fabric reported its own problems; without a topology the other
+    // cross-references cannot be checked.
+    std::vector<HostEntry> all;
+    try {
+      all = effective_hosts();
+      for (const std::string& l : link_names()) link_set.insert(l);
+    } catch (const std::invalid_argument&) {
+      return;
+    }
+    std::set<std::string> fabric_hosts;
+    for (const HostEntry& h : all) fabric_hosts.insert(h.name);
+    for (const HostEntry& h : hosts)
+      if (!h.name.empty() && !fabric_hosts.count(h.name))
+        b.error("host '" + h.name + "' is not a host of the fabric (" + fabric.topology +
+                " names its hosts as in vp/fabric/fabric.md)");
+    host_names = fabric_hosts;
+    // QEMU guests reach each other over their own network (guest_netdevs)
+    // with a /24 mask, so they must share one /24.
+    const fabric::Topology topo = fabric.build_topology();
+    std::optional<uint32_t> guest_net;
+    std::string first_guest;
+    for (const HostEntry& h : hosts) {
+      if (h.kind != "qemu" || !fabric_hosts.count(h.name)) continue;
+      const uint32_t ip = topo.nodes()[topo.find_node(h.name)].ip;
+      if (!guest_net) {
+        guest_net = ip & 0xFFFFFF00u;
+        first_guest = h.name;
+      } else if ((ip & 0xFFFFFF00u) != *guest_net) {
+        b.error("qemu hosts '" + first_guest + "' and '" + h.name +
+                "' are not in one /24 (" + fabric::ip_text(ip) +
+                "); guests reach each other on their own /24 network");
+      }
+    }
+  } else {
+    for (const LinkEntry& l : links) link_set.insert(l.link.name);
+  }
   std::set<std::string> cabled;
   for (const LinkEntry& l : links) {
     for (const std::string* end : {&l.a, &l.b}) {
@@ -118,28 +235,32 @@ void ScenarioConfig::bind(core::Binder& b) {
               " exceeds the NIC's mtu " + std::to_string(nic.mtu.n));
   }
   for (const auto& [metric, ref] : metrics) {
-    // "job.size.field"
-    const size_t d1 = ref.find('.');
-    const size_t d2 = ref.rfind('.');
-    if (d1 == std::string::npos || d1 == d2) {
-      b.error("metric '" + metric + "': '" + ref + "' is not of the form job.size.field");
+    std::vector<MetricTerm> terms;
+    try {
+      terms = parse_metric(ref);
+    } catch (const std::invalid_argument& e) {
+      b.error("metric '" + metric + "': " + e.what());
       continue;
     }
-    const std::string job = ref.substr(0, d1), size = ref.substr(d1 + 1, d2 - d1 - 1),
-                      field = ref.substr(d2 + 1);
-    auto it = std::find_if(jobs.begin(), jobs.end(),
-                           [&](const host::JobConfig& j) { return j.name == job; });
-    if (it == jobs.end()) {
-      b.error("metric '" + metric + "' names unknown job '" + job + "'");
-      continue;
+    for (const MetricTerm& t : terms) {
+      if (t.kind == MetricTerm::Kind::kLink) {
+        if (!link_set.count(t.link))
+          b.error("metric '" + metric + "' names unknown link '" + t.link + "'");
+        continue;
+      }
+      auto it = std::find_if(jobs.begin(), jobs.end(),
+                             [&](const host::JobConfig& j) { return j.name == t.job; });
+      if (it == jobs.end()) {
+        b.error("metric '" + metric + "' names unknown job '" + t.job + "'");
+        continue;
+      }
+      const bool size_known = std::any_of(it->sizes.begin(), it->sizes.end(),
+                                          [&](core::Bytes s) { return std::to_string(s.n) == t.size; });
+      if (!size_known) b.error("metric '" + metric + "': job '" + t.job + "' has no size " + t.size);
+      const auto& fields = metric_fields();
+      if (std::find(fields.begin(), fields.end(), t.field) == fields.end())
+        b.error("metric '" + metric + "': unknown field '" + t.field + "'");
     }
-    const bool size_known = std::any_of(it->sizes.begin(), it->sizes.end(), [&](core::Bytes s) {
-      return std::to_string(s.n) == size;
-    });
-    if (!size_known) b.error("metric '" + metric + "': job '" + job + "' has no size " + size);
-    const auto& fields = metric_fields();
-    if (std::find(fields.begin(), fields.end(), field) == fields.end())
-      b.error("metric '" + metric + "': unknown field '" + field + "'");
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "vp/core/config.h"
 #include "vp/fabric/eth_link.h"
+#include "vp/fabric/fabric.h"
 #include "vp/host/host_config.h"
 #include "vp/host/perftest.h"
 #include "vp/host/qemu_host.h"
@@ -18,6 +19,9 @@
 
 namespace mprdma::platform {
 
+// A host: its kind and, for qemu hosts, the run script. With a fabric, the
+// hosts come from the fabric and an entry only sets the kind/run of the
+// fabric host it names (unlisted fabric hosts are modeled hosts).
 struct HostEntry {
   std::string name;
   std::string kind = "modeled";
@@ -55,15 +59,42 @@ struct ScenarioConfig {
   host::QemuHostConfig qemu;
   std::vector<HostEntry> hosts;
   std::vector<LinkEntry> links;
+  fabric::FabricConfig fabric;  // used instead of links when its topology is not none
   std::vector<host::JobConfig> jobs;
-  std::map<std::string, std::string> metrics;  // metric name -> "job.size.field"
+  std::map<std::string, std::string> metrics;  // metric name -> expression (see MetricTerm)
   std::vector<GuestMetric> guest_metrics;
   void bind(core::Binder& b);
   bool has_qemu_hosts() const;
+  bool has_fabric() const { return fabric.enabled(); }
+  // Every host of the run, in host order (address order): the fabric's
+  // hosts with the kind/run of their hosts: entry, or the hosts: list.
+  // With a fabric, builds its topology (throws std::invalid_argument for a
+  // bad one).
+  std::vector<HostEntry> effective_hosts() const;
+  // Names of the links (the fabric's or the links: entries).
+  std::vector<std::string> link_names() const;
 };
 
 // Result fields a metric may name ("job.size.field").
 const std::vector<std::string>& metric_fields();
+
+// A metric is a sum of terms, "term + term + ...", each either
+//   <job>.<size>.<field>           a job's result for one message size, or
+//   link.<link>.<dir>.avg_gbps     the average wire rate of one direction
+//                                  (a2b or b2a) of a link over the run's
+//                                  active time (first job start to last
+//                                  job end), frame bytes plus FCS,
+//                                  preamble and inter-frame gap, lost
+//                                  frames included, in Gb/s.
+struct MetricTerm {
+  enum class Kind { kJob, kLink };
+  Kind kind = Kind::kJob;
+  std::string job, size, field;  // kJob
+  std::string link, dir;         // kLink
+};
+// Splits and classifies; throws std::invalid_argument naming a term that is
+// neither form (it does not check that jobs, sizes or links exist).
+std::vector<MetricTerm> parse_metric(const std::string& expr);
 
 // Loads and validates a scenario file; throws core::ConfigError naming the
 // file, line and key of every problem.
