@@ -186,6 +186,25 @@ TEST(FabricScenario, HostsJobsLinksAndMetricsAreCheckedAgainstTheFabric) {
   EXPECT_NE(err.find("job 'w' has no size 8192"), std::string::npos) << err;
 }
 
+TEST(FabricScenario, QemuHostsInAFabricMustShareOneSlash24) {
+  // Guests reach each other on their own network with a /24 mask.
+  const std::string guests = replaced(kExplicit, "jobs:", R"(hosts:
+  - {name: a, kind: qemu, run: "true"}
+  - {name: b, kind: qemu, run: "true"}
+jobs:)");
+  const std::string err = error_of(guests);
+  EXPECT_NE(err.find("qemu hosts 'a' and 'b' are not in one /24 (10.9.0.2)"), std::string::npos)
+      << err;
+  const ScenarioConfig ok = load(replaced(
+      replaced(guests, "ip: 10.9.0.2", "ip: 10.0.0.9"),
+      "  - {name: w, app: write_bw, client: a, server: b, sizes: [4KiB]}\n", ""));
+  const auto hosts = ok.effective_hosts();
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].kind, "qemu");
+  EXPECT_EQ(hosts[1].run, "true");
+  EXPECT_TRUE(ok.has_qemu_hosts());
+}
+
 TEST(FabricScenario, MetricExpressionsParseIntoTerms) {
   const auto terms = platform::parse_metric(" a.64.bw_gbps +link.x-y.b2a.avg_gbps + b.c.1.t_p99 ");
   ASSERT_EQ(terms.size(), 3u);
