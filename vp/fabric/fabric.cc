@@ -182,6 +182,17 @@ void FabricConfig::bind(core::Binder& b) {
   b.list("nodes", nodes, "explicit: the hosts and switches, hosts in host order.");
   b.list("links", links, "explicit: the links.");
   b.list("events", events, "Timeline of link changes.");
+  b.field("reroute", reroute,
+          "Routing reacts to down/up events: switches get shortest-path routes over the links "
+          "that are up (a converged routing protocol). Off: routes stay as built and traffic "
+          "to a failed link is lost.");
+  b.field("reroute_delay", reroute_delay,
+          "Time from a link going down or up to the new routes (routing convergence).");
+  b.field("deadlock_check", deadlock_check,
+          "With PFC on: how often the deadlock detector looks for a cyclic buffer dependency "
+          "among paused egress queues (0 turns it off).");
+  b.field("deadlock_confirm", deadlock_confirm,
+          "Consecutive checks a cycle must persist to be reported as a deadlock.", 1, 1000);
   b.field("pcap", pcap,
           "Links to capture to <out>/<link>.pcap, separated by commas or spaces (\"t0-s0, "
           "t0-s1\"); \"*\" captures every link.");
@@ -346,9 +357,8 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimE
     switch_of_node_[n] = s.get();
     switches_.push_back(std::move(s));
   }
-  routing_->for_each_route([&](int sw, uint32_t ip, const std::vector<int>& ports) {
-    if (!ports.empty()) switch_of_node_[sw]->set_route(ip, ports);
-  });
+  down_.assign(topo_.links().size(), false);
+  install_routes();
 
   for (int h : topo_.hosts()) {
     const TopoNode& node = topo_.nodes()[h];
@@ -366,8 +376,38 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimE
                     << topo_.links()[l].name << " side " << hp.side);
   }
 
-  for (const LinkEventConfig& e : cfg_.events)
+  reroutes_ = &env.stats.counter("fabric.reroutes", "events",
+                                 "Route recomputations after link failures or repairs");
+  calendar_ = std::make_unique<core::Calendar>("calendar");
+  for (size_t i = 0; i < cfg_.events.size(); ++i) {
+    const LinkEventConfig& e = cfg_.events[i];
     link(e.link)->schedule(e.at.sc(), e.change());
+    if (cfg_.reroute && (e.action == "down" || e.action == "up"))
+      calendar_->at(e.at.sc() + cfg_.reroute_delay.sc(), [this, i] { reroute_after(i); });
+  }
+  if (cfg_.sw.pfc.enabled && cfg_.sw.pfc.lossless_mask && cfg_.deadlock_check.ps)
+    deadlock_ = std::make_unique<DeadlockDetector>("deadlock", topo_, switch_of_node_,
+                                                   cfg_.deadlock_check,
+                                                   static_cast<int>(cfg_.deadlock_confirm), env);
+}
+
+void Fabric::install_routes() {
+  routing_->for_each_route([&](int sw, uint32_t ip, const std::vector<int>& ports) {
+    // An empty group (destination cut off) drops at this switch, counted
+    // as a route miss.
+    switch_of_node_[sw]->set_route(ip, ports);
+  });
+}
+
+void Fabric::reroute_after(size_t event) {
+  // The timeline, not the links' state, says what is down: a direction
+  // that is down counts as a failed link for routing.
+  const LinkEventConfig& e = cfg_.events[event];
+  down_[topo_.find_link(e.link)] = e.action == "down";
+  routing_ = std::make_unique<Routing>(topo_, down_);
+  install_routes();
+  reroutes_->add();
+  MPR_LOG(log_, info, "rerouted after link " << e.link << " went " << e.action);
 }
 
 Fabric::~Fabric() = default;
@@ -449,6 +489,11 @@ nlohmann::json Fabric::describe(const core::StatsRegistry& stats, double active_
     paths.push_back({{"name", g.name}, {"links", names}});
   }
   j["paths"] = paths;
+  nlohmann::json deadlocks = nlohmann::json::array();
+  if (deadlock_)
+    for (const DeadlockRecord& d : deadlock_->deadlocks())
+      deadlocks.push_back({{"at_s", d.at_s}, {"cycle", d.cycle}});
+  j["deadlocks"] = deadlocks;
   j["active_time_s"] = active_s;
   return j;
 }

@@ -13,10 +13,12 @@
 #include <nlohmann/json.hpp>
 #include <systemc>
 
+#include "vp/core/calendar.h"
 #include "vp/core/config.h"
 #include "vp/core/log.h"
 #include "vp/core/sim_env.h"
 #include "vp/core/units.h"
+#include "vp/fabric/deadlock_detector.h"
 #include "vp/fabric/eth_link.h"
 #include "vp/fabric/routing.h"
 #include "vp/fabric/switch.h"
@@ -73,6 +75,16 @@ struct FabricConfig {
   std::vector<FabricNodeEntry> nodes;  // explicit
   std::vector<FabricLinkEntry> links;  // explicit
   std::vector<LinkEventConfig> events;
+  // Routing reacts to link failures and repairs (down/up events): after
+  // `reroute_delay` every switch gets shortest-path routes over the links
+  // that are up, as a converged routing protocol would install.
+  bool reroute = true;
+  core::Duration reroute_delay{0};
+  // PFC deadlock detection (when PFC is on): look for a cyclic buffer
+  // dependency every `deadlock_check` (0 turns it off) and report one that
+  // persists over `deadlock_confirm` consecutive checks.
+  core::Duration deadlock_check{100'000'000};  // 100 us in ps
+  int64_t deadlock_confirm = 3;
   // Links to capture, separated by commas or spaces; "*" captures all.
   std::string pcap;
 
@@ -118,6 +130,8 @@ class Fabric : public sc_core::sc_module {
   const std::vector<PathGroup>& paths() const { return topo_.path_groups(); }
   // The links a packet of `ft` crosses, as the switches' ECMP hashes choose.
   std::vector<Hop> path_of(const FiveTuple& ft) const;
+  // The PFC deadlock detector (nullptr when PFC or detection is off).
+  const DeadlockDetector* deadlock_detector() const { return deadlock_.get(); }
 
   // The "fabric" section of results.json: topology, hosts with addresses
   // and attachment, switches with their ports, links, path groups; with
@@ -134,6 +148,13 @@ class Fabric : public sc_core::sc_module {
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<Switch*> switch_of_node_;  // node index -> switch (nullptr for hosts)
   std::vector<HostPort> hosts_;
+  // Rerouting: links down as the timeline says, and the routing in force.
+  void install_routes();
+  void reroute_after(size_t event);
+  std::vector<bool> down_;
+  std::unique_ptr<core::Calendar> calendar_;
+  core::Counter* reroutes_ = nullptr;
+  std::unique_ptr<DeadlockDetector> deadlock_;
 };
 
 // The metric term "link.<name>.<dir>.avg_gbps": wire bits sent in that

@@ -5,7 +5,8 @@
 
 namespace mprdma::fabric {
 
-Routing::Routing(const Topology& topo) : topo_(topo) {
+Routing::Routing(const Topology& topo, const std::vector<bool>& down) : topo_(topo) {
+  auto is_down = [&](int link) { return link >= 0 && static_cast<size_t>(link) < down.size() && down[link]; };
   const auto& nodes = topo.nodes();
   host_index_.assign(nodes.size(), -1);
   switch_index_.assign(nodes.size(), -1);
@@ -30,7 +31,7 @@ Routing::Routing(const Topology& topo) : topo_(topo) {
       // Another host is an end, never a way through.
       if (n != dst && nodes[n].kind == NodeKind::kHost) continue;
       for (int link : nodes[n].port_link) {
-        if (link < 0) continue;
+        if (link < 0 || is_down(link)) continue;
         const int m = topo.peer(link, n);
         if (dist[m] < 0) {
           dist[m] = dist[n] + 1;
@@ -44,7 +45,7 @@ Routing::Routing(const Topology& topo) : topo_(topo) {
       if (dist[sw] < 0) continue;  // finalize() guarantees a connected graph
       const auto& port_link = nodes[sw].port_link;
       for (size_t p = 0; p < port_link.size(); ++p) {
-        if (port_link[p] < 0) continue;
+        if (port_link[p] < 0 || is_down(port_link[p])) continue;
         const int m = topo.peer(port_link[p], sw);
         const bool transit = nodes[m].kind == NodeKind::kSwitch || m == dst;
         if (transit && dist[m] == dist[sw] - 1) ports.push_back(static_cast<int>(p));

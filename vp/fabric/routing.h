@@ -33,8 +33,10 @@ struct Hop {
 
 class Routing {
  public:
-  // `topo` must be finalized and outlive the Routing.
-  explicit Routing(const Topology& topo);
+  // `topo` must be finalized and outlive the Routing. Links whose index is
+  // set in `down` are left out (routes after a failure); a host cut off
+  // from a switch then has no next hop there.
+  explicit Routing(const Topology& topo, const std::vector<bool>& down = {});
 
   // Equal-cost next-hop ports of switch node `sw` towards host node `dst`,
   // ascending.

@@ -227,6 +227,7 @@ struct Switch::Impl {
     // Statistics.
     core::Counter* tx_packets = nullptr;
     core::Counter* tx_bytes = nullptr;
+    core::Counter* tx_data_bytes = nullptr;
     core::Counter* rx_packets = nullptr;
     core::Counter* rx_bytes = nullptr;
     core::Counter* drops = nullptr;
@@ -261,6 +262,8 @@ struct Switch::Impl {
           &st.counter(pb + "tx_packets", "packets", "frames transmitted, PAUSE frames included");
       p.tx_bytes = &st.counter(pb + "tx_bytes", "bytes",
                                "frame bytes transmitted incl. FCS (no preamble, no IFG)");
+      p.tx_data_bytes = &st.counter(pb + "tx_data_bytes", "bytes",
+                                    "bytes of data frames transmitted (tx_bytes less PAUSE frames)");
       p.rx_packets = &st.counter(pb + "rx_packets", "packets",
                                  "frames received, PAUSE and dropped frames included");
       p.rx_bytes = &st.counter(pb + "rx_bytes", "bytes", "frame bytes received incl. FCS");
@@ -633,6 +636,7 @@ struct Switch::Impl {
     Port& p = port(index);
     p.tx_packets->add();
     p.tx_bytes->add(charged_bytes(*pkt));
+    if (!(pkt->id >> 63)) p.tx_data_bytes->add(charged_bytes(*pkt));
     const sc_core::sc_time free_at = p.link->transmit(p.side, std::move(pkt));
     wake(index, free_at);
   }
@@ -722,6 +726,16 @@ uint64_t Switch::ingress_bytes(int port, int prio) const {
 }
 
 uint64_t Switch::buffer_used() const { return impl_->used; }
+
+uint64_t Switch::queued_from(int port, int prio, int ingress) const {
+  impl_->check_port(port, "queued_from");
+  impl_->check_port(ingress, "queued_from");
+  Impl::check_prio(prio);
+  uint64_t bytes = 0;
+  for (const Impl::Queued& q : impl_->port(port).queues[static_cast<size_t>(prio)])
+    if (q.in_port == ingress) bytes += q.charge;
+  return bytes;
+}
 
 bool Switch::egress_paused(int port, int prio) const {
   impl_->check_port(port, "egress_paused");

@@ -114,6 +114,9 @@ class Switch : public sc_core::sc_module {
   uint64_t buffer_used() const;
   bool egress_paused(int port, int prio) const;        // a PAUSE from the peer holds it
   bool ingress_pausing(int port, int prio) const;      // we sent XOFF on this port
+  // Bytes in egress queue (port, prio) that arrived on `ingress` (the
+  // buffer dependency between an ingress and an egress: deadlock analysis).
+  uint64_t queued_from(int port, int prio, int ingress) const;
   const SwitchConfig& config() const;
 
   // --- additions beyond the fabric contract ---

@@ -229,6 +229,11 @@ TEST(FabricScenario, ShippedFabricScenariosValidate) {
                         "path_load_gbps.2", "path_load_gbps.3"})
     EXPECT_TRUE(cfg.metrics.count(m)) << m;
   EXPECT_EQ(platform::parse_metric(cfg.metrics.at("aggregate_goodput_gbps")).size(), 5u);
+  const ScenarioConfig d1 = platform::load_scenario(std::string(src ? src : ".") +
+                                                    "/scenarios/fabric/clos-deadlock.yaml");
+  EXPECT_EQ(d1.fabric.topology, "leaf_spine");
+  EXPECT_EQ(d1.fabric.events.size(), 2u);
+  EXPECT_TRUE(d1.fabric.reroute);
 }
 
 class FabricModule : public test::SimTest {
