@@ -486,7 +486,20 @@ nlohmann::json Fabric::describe(const core::StatsRegistry& stats, double active_
   for (const PathGroup& g : topo_.path_groups()) {
     nlohmann::json names = nlohmann::json::array();
     for (int l : g.links) names.push_back(topo_.links()[l].name);
-    paths.push_back({{"name", g.name}, {"links", names}});
+    nlohmann::json pj = {{"name", g.name}, {"links", names}};
+    if (active_s > 0) {
+      // Utilisation of the path: wire bits its links carried (both
+      // directions) over what they could have carried in the active time.
+      double bits = 0, capacity = 0;
+      for (int l : g.links)
+        for (const char* dir : {"a2b", "b2a"}) {
+          bits += link_avg_gbps(stats, topo_.links()[l].name, dir, active_s) * 1e9;
+          capacity += topo_.links()[l].rate.bps;
+        }
+      pj["avg_gbps"] = bits / 1e9 / (2.0 * static_cast<double>(g.links.size()));
+      pj["utilisation"] = capacity > 0 ? bits / capacity : 0.0;
+    }
+    paths.push_back(pj);
   }
   j["paths"] = paths;
   nlohmann::json deadlocks = nlohmann::json::array();

@@ -259,6 +259,27 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
                       "pcie." + h.name + "." + d + ".gbps", "Gb/s", kBytesPerGbit,
                       "PCIe throughput including TLP overheads");
     }
+    if (fabric_) {
+      // Switch queues over time: each egress port (all priorities) and the
+      // shared buffer, as levels at the end of each interval.
+      for (int n : fabric_->topology().switches()) {
+        const std::string& sname = fabric_->topology().nodes()[n].name;
+        const fabric::Switch* sw = fabric_->switch_named(sname);
+        for (int p = 0; p < sw->ports(); ++p) {
+          if (fabric_->topology().nodes()[n].port_link[p] < 0) continue;
+          sampler_->add_gauge("switch." + sname + ".port" + std::to_string(p) + ".queue_bytes",
+                              "bytes", "Egress queue length of the port, all priorities",
+                              [sw, p] {
+                                uint64_t q = 0;
+                                for (int prio = 0; prio < fabric::kNumPriorities; ++prio)
+                                  q += sw->queue_bytes(p, prio);
+                                return static_cast<double>(q);
+                              });
+        }
+        sampler_->add_gauge("switch." + sname + ".buffer_bytes", "bytes",
+                            "Shared buffer in use", [sw] { return double(sw->buffer_used()); });
+      }
+    }
     sampler_->start();
   }
 }

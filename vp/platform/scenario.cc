@@ -132,8 +132,9 @@ void ScenarioConfig::bind(core::Binder& b) {
           "then reported as unfinished).");
   b.field("log", log, "Log levels, e.g. \"*=warn,nic.*.requester=debug\".");
   b.field("sample_interval", sample_interval,
-          "Period of the throughput time series (links, NIC ports, PCIe directions) written as "
-          "CSV beside results.json; 0 disables them.");
+          "Period of the time series written as CSV beside results.json: throughput of links, "
+          "NIC ports and PCIe directions, and the length of every switch egress queue and "
+          "shared buffer; 0 disables them.");
   b.section("nic", nic, "NIC parameters, the same for every host's NIC.");
   b.section("pcie", pcie, "PCIe link between each host and its NIC.");
   b.section("host", host, "Modeled host parameters, the same for every host.");

@@ -64,6 +64,13 @@ int FabricScenarioRun::idle_paths_of_permutation(int64_t seed) {
     EXPECT_EQ(load == 0.0, counter("switch.t0.port" + std::to_string(5 + s) +
                                      ".tx_data_bytes") == 0)
         << "path " << s;
+    // results.json's path group s (every link through spine s) agrees.
+    const nlohmann::json& g = doc["fabric"]["paths"][s];
+    EXPECT_EQ(g["links"][0], "t0-s" + std::to_string(s));
+    // Both directions count: an idle path may still carry some flows' ACKs.
+    if (load == 0.0) EXPECT_LT(g["utilisation"].get<double>(), 0.05) << "path " << s;
+    else EXPECT_GT(g["utilisation"].get<double>(), load / 40.0 / 4.0) << "path " << s;
+    EXPECT_LE(g["utilisation"].get<double>(), 1.0);
   }
   double sum = 0;
   for (const JobOutcome& o : platform->outcomes()) {
@@ -144,6 +151,18 @@ TEST_F(FabricScenarioRun, ClosWithTwoFailedLinksDeadlocksUnderPfc) {
   }
   for (const char* s : {"l0", "l1", "l2", "l3", "s0", "s1"})
     EXPECT_EQ(counter(std::string("switch.") + s + ".pfc_headroom_drops"), 0u) << s;
+
+  // The queue-length series show it: each loop queue stands still, full.
+  for (const std::string& c : loop) {
+    const std::string q = c.substr(0, c.rfind('.')) + ".queue_bytes";
+    const core::TimeSeries* ts = env->stats.find_series(q);
+    ASSERT_NE(ts, nullptr) << q;
+    ASSERT_GT(ts->points().size(), 20u) << q;
+    const double last = ts->points().back().value;
+    EXPECT_GE(last, static_cast<double>(cfg.fabric.sw.pfc.xon.n)) << q;
+    for (size_t i = ts->points().size() - 20; i < ts->points().size(); ++i)
+      EXPECT_EQ(ts->points()[i].value, last) << q;
+  }
 }
 
 TEST_F(FabricScenarioRun, TheSameClosWithoutPfcDropsButDoesNotDeadlock) {
