@@ -265,8 +265,68 @@ void ScenarioConfig::bind(core::Binder& b) {
   }
 }
 
-ScenarioConfig load_scenario(const std::string& path) {
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  auto fail = [&](const std::string& why) {
+    throw core::ConfigError({"--set " + assignment + ": " + why});
+  };
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) fail("expected KEY.PATH=VALUE");
+  std::vector<std::string> keys;
+  std::string key;
+  for (char c : assignment.substr(0, eq)) {
+    if (c == '.') {
+      keys.push_back(key);
+      key.clear();
+    } else {
+      key += c;
+    }
+  }
+  keys.push_back(key);
+  for (const std::string& k : keys)
+    if (k.empty()) fail("empty key in the path");
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    fail("the value is not YAML: " + e.msg);
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  // Walk with copies of node handles: yaml-cpp nodes are references, so a
+  // write through the last handle changes the tree.
+  YAML::Node cur = root;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& k = keys[i];
+    const bool last = i + 1 == keys.size();
+    if (cur.IsSequence()) {
+      char* end = nullptr;
+      const long idx = std::strtol(k.c_str(), &end, 10);
+      if (*end || idx < 0 || static_cast<size_t>(idx) >= cur.size())
+        fail("'" + k + "' is not an index of the list (0.." + std::to_string(cur.size()) +
+             " exclusive)");
+      if (last) {
+        cur[static_cast<size_t>(idx)] = value;
+        return;
+      }
+      YAML::Node next = cur[static_cast<size_t>(idx)];
+      cur.reset(next);
+      continue;
+    }
+    if (!cur.IsMap() && !cur.IsNull()) fail("'" + k + "' is below a value that is not a map");
+    if (last) {
+      cur[k] = value;
+      return;
+    }
+    if (!cur[k].IsDefined() || cur[k].IsNull()) cur[k] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node next = cur[k];
+    cur.reset(next);
+  }
+}
+
+ScenarioConfig load_scenario(const std::string& path) { return load_scenario(path, {}); }
+
+ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root = core::load_yaml_file(path);
+  for (const std::string& o : overrides) apply_override(root, o);
   ScenarioConfig cfg;
   core::YamlBinder binder(root, path);
   binder.bind_root(cfg);

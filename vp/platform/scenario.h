@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "vp/core/config.h"
 #include "vp/fabric/eth_link.h"
 #include "vp/fabric/fabric.h"
@@ -99,5 +101,13 @@ std::vector<MetricTerm> parse_metric(const std::string& expr);
 // Loads and validates a scenario file; throws core::ConfigError naming the
 // file, line and key of every problem.
 ScenarioConfig load_scenario(const std::string& path);
+// The same with command-line overrides "a.b.c=value" applied to the YAML
+// before it is checked (`--set`): map keys by name, list entries by index
+// (jobs.0.iterations=10); the value is YAML ("false", "25us", "[1, 2]").
+// A malformed override throws core::ConfigError naming it; an unknown key
+// is reported like one in the file.
+ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides);
+// Applies one override to `root`; throws core::ConfigError naming it.
+void apply_override(YAML::Node& root, const std::string& assignment);
 
 }  // namespace mprdma::platform

@@ -28,11 +28,14 @@ namespace mprdma::sim {
 namespace {
 
 const char* kUsage =
-    "usage: mprdma-vp-sim run SCENARIO [--out DIR] [--seed N] [--log SPEC] [--quiet]\n"
-    "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--log SPEC]\n"
-    "       mprdma-vp-sim bench SCENARIO... [--log SPEC]\n"
-    "       mprdma-vp-sim validate SCENARIO...\n"
-    "       mprdma-vp-sim describe\n";
+    "usage: mprdma-vp-sim run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE]... [--log SPEC] "
+    "[--quiet]\n"
+    "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--set KEY=VALUE]... [--log SPEC]\n"
+    "       mprdma-vp-sim bench SCENARIO... [--set KEY=VALUE]... [--log SPEC]\n"
+    "       mprdma-vp-sim validate SCENARIO... [--set KEY=VALUE]...\n"
+    "       mprdma-vp-sim describe\n"
+    "--set overrides a scenario key, e.g. --set fabric.switch.pfc.enabled=false or\n"
+    "--set jobs.0.iterations=10 (the value is YAML; checked like the file).\n";
 
 struct Options {
   std::vector<std::string> files;
@@ -42,6 +45,7 @@ struct Options {
   int64_t seed = 0;
   bool quiet = false;
   std::string shell;  // boot: the guest whose console is interactive
+  std::vector<std::string> overrides;  // --set KEY=VALUE, in order
 };
 
 bool parse_options(int argc, char** argv, int first, Options& o) {
@@ -76,6 +80,10 @@ bool parse_options(int argc, char** argv, int first, Options& o) {
       const char* v = value("--shell");
       if (!v) return false;
       o.shell = v;
+    } else if (a == "--set") {
+      const char* v = value("--set");
+      if (!v) return false;
+      o.overrides.push_back(v);
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -88,9 +96,9 @@ bool parse_options(int argc, char** argv, int first, Options& o) {
   return true;
 }
 
-bool load(const std::string& file, platform::ScenarioConfig& cfg) {
+bool load(const std::string& file, const Options& o, platform::ScenarioConfig& cfg) {
   try {
-    cfg = platform::load_scenario(file);
+    cfg = platform::load_scenario(file, o.overrides);
     return true;
   } catch (const core::ConfigError& e) {
     for (const std::string& line : e.errors()) std::cerr << "error: " << line << "\n";
@@ -175,7 +183,7 @@ int cmd_run(const Options& o) {
     return 2;
   }
   platform::ScenarioConfig cfg;
-  if (!load(o.files[0], cfg)) return 2;
+  if (!load(o.files[0], o, cfg)) return 2;
   if (o.has_seed) cfg.seed = o.seed;
   try {
     const RunFigures f = simulate(cfg, o.files[0], o, true);
@@ -212,7 +220,7 @@ int cmd_boot(Options o) {
     return 2;
   }
   platform::ScenarioConfig cfg;
-  if (!load(o.files[0], cfg)) return 2;
+  if (!load(o.files[0], o, cfg)) return 2;
   if (o.has_seed) cfg.seed = o.seed;
   if (o.shell.empty()) {
     for (const platform::HostEntry& h : cfg.hosts)
@@ -249,7 +257,7 @@ int cmd_bench(Options o) {
   int rc = 0;
   for (const std::string& file : o.files) {
     platform::ScenarioConfig cfg;
-    if (!load(file, cfg)) return 2;
+    if (!load(file, o, cfg)) return 2;
     char dir[] = "/tmp/mprdma-bench-XXXXXX";
     if (!mkdtemp(dir)) {
       std::cerr << "error: cannot create a temporary directory\n";
@@ -264,6 +272,20 @@ int cmd_bench(Options o) {
     for (const auto& [nic, stats] : doc["nics"].items()) {
       if (stats.contains("requester.packets")) data_packets += stats["requester.packets"].get<uint64_t>();
       if (stats.contains("mac.tx_packets")) frames += stats["mac.tx_packets"].get<uint64_t>();
+    }
+    // Packet-hops: frames put on any link (NIC ports and switch ports),
+    // the unit of work of a fabric.
+    uint64_t hops = 0;
+    for (const auto& [link, stats] : doc["links"].items())
+      for (const char* d : {"a2b.tx_packets", "b2a.tx_packets"})
+        if (stats.contains(d)) hops += stats[d].get<uint64_t>();
+    // A benchmark may stop at end_time with jobs still running; a job that
+    // failed (an error completion, bad data) is an error.
+    int unfinished = 0, failed = 0;
+    for (const auto& [job, flow] : doc["flows"].items()) {
+      if (!flow.value("finished", false)) ++unfinished;
+      for (const auto& [size, r] : flow["sizes"].items())
+        if (r.contains("error") || !r.value("data_ok", true)) ++failed;
     }
     std::printf("bench %s (%s)\n", cfg.name.c_str(), file.c_str());
     std::printf("  simulated time        %.6f s\n", f.sim_s);
@@ -280,8 +302,13 @@ int cmd_bench(Options o) {
                 static_cast<unsigned long long>(f.activations),
                 frames ? double(f.activations) / double(frames) : 0.0,
                 f.wall_s > 0 ? double(f.activations) / f.wall_s / 1e6 : 0.0);
+    std::printf("  packet-hops           %llu  (%.0f per wall second)\n",
+                static_cast<unsigned long long>(hops),
+                f.wall_s > 0 ? double(hops) / f.wall_s : 0.0);
     std::printf("  peak memory           %.1f MiB\n", double(peak_rss_kib()) / 1024.0);
-    if (!(f.complete && f.ok)) {
+    if (unfinished && !failed)
+      std::printf("  note: %d jobs still running at end_time (a time-bounded run)\n", unfinished);
+    if (failed || (!f.complete && !unfinished) || (f.complete && !f.ok)) {
       std::printf("  ERROR: the scenario did not complete successfully\n");
       rc = 1;
     }
@@ -299,7 +326,7 @@ int cmd_validate(const Options& o) {
   int rc = 0;
   for (const std::string& file : o.files) {
     platform::ScenarioConfig cfg;
-    if (load(file, cfg))
+    if (load(file, o, cfg))
       std::cout << "ok: " << file << "\n";
     else
       rc = 2;

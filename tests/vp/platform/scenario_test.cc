@@ -60,6 +60,42 @@ TEST(Scenario, GoodFileLoads) {
   EXPECT_EQ(cfg.nic.mtu.n, 1024u);  // documented default kept
 }
 
+TEST(Scenario, OverridesSetKeysListEntriesAndNewSections) {
+  const std::string path = write_temp("good.yaml", kGood);
+  const ScenarioConfig cfg =
+      load_scenario(path, {"seed=7", "jobs.0.iterations=12", "nic.mtu=4096",
+                           "links.0.delay=1us", "jobs.0.sizes=[4096, 128]"});
+  EXPECT_EQ(cfg.seed, 7);
+  EXPECT_EQ(cfg.jobs.at(0).iterations, 12);
+  EXPECT_EQ(cfg.nic.mtu.n, 4096u);
+  EXPECT_EQ(cfg.links.at(0).link.delay.ps, 1000000u);
+  ASSERT_EQ(cfg.jobs.at(0).sizes.size(), 2u);
+  EXPECT_EQ(cfg.jobs.at(0).sizes[1].n, 128u);
+  // Later overrides win; the file is untouched.
+  EXPECT_EQ(load_scenario(path, {"seed=1", "seed=2"}).seed, 2);
+  EXPECT_EQ(load_scenario(path).seed, 1);
+}
+
+TEST(Scenario, BadOverridesAreErrorsThatNameThem) {
+  const std::string path = write_temp("good.yaml", kGood);
+  auto error = [&](const std::string& o) -> std::string {
+    try {
+      load_scenario(path, {o});
+    } catch (const core::ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error("seed").find("--set seed: expected KEY.PATH=VALUE"), std::string::npos);
+  EXPECT_NE(error("jobs.5.iterations=1").find("'5' is not an index"), std::string::npos);
+  EXPECT_NE(error("name.x=1").find("not a map"), std::string::npos);
+  EXPECT_NE(error("a..b=1").find("empty key"), std::string::npos);
+  EXPECT_NE(error("seed=[1").find("not YAML"), std::string::npos);
+  // Unknown keys and bad values are checked like the file's own.
+  EXPECT_NE(error("nic.mtuu=1024").find("did you mean 'mtu'"), std::string::npos);
+  EXPECT_NE(error("seed=-1").find("seed"), std::string::npos);
+}
+
 TEST(Scenario, UnknownKeyNamesFileLineAndKey) {
   std::string text = kGood;
   text.replace(text.find("  - {name: h1}"), 14, "  - {name: h1, colour: red}");
