@@ -435,6 +435,34 @@ double link_avg_gbps(const core::StatsRegistry& stats, const std::string& link,
   return active_s > 0 ? static_cast<double>(c->value()) * 8.0 / active_s / 1e9 : 0.0;
 }
 
+void Fabric::write_port_table(std::ostream& os, const core::StatsRegistry& stats,
+                              double active_s) const {
+  os << "switch,port,peer,link,dir,rate_gbps,tx_gbps,utilisation,tx_packets,tx_data_bytes,"
+        "ecn_marks,pause_tx,pause_rx,drops,queue_max_bytes\n";
+  const auto& nodes = topo_.nodes();
+  auto value = [&](const std::string& path) -> uint64_t {
+    const core::Counter* c = stats.find_counter(path);
+    return c ? c->value() : 0;
+  };
+  for (int s : topo_.switches()) {
+    for (size_t p = 0; p < nodes[s].port_link.size(); ++p) {
+      const int l = nodes[s].port_link[p];
+      if (l < 0) continue;
+      const TopoLink& tl = topo_.links()[l];
+      // This port transmits in the direction leaving its side.
+      const char* dir = topo_.side_of(l, s) == 0 ? "a2b" : "b2a";
+      const std::string base = "switch." + nodes[s].name + ".port" + std::to_string(p) + ".";
+      const double gbps = link_avg_gbps(stats, tl.name, dir, active_s);
+      os << nodes[s].name << ',' << p << ',' << nodes[topo_.peer(l, s)].name << ',' << tl.name
+         << ',' << dir << ',' << tl.rate.gbps() << ',' << gbps << ','
+         << (tl.rate.bps > 0 ? gbps / tl.rate.gbps() : 0.0) << ',' << value(base + "tx_packets")
+         << ',' << value(base + "tx_data_bytes") << ',' << value(base + "ecn_marks") << ','
+         << value(base + "pause_tx") << ',' << value(base + "pause_rx") << ','
+         << value(base + "drops") << ',' << value(base + "queue_max_bytes") << '\n';
+    }
+  }
+}
+
 nlohmann::json Fabric::describe(const core::StatsRegistry& stats, double active_s) const {
   nlohmann::json j;
   j["topology"] = cfg_.topology;

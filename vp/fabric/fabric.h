@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,12 @@ class Fabric : public sc_core::sc_module {
   // and attachment, switches with their ports, links, path groups; with
   // `active_s` > 0 also each link direction's average wire rate over it.
   nlohmann::json describe(const core::StatsRegistry& stats, double active_s) const;
+  // One CSV row per connected switch port (switch, port, peer, link,
+  // direction, rate, average tx Gb/s and utilisation over `active_s`,
+  // frames, ECN marks, PAUSE sent/received, drops, largest queue): the
+  // per-port table users load into a spreadsheet or pandas.
+  void write_port_table(std::ostream& os, const core::StatsRegistry& stats,
+                        double active_s) const;
 
  private:
   FabricConfig cfg_;

@@ -153,6 +153,10 @@ RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file
     if (!o.out.empty()) {
       nlohmann::json doc = platform::results_document(p, env, file);
       core::write_results(o.out, doc, env.stats);
+      if (p.fabric()) {
+        std::ofstream ports(o.out + "/fabric_ports.csv");
+        p.fabric()->write_port_table(ports, env.stats, p.active_time_s());
+      }
       nlohmann::json info;
       info["wall_time_s"] = f.wall_s;
       info["sim_time_s"] = f.sim_s;

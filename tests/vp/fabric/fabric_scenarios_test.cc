@@ -2,7 +2,9 @@
 // loaded as the switches' ECMP hashes say, an idle path with some seeds)
 // and row D1 (a Clos with two failed links deadlocks under PFC and does not
 // without it).
+#include <algorithm>
 #include <cstdlib>
+#include <sstream>
 #include <memory>
 #include <utility>
 #include <set>
@@ -72,6 +74,30 @@ int FabricScenarioRun::idle_paths_of_permutation(int64_t seed) {
     else EXPECT_GT(g["utilisation"].get<double>(), load / 40.0 / 4.0) << "path " << s;
     EXPECT_LE(g["utilisation"].get<double>(), 1.0);
   }
+  // The per-port CSV: a header and one row per connected switch port (the
+  // testbed: 2 ToRs of 9 ports, 4 spines of 2).
+  std::ostringstream csv;
+  platform->fabric()->write_port_table(csv, env->stats, platform->active_time_s());
+  std::vector<std::string> rows;
+  {
+    std::istringstream in(csv.str());
+    for (std::string line; std::getline(in, line);) rows.push_back(line);
+  }
+  EXPECT_EQ(rows.size(), 1u + 2 * 9 + 4 * 2);
+  EXPECT_EQ(rows[0].rfind("switch,port,peer,link,dir,", 0), 0u);
+  for (int s = 0; s < 4; ++s) {
+    // Row of t0's uplink to spine s: its tx_gbps column is the path load.
+    const std::string prefix = "t0," + std::to_string(5 + s) + ",s" + std::to_string(s) + ",";
+    auto it = std::find_if(rows.begin(), rows.end(),
+                           [&](const std::string& r) { return r.rfind(prefix, 0) == 0; });
+    EXPECT_NE(it, rows.end()) << prefix;
+    if (it == rows.end()) continue;
+    std::istringstream cells(*it);
+    std::string cell;
+    for (int c = 0; c < 7; ++c) std::getline(cells, cell, ',');
+    EXPECT_NEAR(std::stod(cell), m["path_load_gbps." + std::to_string(s)].get<double>(), 1e-3);
+  }
+
   double sum = 0;
   for (const JobOutcome& o : platform->outcomes()) {
     EXPECT_TRUE(o.finished) << o.name;
