@@ -4,22 +4,32 @@
 
 namespace mprdma::nic {
 
+namespace {
+
+// Releases a vector's memory, not only its elements.
+template <typename V>
+void release_all(V& v) {
+  V().swap(v);
+}
+
+}  // namespace
+
 ContextMemory::ContextMemory(const NicLimits& limits) : limits_(limits) { clear(); }
 
 void ContextMemory::clear() {
-  pds_.assign(limits_.max_pd, Pd{});
-  pd_used_.assign(limits_.max_pd, false);
-  pd_used_[0] = true;  // PD 0 is never handed out: a zeroed field is not a PD
-  eq_used_.assign(limits_.max_eq, false);
-  cq_used_.assign(limits_.max_cq, false);
-  qp_used_.assign(limits_.max_qp, false);
-  mr_used_.assign(limits_.max_mr, false);
-  eqs_.assign(limits_.max_eq, mpr_eqc{});
-  cqs_.assign(limits_.max_cq, mpr_cqc{});
-  qps_.assign(limits_.max_qp, mpr_qpc{});
-  mpts_.assign(limits_.max_mr, mpr_mpt{});
-  mr_generation_.assign(limits_.max_mr, 0);
-  mtt_.assign(static_cast<size_t>(limits_.max_mtt), 0);
+  pds_.reset(static_cast<uint64_t>(limits_.max_pd));
+  eqs_.reset(static_cast<uint64_t>(limits_.max_eq));
+  cqs_.reset(static_cast<uint64_t>(limits_.max_cq));
+  qps_.reset(static_cast<uint64_t>(limits_.max_qp));
+  mpts_.reset(static_cast<uint64_t>(limits_.max_mr));
+  mtt_.reset(static_cast<uint64_t>(limits_.max_mtt));
+  pd_used_.reset();
+  eq_used_.reset();
+  cq_used_.reset();
+  qp_used_.reset();
+  mr_used_.reset();
+  release_all(mr_generation_);
+  pd_used_.take_lowest(limits_.max_pd);  // PD 0 is never handed out: a zeroed field is not a PD
   mtt_free_.clear();
   mtt_free_[0] = static_cast<uint32_t>(limits_.max_mtt);
   gids_.assign(limits_.max_gids, {});
@@ -27,78 +37,123 @@ void ContextMemory::clear() {
   qps_in_use_ = 0;
 }
 
-int64_t ContextMemory::lowest_free(std::vector<bool>& used) {
-  for (size_t i = 0; i < used.size(); ++i)
+int64_t ContextMemory::Handles::take_lowest(int64_t limit) {
+  for (size_t i = first_maybe_free; i < used.size(); ++i)
     if (!used[i]) {
       used[i] = true;
+      first_maybe_free = i + 1;
       return static_cast<int64_t>(i);
     }
-  return -1;
+  first_maybe_free = used.size();
+  if (static_cast<int64_t>(used.size()) >= limit) return -1;
+  used.push_back(true);
+  first_maybe_free = used.size();
+  return static_cast<int64_t>(used.size() - 1);
+}
+
+void ContextMemory::Handles::release(uint32_t index) {
+  if (index >= used.size()) return;
+  used[index] = false;
+  if (index < first_maybe_free) first_maybe_free = index;
+}
+
+void ContextMemory::Handles::reset() {
+  release_all(used);
+  first_maybe_free = 0;
+}
+
+size_t ContextMemory::bytes_allocated() const {
+  // A red-black tree node of libstdc++: three pointers and the colour,
+  // then the key and value.
+  constexpr size_t kMapNodeBytes = 32 + sizeof(std::pair<const uint32_t, uint32_t>);
+  return pds_.bytes_allocated() + eqs_.bytes_allocated() + cqs_.bytes_allocated() +
+         qps_.bytes_allocated() + mpts_.bytes_allocated() + mtt_.bytes_allocated() +
+         pd_used_.bytes() + eq_used_.bytes() + cq_used_.bytes() + qp_used_.bytes() +
+         mr_used_.bytes() + mr_generation_.capacity() + gids_.capacity() * sizeof(gids_[0]) +
+         (gid_set_.capacity() + 7) / 8 +
+         mtt_free_.size() * kMapNodeBytes;
 }
 
 int64_t ContextMemory::alloc_pd() {
-  int64_t i = lowest_free(pd_used_);
-  if (i >= 0) pds_[i] = Pd{true, 0};
+  int64_t i = pd_used_.take_lowest(limits_.max_pd);
+  if (i >= 0) *pds_.touch(static_cast<uint64_t>(i)) = Pd{true, 0};
   return i;
 }
 
-bool ContextMemory::pd_valid(uint32_t pdn) const { return pdn < pds_.size() && pds_[pdn].valid; }
+bool ContextMemory::pd_valid(uint32_t pdn) const {
+  const Pd* p = pds_.find(pdn);
+  return p && p->valid;
+}
+
+uint32_t ContextMemory::pd_refs(uint32_t pdn) const {
+  const Pd* p = pds_.find(pdn);
+  return p && p->valid ? p->refs : 0;
+}
+
+void ContextMemory::pd_ref(uint32_t pdn, int delta) {
+  if (Pd* p = pds_.find(pdn)) p->refs += delta;
+}
 
 void ContextMemory::free_pd(uint32_t pdn) {
-  pds_[pdn] = Pd{};
-  pd_used_[pdn] = false;
+  if (Pd* p = pds_.find(pdn)) *p = Pd{};
+  pd_used_.release(pdn);
 }
 
 int64_t ContextMemory::alloc_eq() {
-  int64_t i = lowest_free(eq_used_);
+  int64_t i = eq_used_.take_lowest(limits_.max_eq);
   if (i < 0) return -1;
-  eqs_[i] = mpr_eqc{};
-  eqs_[i].eqn = static_cast<uint32_t>(i);
-  eqs_[i].valid = 1;
+  mpr_eqc* e = eqs_.touch(static_cast<uint64_t>(i));
+  *e = mpr_eqc{};
+  e->eqn = static_cast<uint32_t>(i);
+  e->valid = 1;
   return i;
 }
 
 mpr_eqc* ContextMemory::eq(uint32_t eqn) {
-  return eqn < eqs_.size() && eqs_[eqn].valid ? &eqs_[eqn] : nullptr;
+  mpr_eqc* e = eqs_.find(eqn);
+  return e && e->valid ? e : nullptr;
 }
 
 void ContextMemory::free_eq(uint32_t eqn) {
-  eqs_[eqn] = mpr_eqc{};
-  eq_used_[eqn] = false;
+  if (mpr_eqc* e = eqs_.find(eqn)) *e = mpr_eqc{};
+  eq_used_.release(eqn);
 }
 
 int64_t ContextMemory::alloc_cq() {
-  int64_t i = lowest_free(cq_used_);
+  int64_t i = cq_used_.take_lowest(limits_.max_cq);
   if (i < 0) return -1;
-  cqs_[i] = mpr_cqc{};
-  cqs_[i].cqn = static_cast<uint32_t>(i);
-  cqs_[i].valid = 1;
+  mpr_cqc* q = cqs_.touch(static_cast<uint64_t>(i));
+  *q = mpr_cqc{};
+  q->cqn = static_cast<uint32_t>(i);
+  q->valid = 1;
   return i;
 }
 
 mpr_cqc* ContextMemory::cq(uint32_t cqn) {
-  return cqn < cqs_.size() && cqs_[cqn].valid ? &cqs_[cqn] : nullptr;
+  mpr_cqc* q = cqs_.find(cqn);
+  return q && q->valid ? q : nullptr;
 }
 
 void ContextMemory::free_cq(uint32_t cqn) {
-  cqs_[cqn] = mpr_cqc{};
-  cq_used_[cqn] = false;
+  if (mpr_cqc* q = cqs_.find(cqn)) *q = mpr_cqc{};
+  cq_used_.release(cqn);
 }
 
 int64_t ContextMemory::alloc_qp() {
-  int64_t i = lowest_free(qp_used_);
+  int64_t i = qp_used_.take_lowest(limits_.max_qp);
   if (i < 0) return -1;
-  qps_[i] = mpr_qpc{};
-  qps_[i].qpn = static_cast<uint32_t>(i + kFirstQpn);
-  qps_[i].valid = 1;
+  mpr_qpc* q = qps_.touch(static_cast<uint64_t>(i));
+  *q = mpr_qpc{};
+  q->qpn = static_cast<uint32_t>(i + kFirstQpn);
+  q->valid = 1;
   ++qps_in_use_;
   return i + kFirstQpn;
 }
 
 mpr_qpc* ContextMemory::qp(uint32_t qpn) {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  mpr_qpc& q = qps_[qpn - kFirstQpn];
-  return q.valid ? &q : nullptr;
+  if (qpn < kFirstQpn) return nullptr;
+  mpr_qpc* q = qps_.find(qpn - kFirstQpn);
+  return q && q->valid ? q : nullptr;
 }
 
 const mpr_qpc* ContextMemory::qp(uint32_t qpn) const {
@@ -106,34 +161,43 @@ const mpr_qpc* ContextMemory::qp(uint32_t qpn) const {
 }
 
 void ContextMemory::free_qp(uint32_t qpn) {
-  qps_[qpn - kFirstQpn] = mpr_qpc{};
-  qp_used_[qpn - kFirstQpn] = false;
+  if (qpn < kFirstQpn) return;
+  if (mpr_qpc* q = qps_.find(qpn - kFirstQpn)) *q = mpr_qpc{};
+  qp_used_.release(qpn - kFirstQpn);
   --qps_in_use_;
 }
 
 int64_t ContextMemory::alloc_mr() {
-  int64_t i = lowest_free(mr_used_);
+  int64_t i = mr_used_.take_lowest(limits_.max_mr);
   if (i < 0) return -1;
-  mpts_[i] = mpr_mpt{};
-  uint8_t gen = ++mr_generation_[i];
+  const auto index = static_cast<size_t>(i);
+  if (index >= mr_generation_.size()) mr_generation_.resize(index + 1, 0);
+  uint8_t gen = ++mr_generation_[index];
   uint32_t key = static_cast<uint32_t>((i << 8) | gen);
   // Valid at once: the caller fills the rest before anything can look it up.
-  mpts_[i].key = key;
-  mpts_[i].valid = 1;
+  mpr_mpt* m = mpts_.touch(index);
+  *m = mpr_mpt{};
+  m->key = key;
+  m->valid = 1;
   return key;
 }
 
 mpr_mpt* ContextMemory::mr(uint32_t key) {
-  uint32_t index = key >> 8;
-  if (index >= mpts_.size()) return nullptr;
-  mpr_mpt& m = mpts_[index];
-  return m.valid && m.key == key ? &m : nullptr;
+  mpr_mpt* m = mpts_.find(key >> 8);
+  return m && m->valid && m->key == key ? m : nullptr;
 }
 
 void ContextMemory::free_mr(uint32_t key) {
   uint32_t index = key >> 8;
-  mpts_[index] = mpr_mpt{};
-  mr_used_[index] = false;
+  if (mpr_mpt* m = mpts_.find(index)) *m = mpr_mpt{};
+  mr_used_.release(index);
+}
+
+bool ContextMemory::set_mtt(uint32_t index, uint64_t pa) {
+  uint64_t* e = mtt_.touch(index);
+  if (!e) return false;
+  *e = pa;
+  return true;
 }
 
 int64_t ContextMemory::alloc_mtt(uint32_t count) {

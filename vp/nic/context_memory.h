@@ -6,9 +6,17 @@
 // reads them. In this version every context is on chip (no cache misses):
 // the tables are sized by NicLimits and cost no time to access. The QPC cache
 // and host-memory backing tables come with the microarchitecture work.
+//
+// The tables are sized by NicLimits but allocated lazily, a page of entries
+// at a time when an entry of the page is first written (PagedTable), so a
+// NIC with the default limits (4 Mi MTT entries, 64 Ki MPTs) costs the
+// simulator kilobytes until it is used. Limits, handles and lookups behave
+// as if the tables were allocated whole: an entry never written reads as
+// zero (invalid), and an index beyond a limit is rejected.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -16,6 +24,7 @@
 #include <mprdma/hw.h>
 
 #include "vp/nic/nic_config.h"
+#include "vp/nic/paged_table.h"
 
 namespace mprdma::nic {
 
@@ -32,8 +41,8 @@ class ContextMemory {
   int64_t alloc_pd();
   bool pd_valid(uint32_t pdn) const;
   void free_pd(uint32_t pdn);
-  uint32_t pd_refs(uint32_t pdn) const { return pd_valid(pdn) ? pds_[pdn].refs : 0; }
-  void pd_ref(uint32_t pdn, int delta) { pds_[pdn].refs += delta; }
+  uint32_t pd_refs(uint32_t pdn) const;
+  void pd_ref(uint32_t pdn, int delta);
 
   int64_t alloc_eq();
   mpr_eqc* eq(uint32_t eqn);
@@ -57,8 +66,10 @@ class ContextMemory {
   // Page translation entries, allocated as contiguous runs.
   int64_t alloc_mtt(uint32_t count);
   void free_mtt(uint32_t base, uint32_t count);
-  uint64_t mtt(uint32_t index) const { return mtt_[index]; }
-  void set_mtt(uint32_t index, uint64_t pa) { mtt_[index] = pa; }
+  // An entry never written (or beyond max_mtt) reads as 0. set_mtt() returns
+  // false, and stores nothing, for an index beyond max_mtt.
+  uint64_t mtt(uint32_t index) const { return mtt_.get(index); }
+  bool set_mtt(uint32_t index, uint64_t pa);
 
   bool set_gid(uint32_t index, const uint8_t gid[16]);
   bool clear_gid(uint32_t index);
@@ -70,23 +81,43 @@ class ContextMemory {
   const NicLimits& limits() const { return limits_; }
   size_t qp_count() const { return qps_in_use_; }
 
+  // Simulator heap bytes the tables hold now: pages of entries, page
+  // directories, allocation bitmaps, MR generations and the GID table, plus
+  // an estimate for the nodes of the MTT free-run map. For tests and
+  // memory reports; it is not a model of the NIC's on-chip memory.
+  size_t bytes_allocated() const;
+
  private:
   struct Pd {
     bool valid = false;
     uint32_t refs = 0;
   };
-  static int64_t lowest_free(std::vector<bool>& used);
+  // Which indices of a table are in use: a bitmap grown up to the highest
+  // index handed out, and the lowest index that may be free (every index
+  // below it is in use), so that handing out handles in order is O(1).
+  struct Handles {
+    std::vector<bool> used;
+    size_t first_maybe_free = 0;
+    // Marks and returns the lowest index not in use below `limit`; -1 when
+    // all `limit` are in use.
+    int64_t take_lowest(int64_t limit);
+    void release(uint32_t index);
+    void reset();
+    size_t bytes() const { return (used.capacity() + 7) / 8; }
+  };
 
   NicLimits limits_;
-  std::vector<Pd> pds_;
-  std::vector<bool> pd_used_, eq_used_, cq_used_, qp_used_, mr_used_;
-  std::vector<mpr_eqc> eqs_;
-  std::vector<mpr_cqc> cqs_;
-  std::vector<mpr_qpc> qps_;
-  std::vector<mpr_mpt> mpts_;
-  std::vector<uint8_t> mr_generation_;
-  std::vector<uint64_t> mtt_;
+  // Entries per page: pages of 1 KiB (EQs) to 8 KiB (QPs).
+  PagedTable<Pd, 8> pds_;
+  Handles pd_used_, eq_used_, cq_used_, qp_used_, mr_used_;
+  PagedTable<mpr_eqc, 5> eqs_;
+  PagedTable<mpr_cqc, 6> cqs_;
+  PagedTable<mpr_qpc, 6> qps_;  // index qpn - kFirstQpn
+  PagedTable<mpr_mpt, 7> mpts_;
+  std::vector<uint8_t> mr_generation_;  // per MPT index handed out so far
+  PagedTable<uint64_t, 9> mtt_;
   std::map<uint32_t, uint32_t> mtt_free_;  // start -> length
+  // At most 256 entries (4 KiB): allocated whole.
   std::vector<std::array<uint8_t, 16>> gids_;
   std::vector<bool> gid_set_;
   size_t qps_in_use_ = 0;

@@ -220,5 +220,114 @@ TEST(ContextMemory, ClearDestroysEverything) {
   EXPECT_EQ(m.limits().max_mtt, 16);
 }
 
+// The tables are allocated a page at a time on first write: a NIC with the
+// default limits (4 Mi MTT entries, 64 Ki MPTs, 4 Ki QPs and CQs) must not
+// cost their full size (about 36 MiB) before it is used.
+TEST(ContextMemory, DefaultLimitsCostLittleUntilUsed) {
+  const NicLimits l;  // the defaults
+  ASSERT_EQ(l.max_mtt, 1 << 22);
+  ContextMemory m(l);
+  const size_t empty = m.bytes_allocated();
+  EXPECT_LT(empty, 4u * 1024) << "an unused NIC holds only its GID table and bitmaps";
+  // A small working set: a PD, an EQ, a CQ, a QP, an MR of 16 pages.
+  ASSERT_EQ(m.alloc_pd(), 1);
+  ASSERT_EQ(m.alloc_eq(), 0);
+  ASSERT_EQ(m.alloc_cq(), 0);
+  ASSERT_EQ(m.alloc_qp(), kFirstQpn);
+  ASSERT_GE(m.alloc_mr(), 0);
+  ASSERT_EQ(m.alloc_mtt(16), 0);
+  for (uint32_t i = 0; i < 16; ++i) ASSERT_TRUE(m.set_mtt(i, 0x1000u * (i + 1)));
+  const size_t used = m.bytes_allocated();
+  EXPECT_GT(used, empty);
+  EXPECT_LT(used, 64u * 1024) << "one page per table touched";
+}
+
+TEST(ContextMemory, HighIndicesGrowTheTablesAndRoundTrip) {
+  const NicLimits l;
+  ContextMemory m(l);
+  const auto last = static_cast<uint32_t>(l.max_mtt - 1);
+  const size_t before = m.bytes_allocated();
+  EXPECT_EQ(m.mtt(last), 0u) << "never written: reads as zero";
+  EXPECT_EQ(m.bytes_allocated(), before) << "a read allocates nothing";
+  ASSERT_TRUE(m.set_mtt(last, 0xFEDCBA000));
+  ASSERT_TRUE(m.set_mtt(last - 1, 0x5000));
+  EXPECT_EQ(m.mtt(last), 0xFEDCBA000u);
+  EXPECT_EQ(m.mtt(last - 1), 0x5000u);
+  EXPECT_EQ(m.mtt(last - 2), 0u) << "an unwritten neighbour on an allocated page";
+  EXPECT_EQ(m.mtt(0), 0u) << "an unwritten entry on a page never allocated";
+  const size_t after = m.bytes_allocated();
+  EXPECT_GT(after, before);
+  // One page of entries and the page directory up to the last page; far
+  // below the 32 MiB of the whole table.
+  EXPECT_LT(after - before, 128u * 1024);
+
+  // Fill the MR table: the last MPT index is handed out, its key works, and
+  // the table then refuses one more.
+  int64_t key = -1;
+  for (int64_t i = 0; i < l.max_mr; ++i) ASSERT_GE(key = m.alloc_mr(), 0) << i;
+  EXPECT_EQ(key >> 8, l.max_mr - 1);
+  ASSERT_NE(m.mr(static_cast<uint32_t>(key)), nullptr);
+  m.mr(static_cast<uint32_t>(key))->length = 12345;
+  EXPECT_EQ(m.mr(static_cast<uint32_t>(key))->length, 12345u);
+  EXPECT_EQ(m.alloc_mr(), -1);
+  EXPECT_GT(m.bytes_allocated(), after + size_t(l.max_mr) * sizeof(mpr_mpt))
+      << "a full table costs what it holds";
+  // Freeing the last one and allocating again reuses it with a new generation.
+  m.free_mr(static_cast<uint32_t>(key));
+  EXPECT_EQ(m.mr(static_cast<uint32_t>(key)), nullptr);
+  const int64_t again = m.alloc_mr();
+  EXPECT_EQ(again, ((l.max_mr - 1) << 8) | 2);
+
+  // The same for QPs: the highest QPN exists once every QP is allocated.
+  int64_t qpn = -1;
+  for (int64_t i = 0; i < l.max_qp; ++i) ASSERT_GE(qpn = m.alloc_qp(), 0) << i;
+  EXPECT_EQ(qpn, l.max_qp - 1 + kFirstQpn);
+  ASSERT_NE(m.qp(static_cast<uint32_t>(qpn)), nullptr);
+  m.qp(static_cast<uint32_t>(qpn))->sq_base = 0xABC000;
+  EXPECT_EQ(m.qp(static_cast<uint32_t>(qpn))->sq_base, 0xABC000u);
+  EXPECT_EQ(m.qp(static_cast<uint32_t>(qpn))->qpn, static_cast<uint32_t>(qpn));
+  EXPECT_EQ(m.alloc_qp(), -1);
+
+  // A device reset gives everything back.
+  m.clear();
+  EXPECT_EQ(m.bytes_allocated(), before);
+  EXPECT_EQ(m.mtt(last), 0u);
+  EXPECT_EQ(m.qp(static_cast<uint32_t>(qpn)), nullptr);
+}
+
+TEST(ContextMemory, IndicesBeyondTheLimitsStillFail) {
+  const NicLimits l;
+  ContextMemory m(l);
+  const size_t before = m.bytes_allocated();
+  const auto max_mtt = static_cast<uint32_t>(l.max_mtt);
+  EXPECT_FALSE(m.set_mtt(max_mtt, 0x1000));
+  EXPECT_FALSE(m.set_mtt(0xFFFFFFFF, 0x1000));
+  EXPECT_EQ(m.mtt(max_mtt), 0u);
+  EXPECT_EQ(m.mtt(0xFFFFFFFF), 0u);
+  EXPECT_EQ(m.alloc_mtt(max_mtt + 1), -1);
+  EXPECT_FALSE(m.pd_valid(static_cast<uint32_t>(l.max_pd)));
+  EXPECT_EQ(m.pd_refs(static_cast<uint32_t>(l.max_pd)), 0u);
+  EXPECT_EQ(m.eq(static_cast<uint32_t>(l.max_eq)), nullptr);
+  EXPECT_EQ(m.cq(static_cast<uint32_t>(l.max_cq)), nullptr);
+  EXPECT_EQ(m.cq(0xFFFFFFFF), nullptr);
+  EXPECT_EQ(m.qp(static_cast<uint32_t>(l.max_qp) + kFirstQpn), nullptr);
+  EXPECT_EQ(m.qp(0xFFFFFFFF), nullptr);
+  EXPECT_EQ(m.mr(static_cast<uint32_t>(l.max_mr) << 8 | 1), nullptr);
+  EXPECT_EQ(m.mr(0xFFFFFFFF), nullptr);
+  EXPECT_EQ(m.bytes_allocated(), before) << "failed lookups allocate nothing";
+
+  // The whole MTT can still be allocated as one run, and no more.
+  EXPECT_EQ(m.alloc_mtt(max_mtt), 0);
+  EXPECT_EQ(m.alloc_mtt(1), -1);
+  EXPECT_LE(m.bytes_allocated(), before) << "an MTT run costs nothing until written";
+
+  // Small limits: the last index works, the next one is refused.
+  ContextMemory t(tiny());
+  EXPECT_TRUE(t.set_mtt(15, 7));
+  EXPECT_FALSE(t.set_mtt(16, 7));
+  EXPECT_EQ(t.mtt(15), 7u);
+  EXPECT_EQ(t.mtt(16), 0u);
+}
+
 }  // namespace
 }  // namespace mprdma::nic
