@@ -423,7 +423,7 @@ bool Requester::try_emit(uint32_t qpn) {
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   ++packets_;
   if (g.retransmit) ++retransmits_;
-  const TxScheduler::Slot slot = core_.tx.reserve();
+  const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
   if (plen == 0 || !m->inline_data.empty()) {
     const uint8_t* payload = plen ? m->inline_data.data() + offset : nullptr;
     core_.tx.fill(slot, net::build_roce(f, payload, plen));

@@ -669,7 +669,8 @@ bool Responder::try_emit(uint32_t qpn) {
       f.opcode = Opcode::ACKNOWLEDGE;
       f.psn = o.psn;
       f.aeth_syndrome = o.syndrome;
-      core_.tx.fill(core_.tx.reserve(), net::build_roce(f, nullptr, 0));
+      const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
+      core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
       qp->out.pop_front();
       return true;
     }
@@ -678,7 +679,8 @@ bool Responder::try_emit(uint32_t qpn) {
       f.opcode = Opcode::ATOMIC_ACKNOWLEDGE;
       f.psn = o.psn;
       f.atomic_ack_orig = o.orig;
-      core_.tx.fill(core_.tx.reserve(), net::build_roce(f, nullptr, 0));
+      const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
+      core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
       qp->out.pop_front();
       --qp->rd_atomic_out;
       return true;
@@ -693,7 +695,7 @@ bool Responder::try_emit(uint32_t qpn) {
                  : last        ? Opcode::RDMA_READ_RESPONSE_LAST
                                : Opcode::RDMA_READ_RESPONSE_MIDDLE;
       f.psn = psn_add(o.psn, k);
-      const TxScheduler::Slot slot = core_.tx.reserve();
+      const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
       std::vector<Segment> segs;
       slice_segments(o.segs, offset, plen, segs);
       ++o.next_k;

@@ -25,6 +25,7 @@ void TxScheduler::reset() {
   is_active_.clear();
   pipeline_.clear();
   stepping_ = false;
+  next_ip_id_ = 0;
 }
 
 void TxScheduler::activate(uint32_t qpn) {
@@ -66,9 +67,10 @@ void TxScheduler::step() {
   kick();
 }
 
-TxScheduler::Slot TxScheduler::reserve() {
+TxScheduler::Slot TxScheduler::reserve(net::RoceFields& f) {
   if (!room()) throw std::logic_error("TxScheduler::reserve without room");
   pipeline_.push_back(Entry{next_slot_, false, nullptr});
+  f.ip_id = next_ip_id_++;  // uint16_t: wraps from 65535 to 0
   return next_slot_++;
 }
 

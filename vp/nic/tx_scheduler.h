@@ -8,6 +8,14 @@
 // `tx_pipeline_depth` packets are between the scheduler and the wire (their
 // payload DMA reads included): a reserved slot is filled when the packet is
 // built, and the MAC takes slots strictly in reservation order.
+//
+// Reserving a slot also gives the packet the NIC's next IPv4 identification:
+// one 16-bit counter per NIC, 0 for the first packet after a device reset,
+// +1 for every packet (requests, ACKs/NAKs, READ and atomic responses),
+// wrapping from 65535 to 0. As the MAC sends slots in order, consecutive
+// frames on the wire carry consecutive IDs; only a slot cancelled because
+// its payload DMA failed leaves a gap. Links that drop by IP ID modulo N
+// (the MP-RDMA paper's iCAP loss) rely on it.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +27,7 @@
 
 #include "vp/core/calendar.h"
 #include "vp/net/packet.h"
+#include "vp/net/roce_codec.h"
 #include "vp/nic/nic_core.h"
 
 namespace mprdma::nic {
@@ -43,8 +52,10 @@ class TxScheduler : public sc_core::sc_module {
   // The QP may have something to send.
   void activate(uint32_t qpn);
 
-  // For sources, inside try_emit().
-  Slot reserve();
+  // For sources, inside try_emit(): reserves the next slot and sets
+  // `f.ip_id` to the NIC's next IPv4 identification (build the packet from
+  // `f` after this call).
+  Slot reserve(net::RoceFields& f);
   void fill(Slot slot, net::PacketPtr pkt);  // packet built (may be out of order)
   void cancel(Slot slot);                    // nothing will be sent for it
 
@@ -52,6 +63,9 @@ class TxScheduler : public sc_core::sc_module {
   net::PacketPtr pop();
 
   void reset();
+
+  // The identification the next reserved packet gets.
+  uint16_t next_ip_id() const { return next_ip_id_; }
 
  private:
   struct Entry {
@@ -72,6 +86,7 @@ class TxScheduler : public sc_core::sc_module {
   std::unordered_set<uint32_t> is_active_;
   std::deque<Entry> pipeline_;
   Slot next_slot_ = 0;
+  uint16_t next_ip_id_ = 0;
   int64_t depth_;
   bool stepping_ = false;
   uint64_t generation_ = 0;
