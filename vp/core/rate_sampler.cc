@@ -4,8 +4,8 @@
 
 namespace mprdma::core {
 
-RateSampler::RateSampler(sc_core::sc_module_name name, StatsRegistry& stats, Duration interval)
-    : sc_core::sc_module(name), stats_(stats), interval_(interval), calendar_("calendar") {
+RateSampler::RateSampler(StatsRegistry& stats, Duration interval)
+    : stats_(stats), interval_(interval) {
   if (interval.ps == 0) throw std::invalid_argument("RateSampler: zero interval");
 }
 
@@ -24,10 +24,15 @@ void RateSampler::add_gauge(const std::string& series, const std::string& unit,
 void RateSampler::start() {
   if (started_ || (probes_.empty() && gauges_.empty())) return;
   started_ = true;
-  calendar_.after(interval_.sc(), [this] { sample(); });
+  for (Probe& p : probes_) p.last = p.counter->value();
+  due_ = sc_core::sc_time_stamp() + interval_.sc();
 }
 
-void RateSampler::sample() {
+sc_core::sc_time RateSampler::next_due() const {
+  return started_ ? due_ : sc_core::sc_max_time();
+}
+
+void RateSampler::observe() {
   const uint64_t now = sc_core::sc_time_stamp().value();
   const double seconds = interval_.seconds();
   for (Probe& p : probes_) {
@@ -36,7 +41,7 @@ void RateSampler::sample() {
     p.last = v;
   }
   for (Gauge& g : gauges_) g.series->sample(now, g.probe());
-  calendar_.after(interval_.sc(), [this] { sample(); });
+  due_ += interval_.sc();
 }
 
 }  // namespace mprdma::core

@@ -6,19 +6,21 @@
 
 namespace mprdma::fabric {
 
-DeadlockDetector::DeadlockDetector(sc_core::sc_module_name name, const Topology& topo,
+DeadlockDetector::DeadlockDetector(const Topology& topo,
                                    const std::vector<Switch*>& switch_of_node,
                                    core::Duration interval, int confirm, core::SimEnv& env)
-    : sc_core::sc_module(name),
-      topo_(topo),
+    : topo_(topo),
       switch_of_node_(switch_of_node),
       interval_(interval),
       confirm_(std::max(1, confirm)),
-      calendar_("calendar"),
       log_(core::Log::channel("fabric.deadlock")),
       found_(env.stats.counter("fabric.deadlocks", "cycles",
                                "PFC deadlocks found (cyclic buffer dependencies that persist)")) {
-  if (interval_.ps) calendar_.after(interval_.sc(), [this] { check(); });
+  due_ = sc_core::sc_time_stamp() + interval_.sc();
+}
+
+sc_core::sc_time DeadlockDetector::next_due() const {
+  return interval_.ps ? due_ : sc_core::sc_max_time();
 }
 
 std::vector<std::string> DeadlockDetector::find_cycle() const {
@@ -85,7 +87,8 @@ std::vector<std::string> DeadlockDetector::find_cycle() const {
   return names;
 }
 
-void DeadlockDetector::check() {
+void DeadlockDetector::observe() {
+  due_ += interval_.sc();
   std::vector<std::string> cycle = find_cycle();
   if (cycle.empty()) {
     seen_ = 0;
@@ -105,7 +108,6 @@ void DeadlockDetector::check() {
     MPR_LOG(log_, error, "PFC deadlock: cyclic buffer dependency " << text);
     records_.push_back({sc_core::sc_time_stamp().to_seconds(), cycle});
   }
-  calendar_.after(interval_.sc(), [this] { check(); });
 }
 
 }  // namespace mprdma::fabric

@@ -1,5 +1,7 @@
 // PFC deadlock detector: finds cyclic buffer dependencies that have
-// formed, and names the switches and ports on the cycle.
+// formed, and names the switches and ports on the cycle. It is an Observer
+// (vp/core/observer.h): the run loop lets it look every `interval`, between
+// kernel runs, so checking adds no events and cannot change the run.
 //
 // Every `interval` it builds the wait-for graph of the fabric's egress
 // queues: queue (S, P, prio) waits for queue (S', Q, prio) when P's peer S'
@@ -18,8 +20,8 @@
 
 #include <systemc>
 
-#include "vp/core/calendar.h"
 #include "vp/core/log.h"
+#include "vp/core/observer.h"
 #include "vp/core/sim_env.h"
 #include "vp/core/units.h"
 #include "vp/fabric/switch.h"
@@ -32,10 +34,10 @@ struct DeadlockRecord {
   std::vector<std::string> cycle;  // "<switch> port <p> (to <peer>) prio <q>", in wait-for order
 };
 
-class DeadlockDetector : public sc_core::sc_module {
+class DeadlockDetector : public core::Observer {
  public:
   // `switch_of_node[n]` is node n's Switch (nullptr for hosts).
-  DeadlockDetector(sc_core::sc_module_name name, const Topology& topo,
+  DeadlockDetector(const Topology& topo,
                    const std::vector<Switch*>& switch_of_node, core::Duration interval,
                    int confirm, core::SimEnv& env);
 
@@ -43,17 +45,20 @@ class DeadlockDetector : public sc_core::sc_module {
   std::vector<std::string> find_cycle() const;
   const std::vector<DeadlockRecord>& deadlocks() const { return records_; }
 
+  // Observer: a check every `interval` (never when it is zero).
+  sc_core::sc_time next_due() const override;
+  void observe() override;
+
  private:
   struct Queue {
     int node, port, prio;
   };
-  void check();
 
   const Topology& topo_;
   const std::vector<Switch*>& switch_of_node_;
   core::Duration interval_;
   int confirm_;
-  core::Calendar calendar_;
+  sc_core::sc_time due_;
   core::LogChannel& log_;
   core::Counter& found_;
   std::vector<std::string> candidate_;

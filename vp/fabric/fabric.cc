@@ -386,7 +386,7 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimE
       calendar_->at(e.at.sc() + cfg_.reroute_delay.sc(), [this, i] { reroute_after(i); });
   }
   if (cfg_.sw.pfc.enabled && cfg_.sw.pfc.lossless_mask && cfg_.deadlock_check.ps)
-    deadlock_ = std::make_unique<DeadlockDetector>("deadlock", topo_, switch_of_node_,
+    deadlock_ = std::make_unique<DeadlockDetector>(topo_, switch_of_node_,
                                                    cfg_.deadlock_check,
                                                    static_cast<int>(cfg_.deadlock_confirm), env);
 }

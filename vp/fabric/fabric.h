@@ -132,7 +132,9 @@ class Fabric : public sc_core::sc_module {
   // The links a packet of `ft` crosses, as the switches' ECMP hashes choose.
   std::vector<Hop> path_of(const FiveTuple& ft) const;
   // The PFC deadlock detector (nullptr when PFC or detection is off).
+  // The platform's run loop lets it look (it is a core::Observer).
   const DeadlockDetector* deadlock_detector() const { return deadlock_.get(); }
+  DeadlockDetector* deadlock_detector() { return deadlock_.get(); }
 
   // The "fabric" section of results.json: topology, hosts with addresses
   // and attachment, switches with their ports, links, path groups; with

@@ -238,7 +238,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
   if (cfg_.sample_interval.ps) {
     // Throughput over time of every link direction, NIC port and PCIe
     // direction, in Gb/s.
-    sampler_ = std::make_unique<core::RateSampler>("sampler", env_.stats, cfg_.sample_interval);
+    sampler_ = std::make_unique<core::RateSampler>(env_.stats, cfg_.sample_interval);
     constexpr double kBytesPerGbit = 1e9 / 8;
     std::vector<std::string> link_names;
     for (const LinkEntry& l : cfg_.links) link_names.push_back(l.link.name);
@@ -281,7 +281,9 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
       }
     }
     sampler_->start();
+    observers_.add(sampler_.get());
   }
+  if (fabric_ && fabric_->deadlock_detector()) observers_.add(fabric_->deadlock_detector());
 }
 
 Platform::~Platform() = default;
@@ -326,8 +328,13 @@ bool Platform::run(const std::function<void(uint64_t)>& progress) {
   };
   while ((runner_->finished < cfg_.jobs.size() || !guests_done()) &&
          sc_core::sc_time_stamp() < end) {
+    // Stop at the next observer's due time too: observers (time series,
+    // the deadlock detector) look between kernel runs and add no events.
+    observers_.run_due();  // those due now have looked: every due time is ahead
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time due = observers_.next_due();
     std::optional<sc_core::sc_time> step =
-        loop.next_step(std::min(slice, end - sc_core::sc_time_stamp()));
+        loop.next_step(std::min({slice, end - now, due - now}));
     if (!step) break;  // a QEMU ended and its host asked to stop
     sc_core::sc_start(*step);
     if (progress) progress(sim_time_ps());

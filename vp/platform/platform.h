@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <systemc>
 
+#include "vp/core/observer.h"
 #include "vp/core/rate_sampler.h"
 #include "vp/core/sim_env.h"
 #include "vp/fabric/eth_link.h"
@@ -96,6 +97,7 @@ class Platform {
   std::vector<std::unique_ptr<fabric::EthLink>> links_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<core::RateSampler> sampler_;
+  core::ObserverSet observers_;  // run between kernel runs (observer.h)
   std::vector<JobOutcome> outcomes_;
   std::vector<GuestOutcome> guests_;
   std::vector<host::QemuHost*> qemu_hosts_;

@@ -168,6 +168,31 @@ TEST_F(FabricScenarioRun, SameSeedGivesByteIdenticalFabricResults) {
   EXPECT_NE(slurp(base + "_a/fabric_ports.csv"), slurp(base + "_c/fabric_ports.csv"));
 }
 
+// Observing a run does not change it: time series and deadlock checks
+// look between kernel runs and add no events, so flows end at the same
+// picosecond with any sample interval or none.
+TEST_F(FabricScenarioRun, SamplingAndDeadlockChecksDoNotChangeTheRun) {
+  ScenarioConfig cfg = load_scenario(scenario_path("fabric/testbed-permutation.yaml"));
+  for (host::JobConfig& j : cfg.jobs) j.iterations = 60;
+  std::vector<std::string> runs;
+  for (const auto& [sample_us, check_us] :
+       std::vector<std::pair<double, double>>{{0, 0}, {10, 100}, {7, 3}, {1, 0}}) {
+    cfg.sample_interval = core::Duration::from_us(sample_us);
+    cfg.fabric.deadlock_check = core::Duration::from_us(check_us);
+    EXPECT_TRUE(run(cfg));
+    const nlohmann::json doc = results_document(*platform, *env, "inline");
+    // Flows, and every counter of the NICs, links and switches (series
+    // entries differ by design: their number of points).
+    std::string text = doc["flows"].dump();
+    for (const char* group : {"nics", "links", "switches"})
+      for (const auto& [name, stats] : doc[group].items())
+        for (const auto& [stat, value] : stats.items())
+          if (value.is_number()) text += name + "." + stat + "=" + value.dump() + "\n";
+    runs.push_back(text);
+  }
+  for (size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(runs[i], runs[0]) << "run " << i;
+}
+
 // --- row D1: PFC deadlock ------------------------------------------------
 
 // The four directions on the loop of clos-deadlock.yaml (see its header),
