@@ -24,7 +24,9 @@ Mac::Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx)
       rx_queue_max_(core.env.stats.counter(core.stat("mac.rx_queue_max"), "packets",
                                            "Largest receive queue seen")),
       pause_rx_(core.env.stats.counter(core.stat("mac.pause_rx"), "frames",
-                                       "PFC PAUSE frames received (XOFF and XON)")) {
+                                       "PFC PAUSE frames received (XOFF and XON)")),
+      ce_rx_(core.env.stats.counter(core.stat("mac.ce_rx"), "packets",
+                                    "Accepted frames marked Congestion Experienced (ECN 11)")) {
   tx_.set_mac_kick([this] { kick(); });
 }
 
@@ -144,6 +146,7 @@ void Mac::rx_step() {
   } else {
     ++rx_packets_;
     rx_bytes_.add(pkt->data.size());
+    if (f.ecn == 3) ++ce_rx_;
     if (rx_) rx_(std::move(pkt), f);
   }
   if (rx_queue_.empty()) {

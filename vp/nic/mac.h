@@ -72,6 +72,7 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   core::Counter& rx_drops_;
   core::Counter& rx_queue_max_;
   core::Counter& pause_rx_;
+  core::Counter& ce_rx_;
 };
 
 }  // namespace mprdma::nic

@@ -42,6 +42,10 @@ void NicConfig::bind(core::Binder& b) {
   b.field("clock", clock, "NIC core clock; every pipeline latency is a whole number of cycles.");
   b.field("mtu", mtu, "Largest path MTU of the port (256, 512, 1024, 2048 or 4096).", 256, 4096);
   if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two between 256 and 4096");
+  b.field("ecn", ecn,
+          "Send every RoCEv2 packet ECN-capable (ECT(0)), as NICs with RoCE ECN enabled do; "
+          "switches then mark CE (counted in mac.ce_rx of the receiver). Reacting to marks "
+          "(DCQCN) belongs to the transport engine. Off: Not-ECT, never marked.");
   b.choice("transport", transport, {"gbn"},
            "Transport engine of QPs that do not choose one: gbn is RoCEv2 go-back-N.");
   b.field("tx_pipeline_depth", tx_pipeline_depth,

@@ -46,6 +46,9 @@ struct NicLimits {
 struct NicConfig {
   core::Frequency clock{250e6};
   core::Bytes mtu{1024};               // largest path MTU of the port
+  // Send every RoCEv2 packet ECN-capable (ECT(0)), as a NIC with RoCE ECN
+  // enabled does, so switches mark CE instead of ignoring it.
+  bool ecn = true;
   std::string transport = "gbn";      // engine of QPs that do not choose
   int64_t tx_pipeline_depth = 16;     // packets between scheduler and wire
   int64_t wqe_fetch_batch = 4;        // WQEs per DMA read of a send queue

@@ -19,6 +19,7 @@ net::RoceFields qp_base_fields(const mpr_qpc& q, const NicConfig& cfg,
   f.src_ip = sgid ? ipv4_of_gid(sgid) : cfg.ip;
   f.dst_ip = ipv4_of_gid(a.dgid);
   f.dscp = a.traffic_class >> 2;
+  f.ecn = cfg.ecn ? 2 : 0;  // ECT(0) = 0b10
   f.ttl = a.hop_limit ? a.hop_limit : 64;
   f.udp_sport = a.udp_sport ? a.udp_sport : default_udp_sport(q.qpn, a.dest_qpn);
   f.dest_qp = a.dest_qpn;

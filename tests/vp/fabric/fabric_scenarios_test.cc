@@ -103,6 +103,21 @@ int FabricScenarioRun::idle_paths_of_permutation(int64_t seed) {
     EXPECT_NEAR(std::stod(cell), m["path_load_gbps." + std::to_string(s)].get<double>(), 1e-3);
   }
 
+  // ECN: the NICs send ECT(0); a path shared by two 37 Gb/s flows queues
+  // above Kmin and RED marks; every CE frame reaches a receiver (lossless,
+  // marked once): the marks the switches made equal the CE frames received.
+  uint64_t marks = 0, ce = 0;
+  for (const auto& [sw, stats] : doc["switches"].items())
+    for (const auto& [stat, value] : stats.items())
+      if (stat.size() > 10 && stat.compare(stat.size() - 10, 10, ".ecn_marks") == 0)
+        marks += value.get<uint64_t>();
+  for (const auto& [nic, stats] : doc["nics"].items()) ce += stats["mac.ce_rx"].get<uint64_t>();
+  EXPECT_EQ(ce, marks);
+  for (int s = 0; s < 4; ++s)
+    if (m["path_load_gbps." + std::to_string(s)].get<double>() > 39.0) {
+      EXPECT_GT(counter("switch.t0.port" + std::to_string(5 + s) + ".ecn_marks"), 0u) << s;
+    }
+
   double sum = 0;
   for (const JobOutcome& o : platform->outcomes()) {
     EXPECT_TRUE(o.finished) << o.name;
