@@ -1,0 +1,109 @@
+#include "vp/nic/mprdma_receiver.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace mprdma::nic {
+
+MpReceiver::MpReceiver(uint32_t slots, uint32_t epsn) : nxt_(epsn & kPsnMask) {
+  // A power of two divides the 2^24 PSN space, so slot = PSN mod L stays
+  // continuous across the PSN wrap.
+  if (slots == 0 || slots > (1u << 20) || (slots & (slots - 1)))
+    throw std::invalid_argument("MpReceiver: the bitmap needs a power-of-two number of slots "
+                                "up to 2^20, not " + std::to_string(slots));
+  map_.assign(slots, MpSlot::empty);
+}
+
+std::vector<MpSender::Field> MpReceiver::extra_state(uint32_t slots) {
+  return {{"tracking bitmap (2 bits per slot)", (slots * 2 + 7) / 8},
+          {"NACKed rcv_nxt and its flag", 3},
+          {"rcv_nxt of the last synchronise NACK and its flag", 3}};
+}
+
+MpSlot MpReceiver::slot(uint32_t psn) const {
+  const int32_t d = psn_diff(psn, nxt_);
+  if (d < 0 || static_cast<uint32_t>(d) >= map_.size()) return MpSlot::empty;
+  return map_[psn % map_.size()];
+}
+
+MpRxResult MpReceiver::on_data(const MpData& d) {
+  MpRxResult r;
+  const uint32_t psn = d.psn & kPsnMask;
+  const int32_t ood = psn_diff(psn, nxt_);
+  auto ack_for = [&](uint32_t sack, bool nack) {
+    r.send_ack = true;
+    r.ack.vp = d.vp;
+    r.ack.sack = sack;
+    r.ack.aack = psn_add(nxt_, -1);
+    r.ack.ece = d.ce;
+    r.ack.retx = d.retx;
+    r.ack.nack = nack;
+  };
+  if (ood < 0 || (static_cast<uint32_t>(ood) < map_.size() && at(psn) != MpSlot::empty)) {
+    // Already here: ACK again so the sender's clock keeps going.
+    ++counters_.duplicates;
+    r.verdict = MpRxResult::Verdict::duplicate;
+    ack_for(psn, false);
+    return r;
+  }
+  if (static_cast<uint32_t>(ood) > counters_.max_ood) counters_.max_ood = static_cast<uint32_t>(ood);
+  if (static_cast<uint32_t>(ood) >= map_.size()) {
+    // Beyond the bitmap: the head-of-line packet is most likely lost. One
+    // NACK per rcv_nxt; the RTO covers a lost retransmission.
+    ++counters_.overflow_drops;
+    r.verdict = MpRxResult::Verdict::drop;
+    if (!nacked_ || nacked_for_ != nxt_) {
+      nacked_ = true;
+      nacked_for_ = nxt_;
+      ++counters_.nacks;
+      ack_for(nxt_, true);
+    }
+    return r;
+  }
+  if (d.sync && psn_diff(psn_add(psn, -static_cast<int64_t>(d.ipsn)), nxt_) > 0) {
+    // A synchronise message overtook an earlier one: it must not touch
+    // memory yet. Ask for it again, once while rcv_nxt stays where it is
+    // (retransmissions may overtake again; NACKing every copy would rewind
+    // the sender over and over). Later ones are recovered by the overflow
+    // NACK or the RTO.
+    ++counters_.sync_drops;
+    r.verdict = MpRxResult::Verdict::drop;
+    const uint32_t start = psn_add(psn, -static_cast<int64_t>(d.ipsn));
+    if (!sync_nacked_ || sync_nacked_for_ != nxt_) {
+      sync_nacked_ = true;
+      sync_nacked_for_ = nxt_;
+      ++counters_.nacks;
+      ack_for(start, true);
+    }
+    return r;
+  }
+  at(psn) = !d.tail ? MpSlot::received : d.completion ? MpSlot::tail_completion : MpSlot::tail;
+  ++counters_.placed;
+  r.verdict = MpRxResult::Verdict::place;
+  complete_head(r);
+  ack_for(psn, false);
+  return r;
+}
+
+void MpReceiver::complete_head(MpRxResult& r) {
+  // Head-of-line scan: a run of Received slots from rcv_nxt closed by a
+  // Tail is a whole message.
+  for (;;) {
+    uint32_t i = 0;
+    MpSlot s = MpSlot::empty;
+    for (; i < map_.size(); ++i) {
+      s = map_[psn_add(nxt_, i) % map_.size()];
+      if (s != MpSlot::received) break;
+    }
+    if (i == map_.size() || s == MpSlot::empty) return;
+    const uint32_t tail = psn_add(nxt_, i);
+    for (uint32_t k = 0; k <= i; ++k) map_[psn_add(nxt_, k) % map_.size()] = MpSlot::empty;
+    const bool completion = s == MpSlot::tail_completion;
+    r.completed.emplace_back(tail, completion);
+    ++counters_.messages;
+    if (completion) ++counters_.completions;
+    nxt_ = psn_add(tail, 1);
+  }
+}
+
+}  // namespace mprdma::nic
