@@ -1,0 +1,201 @@
+// The IRN golden model: selective retransmission (only the lost PSN goes
+// again), the two timeouts, BDP-FC, the receiver's ACK/NACK, and a property
+// test over random lossy, reordering networks.
+#include "vp/nic/irn.h"
+
+#include <map>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace mprdma::nic {
+namespace {
+
+IrnParams params(uint32_t bdp = 16) {
+  IrnParams p;
+  p.bdp_packets = bdp;
+  p.rto_low_cycles = 1000;
+  p.rto_high_cycles = 5000;
+  return p;
+}
+
+std::vector<IrnTx> drain(IrnSender& s, uint64_t now, size_t max = 1000) {
+  std::vector<IrnTx> out;
+  IrnTx tx;
+  while (out.size() < max && s.next(tx)) {
+    s.on_sent(tx, now);
+    out.push_back(tx);
+  }
+  return out;
+}
+
+TEST(Irn, OnlyTheLostPsnIsRetransmitted) {
+  IrnSender s(params(16), 100);
+  IrnReceiver r(16, 100);
+  s.set_snd_max(110);
+  ASSERT_EQ(drain(s, 0).size(), 10u);
+  // PSN 103 is lost; the others arrive in order.
+  for (uint32_t psn = 100; psn < 110; ++psn) {
+    if (psn == 103) continue;
+    const IrnRxResult res = r.on_data(psn, psn == 109);
+    ASSERT_TRUE(res.send_ack);
+    EXPECT_EQ(res.ack.nack, psn > 103) << psn;
+    EXPECT_EQ(res.ack.cum, psn < 103 ? psn + 1 : 103u) << psn;
+    s.on_ack(res.ack, 10 + psn);
+  }
+  EXPECT_TRUE(s.in_recovery());
+  EXPECT_EQ(s.snd_una(), 103u);
+  s.set_snd_max(112);
+  const std::vector<IrnTx> again = drain(s, 200);
+  // 103 again, then new data; none of the SACKed PSNs.
+  ASSERT_EQ(again.size(), 3u);
+  EXPECT_EQ(again[0].psn, 103u);
+  EXPECT_TRUE(again[0].retx);
+  EXPECT_EQ(again[1].psn, 110u);
+  EXPECT_FALSE(again[1].retx);
+  EXPECT_EQ(s.counters().retransmits, 1u);
+  // The retransmission fills the hole: cumulative ACK jumps, recovery ends.
+  const IrnRxResult fill = r.on_data(103, false);
+  EXPECT_EQ(fill.ack.cum, 110u);
+  ASSERT_EQ(fill.completed.size(), 1u);
+  EXPECT_EQ(fill.completed[0], 109u);
+  s.on_ack(fill.ack, 300);
+  EXPECT_FALSE(s.in_recovery());
+  EXPECT_EQ(s.snd_una(), 110u);
+}
+
+TEST(Irn, TimeoutIsLowWithFewPacketsInFlightAndHighOtherwise) {
+  IrnSender s(params(16), 0);
+  s.set_snd_max(3);
+  drain(s, 0);
+  EXPECT_EQ(s.wake_at(), 1000u);  // 3 in flight: RTO_low
+  s.set_snd_max(10);
+  drain(s, 10);
+  EXPECT_EQ(s.wake_at(), 10u + 5000u);  // 10 in flight: RTO_high
+  s.on_timer(5010);
+  EXPECT_EQ(s.counters().rto_high, 1u);
+  // Everything unacknowledged goes again.
+  const std::vector<IrnTx> again = drain(s, 5010);
+  ASSERT_EQ(again.size(), 10u);
+  for (uint32_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(again[i].psn, i);
+    EXPECT_TRUE(again[i].retx);
+  }
+}
+
+TEST(Irn, BdpFlowControlCapsPacketsInFlight) {
+  IrnSender s(params(8), 0);
+  s.set_snd_max(100);
+  EXPECT_EQ(drain(s, 0).size(), 8u);
+  EXPECT_EQ(s.in_flight(), 8u);
+  EXPECT_GE(s.counters().bdp_stalls, 1u);
+  s.on_ack({3, false, 0}, 5);  // 0..2 acknowledged: three more may go
+  EXPECT_EQ(drain(s, 5).size(), 3u);
+  IrnParams off = params(8);
+  off.bdp_fc = false;
+  IrnSender u(off, 0);
+  u.set_snd_max(100);
+  EXPECT_EQ(drain(u, 0).size(), 100u);
+}
+
+TEST(Irn, ReceiverDropsBeyondItsBitmapAndAcksDuplicates) {
+  IrnReceiver r(8, 0);
+  EXPECT_EQ(r.on_data(8, false).verdict, IrnRxResult::Verdict::drop);
+  EXPECT_EQ(r.on_data(7, false).verdict, IrnRxResult::Verdict::place);
+  const IrnRxResult dup = r.on_data(7, false);
+  EXPECT_EQ(dup.verdict, IrnRxResult::Verdict::duplicate);
+  EXPECT_TRUE(dup.send_ack);
+  EXPECT_EQ(dup.ack.cum, 0u);
+  EXPECT_THROW(IrnReceiver(12, 0), std::invalid_argument);
+}
+
+TEST(Irn, ExtraStateIsTheBitmapsAndThreePsns) {
+  uint32_t bytes = 0;
+  for (const auto& f : IrnSender::extra_state(64)) bytes += f.bytes;
+  for (const auto& f : IrnReceiver::extra_state(64)) bytes += f.bytes;
+  EXPECT_EQ(bytes, 8u + 3 + 3 + 3 + 1 + 8 + 8);
+}
+
+// One sender, one receiver, random delay per packet (reordering), data and
+// ACK loss: every PSN is placed once, every message completes once in
+// order, and the sender finishes.
+void run_lossy(uint64_t seed, double loss, double ack_loss, bool bdp_fc) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  IrnParams p = params(32);
+  p.bdp_fc = bdp_fc;
+  const uint32_t isn = static_cast<uint32_t>(gen() & kPsnMask);
+  IrnSender s(p, isn);
+  IrnReceiver r(32, isn);
+  const uint32_t total = 2000;
+  std::vector<bool> tail(total);
+  for (uint32_t i = 0; i < total; ++i) tail[i] = i + 1 == total || gen() % 4 == 0;
+  struct Ev {
+    uint64_t at, seq;
+    bool is_ack;
+    IrnTx tx;
+    IrnAck ack;
+    bool operator>(const Ev& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> q;
+  uint64_t seq = 0, now = 0;
+  std::map<uint32_t, int> placed;
+  std::vector<uint32_t> completed;
+  s.set_snd_max(psn_add(isn, total));
+  // The sender's port sends one packet every 10 cycles.
+  uint64_t port_free = 0;
+  auto pump = [&] {
+    IrnTx tx;
+    while (s.next(tx)) {
+      port_free = std::max(port_free, now) + 10;
+      s.on_sent(tx, port_free);
+      if (u(gen) >= loss) q.push(Ev{port_free + 300 + gen() % 200, seq++, false, tx, {}});
+    }
+  };
+  pump();
+  for (int steps = 0; !s.done() && steps < 1000000; ++steps) {
+    const uint64_t t_ev = q.empty() ? kNever : q.top().at;
+    if (s.wake_at() <= t_ev) {
+      ASSERT_NE(s.wake_at(), kNever) << "stalled";
+      now = s.wake_at();
+      s.on_timer(now);
+      pump();
+      continue;
+    }
+    const Ev e = q.top();
+    q.pop();
+    now = e.at;
+    if (e.is_ack) {
+      s.on_ack(e.ack, now);
+    } else {
+      const uint32_t idx = static_cast<uint32_t>(psn_diff(e.tx.psn, isn));
+      const IrnRxResult res = r.on_data(e.tx.psn, tail[idx]);
+      if (res.verdict == IrnRxResult::Verdict::place) ++placed[e.tx.psn];
+      for (uint32_t t : res.completed) completed.push_back(t);
+      if (res.send_ack && u(gen) >= ack_loss)
+        q.push(Ev{now + 300 + gen() % 200, seq++, true, {}, res.ack});
+    }
+    pump();
+  }
+  ASSERT_TRUE(s.done()) << "una " << s.snd_una() << " nxt " << s.snd_nxt();
+  ASSERT_EQ(placed.size(), total);
+  for (const auto& [psn, n] : placed) ASSERT_EQ(n, 1) << psn;
+  std::vector<uint32_t> want;
+  for (uint32_t i = 0; i < total; ++i)
+    if (tail[i]) want.push_back(psn_add(isn, i));
+  EXPECT_EQ(completed, want);
+}
+
+TEST(IrnProperty, EveryPsnPlacedOnceAndMessagesCompleteInOrderUnderLoss) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    run_lossy(seed, 0.0, 0.0, true);
+    run_lossy(seed, 0.02, 0.0, true);
+    run_lossy(seed, 0.05, 0.05, true);
+  }
+}
+
+}  // namespace
+}  // namespace mprdma::nic

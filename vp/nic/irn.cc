@@ -1,0 +1,171 @@
+#include "vp/nic/irn.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace mprdma::nic {
+
+namespace {
+void check_bdp(uint32_t bdp, const char* who) {
+  // A power of two divides the PSN space: slot = PSN mod BDP stays
+  // continuous across the 2^24 wrap.
+  if (bdp == 0 || bdp > (1u << 20) || (bdp & (bdp - 1)))
+    throw std::invalid_argument(std::string(who) +
+                                ": the bitmap needs a power-of-two length up to 2^20, not " +
+                                std::to_string(bdp));
+}
+}  // namespace
+
+IrnSender::IrnSender(const IrnParams& params, uint32_t isn)
+    : p_(params),
+      una_(isn & kPsnMask),
+      nxt_(isn & kPsnMask),
+      max_(isn & kPsnMask),
+      retx_(isn & kPsnMask),
+      high_sack_(isn & kPsnMask) {
+  check_bdp(params.bdp_packets, "IrnSender");
+  sacked_.assign(params.bdp_packets, 0);
+}
+
+std::vector<MpSender::Field> IrnSender::extra_state(uint32_t bdp_packets) {
+  return {{"SACK bitmap (1 bit per BDP packet)", (bdp_packets + 7) / 8},
+          {"recovery", 3},
+          {"retransmission pointer", 3},
+          {"highest SACKed PSN", 3},
+          {"flags: in recovery", 1}};
+}
+
+bool IrnSender::sacked(uint32_t psn) const {
+  const int32_t d = psn_diff(psn, una_);
+  if (d < 0) return true;
+  if (static_cast<uint32_t>(d) >= sacked_.size()) return false;
+  return sacked_[psn % sacked_.size()] != 0;
+}
+
+bool IrnSender::next(IrnTx& tx) {
+  if (recovering_) {
+    // Retransmit the PSNs inferred lost: not SACKed, below the highest
+    // SACKed one, each once per recovery.
+    if (psn_diff(retx_, una_) < 0) retx_ = una_;
+    while (psn_diff(retx_, high_sack_) < 0 && sacked(retx_)) retx_ = psn_add(retx_, 1);
+    if (psn_diff(retx_, high_sack_) < 0 && psn_diff(retx_, nxt_) < 0) {
+      tx = {retx_, true};
+      retx_ = psn_add(retx_, 1);
+      return true;
+    }
+  }
+  if (psn_diff(nxt_, max_) >= 0) return false;
+  if (p_.bdp_fc && in_flight() >= p_.bdp_packets) {
+    ++counters_.bdp_stalls;
+    return false;
+  }
+  tx = {nxt_, false};
+  return true;
+}
+
+void IrnSender::on_sent(const IrnTx& tx, uint64_t now) {
+  if (tx.retx) {
+    ++counters_.retransmits;
+  } else if (tx.psn == nxt_) {
+    nxt_ = psn_add(nxt_, 1);
+  }
+  arm(now);
+}
+
+void IrnSender::arm(uint64_t now) {
+  if (una_ == nxt_) {
+    rto_at_ = kNever;
+    return;
+  }
+  rto_at_ = now + (in_flight() <= p_.rto_low_threshold ? p_.rto_low_cycles : p_.rto_high_cycles);
+}
+
+void IrnSender::on_ack(const IrnAck& a, uint64_t now) {
+  // Nothing beyond what was sent can be acknowledged.
+  if (psn_diff(a.cum, nxt_) > 0 || (a.nack && psn_diff(a.sack, nxt_) >= 0)) return;
+  const int32_t moved = psn_diff(a.cum, una_);
+  if (moved > 0) {
+    for (int32_t i = 0; i < moved && static_cast<size_t>(i) < sacked_.size(); ++i)
+      bit(psn_add(una_, i)) = 0;
+    una_ = a.cum;
+  }
+  if (a.nack) {
+    ++counters_.nacks;
+    const int32_t d = psn_diff(a.sack, una_);
+    if (d >= 0 && static_cast<uint32_t>(d) < sacked_.size()) bit(a.sack) = 1;
+    const uint32_t above = psn_add(a.sack, 1);
+    if (psn_diff(above, high_sack_) > 0) high_sack_ = above;
+    if (!recovering_) {
+      ++counters_.recoveries;
+      recovering_ = true;
+      recovery_ = nxt_;
+      retx_ = una_;
+    }
+  }
+  if (psn_diff(high_sack_, una_) < 0) high_sack_ = una_;
+  if (recovering_ && psn_diff(una_, recovery_) >= 0) recovering_ = false;
+  if (moved > 0) arm(now);
+}
+
+void IrnSender::on_timer(uint64_t now) {
+  if (rto_at_ == kNever || now < rto_at_) return;
+  if (una_ == nxt_) {
+    rto_at_ = kNever;
+    return;
+  }
+  if (in_flight() <= p_.rto_low_threshold)
+    ++counters_.rto_low;
+  else
+    ++counters_.rto_high;
+  // Everything in flight not SACKed is presumed lost: recovery over all of
+  // it.
+  recovering_ = true;
+  recovery_ = nxt_;
+  retx_ = una_;
+  high_sack_ = nxt_;
+  arm(now);
+}
+
+IrnReceiver::IrnReceiver(uint32_t bdp_packets, uint32_t epsn) : nxt_(epsn & kPsnMask) {
+  check_bdp(bdp_packets, "IrnReceiver");
+  got_.assign(bdp_packets, 0);
+}
+
+std::vector<MpSender::Field> IrnReceiver::extra_state(uint32_t bdp_packets) {
+  return {{"received bitmap (1 bit per BDP packet)", (bdp_packets + 7) / 8},
+          {"message-tail bitmap (1 bit per BDP packet)", (bdp_packets + 7) / 8}};
+}
+
+IrnRxResult IrnReceiver::on_data(uint32_t psn, bool tail) {
+  IrnRxResult r;
+  psn &= kPsnMask;
+  const int32_t d = psn_diff(psn, nxt_);
+  const size_t n = got_.size();
+  if (d < 0 || (static_cast<size_t>(d) < n && got_[psn % n])) {
+    r.verdict = IrnRxResult::Verdict::duplicate;
+    r.send_ack = true;
+    r.ack = {nxt_, false, 0};
+    return r;
+  }
+  if (static_cast<size_t>(d) >= n) {
+    // BDP-FC keeps a sender within the bitmap; a packet beyond it is a
+    // protocol violation (or a sender without BDP-FC): dropped.
+    r.verdict = IrnRxResult::Verdict::drop;
+    return r;
+  }
+  got_[psn % n] = tail ? 2 : 1;
+  r.verdict = IrnRxResult::Verdict::place;
+  const bool in_order = d == 0;
+  // Advance over everything now contiguous, completing messages in order.
+  while (got_[nxt_ % n]) {
+    const bool t = got_[nxt_ % n] == 2;
+    got_[nxt_ % n] = 0;
+    if (t) r.completed.push_back(nxt_);
+    nxt_ = psn_add(nxt_, 1);
+  }
+  r.send_ack = true;
+  r.ack = {nxt_, !in_order, in_order ? 0u : psn};
+  return r;
+}
+
+}  // namespace mprdma::nic

@@ -1,0 +1,114 @@
+// IRN (Mittal et al., "Revisiting Network Support for RDMA", SIGCOMM'18):
+// the per-connection golden model of its loss recovery and flow control.
+//
+// Sender: selective retransmission driven by a SACK bitmap of BDP bits;
+// loss recovery entered on the first NACK (retransmit only PSNs inferred
+// lost: not SACKed and below the highest SACKed PSN), left once the
+// cumulative ACK passes the PSN that was next when it began; two timeouts,
+// RTO_low when at most N packets are in flight and RTO_high otherwise;
+// BDP-FC, at most BDP packets in flight. Receiver: accepts out-of-order
+// packets within BDP of the expected PSN (two bitmaps: received, message
+// tail), ACKs in-order arrivals and NACKs out-of-order ones with the
+// cumulative ACK and the SACKed PSN; completes messages in order.
+//
+// Plain C++ with integer state timed in NIC cycles, no SystemC: the
+// reference for RTL, like the MP-RDMA model (mprdma_sender.h).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "vp/nic/mprdma_sender.h"  // MpSender::Field
+#include "vp/nic/transport_engine.h"
+
+namespace mprdma::nic {
+
+struct IrnParams {
+  uint32_t bdp_packets = 64;      // BDP-FC cap and the bitmaps' length (power of two)
+  bool bdp_fc = true;             // false: no cap on packets in flight
+  uint64_t rto_low_cycles = 25000;   // 100 us at 250 MHz (IRN §4.1)
+  uint64_t rto_high_cycles = 80000;  // 320 us at 250 MHz (IRN §4.1)
+  uint32_t rto_low_threshold = 3;    // N: RTO_low with at most N packets in flight
+};
+
+// What the receiver tells the sender: the cumulative ACK (next expected
+// PSN), and for a NACK the out-of-order PSN that arrived.
+struct IrnAck {
+  uint32_t cum = 0;  // every PSN before it has arrived
+  bool nack = false;
+  uint32_t sack = 0;  // NACK: the PSN that arrived out of order
+};
+
+struct IrnTx {
+  uint32_t psn = 0;
+  bool retx = false;
+};
+
+class IrnSender {
+ public:
+  IrnSender(const IrnParams& params, uint32_t isn);
+
+  // PSNs before `snd_max` exist.
+  void set_snd_max(uint32_t snd_max) { max_ = snd_max & kPsnMask; }
+  // The next packet this connection may send now: a retransmission of a
+  // PSN inferred lost first, then new data within BDP-FC. False when none.
+  bool next(IrnTx& tx);
+  void on_sent(const IrnTx& tx, uint64_t now);
+  void on_ack(const IrnAck& ack, uint64_t now);
+  uint64_t wake_at() const { return rto_at_; }
+  // A timeout: retransmit from snd_una (the PSNs not SACKed).
+  void on_timer(uint64_t now);
+
+  uint32_t snd_una() const { return una_; }
+  uint32_t snd_nxt() const { return nxt_; }
+  bool in_recovery() const { return recovering_; }
+  bool sacked(uint32_t psn) const;
+  uint32_t in_flight() const { return static_cast<uint32_t>(psn_diff(nxt_, una_)); }
+  bool done() const { return una_ == max_ && nxt_ == max_; }
+
+  struct Counters {
+    uint64_t nacks = 0, recoveries = 0, retransmits = 0, rto_low = 0, rto_high = 0;
+    uint64_t bdp_stalls = 0;
+  };
+  const Counters& counters() const { return counters_; }
+  // State over RoCEv2 go-back-N, field by field.
+  static std::vector<MpSender::Field> extra_state(uint32_t bdp_packets);
+
+ private:
+  uint8_t& bit(uint32_t psn) { return sacked_[psn % sacked_.size()]; }
+  void arm(uint64_t now);
+
+  IrnParams p_;
+  uint32_t una_, nxt_, max_;
+  std::vector<uint8_t> sacked_;  // BDP bits from snd_una (a byte each in the model)
+  bool recovering_ = false;
+  uint32_t recovery_ = 0;     // snd_nxt when recovery began
+  uint32_t retx_ = 0;         // next PSN to consider for retransmission
+  uint32_t high_sack_ = 0;    // highest SACKed PSN + 1 (retransmit only below it)
+  uint64_t rto_at_ = kNever;
+  Counters counters_;
+};
+
+struct IrnRxResult {
+  enum class Verdict { place, duplicate, drop };
+  Verdict verdict = Verdict::drop;
+  bool send_ack = false;
+  IrnAck ack;
+  std::vector<uint32_t> completed;  // tail PSNs of messages completed, in order
+};
+
+class IrnReceiver {
+ public:
+  IrnReceiver(uint32_t bdp_packets, uint32_t epsn);
+  // `tail`: last packet of its message.
+  IrnRxResult on_data(uint32_t psn, bool tail);
+  uint32_t epsn() const { return nxt_; }
+  static std::vector<MpSender::Field> extra_state(uint32_t bdp_packets);
+
+ private:
+  std::vector<uint8_t> got_;   // per slot: 0 empty, 1 received, 2 received tail
+  uint32_t nxt_;
+};
+
+}  // namespace mprdma::nic
