@@ -557,6 +557,35 @@ void YamlBinder::field(const char* key, std::map<std::string, std::string>& v, c
   if (ok) v = std::move(out);
 }
 
+void YamlBinder::field(const char* key, std::vector<std::string>& v, const char* doc) {
+  Impl::Entry* e = nullptr;
+  if (!impl_->lookup(key, &e)) return;
+  const std::string path = Impl::child_path(impl_->frames.back().path, key);
+  if (e->value.IsNull()) {
+    v.clear();
+    return;
+  }
+  if (!e->value.IsSequence()) {
+    impl_->add_error(Impl::value_mark(*e), path,
+                     std::string("expected a list of values, got ") + kind_name(e->value));
+    return;
+  }
+  std::vector<std::string> out;
+  bool ok = true;
+  for (size_t i = 0; i < e->value.size(); ++i) {
+    const YAML::Node item = e->value[i];
+    if (!item.IsScalar()) {
+      impl_->add_error(item.Mark().is_null() ? e->value.Mark() : item.Mark(),
+                       path + "[" + std::to_string(i) + "]",
+                       std::string("expected a single value, got ") + kind_name(item));
+      ok = false;
+      continue;
+    }
+    out.push_back(item.Scalar());
+  }
+  if (ok) v = std::move(out);
+}
+
 bool YamlBinder::enter_section(const char* key, const char* doc) {
   Impl::Entry* e = nullptr;
   const Impl::Frame& parent = impl_->frames.back();
@@ -805,6 +834,10 @@ void DocBinder::field(const char* key, std::map<std::string, std::string>& v, co
   impl_->row(key, "map of name to string", "{" + join(items, ", ") + "}", "", doc);
 }
 
+void DocBinder::field(const char* key, std::vector<std::string>& v, const char* doc) {
+  impl_->row(key, "list of values", "[" + join(v, ", ") + "]", "", doc);
+}
+
 bool DocBinder::enter_section(const char* key, const char* doc) {
   const std::string path = impl_->child_path(key);
   impl_->row(key, "section", "", "",
@@ -886,6 +919,10 @@ void JsonBinder::field(const char* key, std::map<std::string, std::string>& v, c
   nlohmann::json obj = nlohmann::json::object();
   for (const auto& [k, val] : v) obj[k] = val;
   impl_->top()[key] = std::move(obj);
+}
+
+void JsonBinder::field(const char* key, std::vector<std::string>& v, const char*) {
+  impl_->top()[key] = v;
 }
 
 bool JsonBinder::enter_section(const char* key, const char*) {

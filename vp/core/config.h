@@ -67,6 +67,11 @@ class Binder {
                      uint64_t max = UINT64_MAX) = 0;
   // A map from names to strings (e.g. metric name -> result field).
   virtual void field(const char* key, std::map<std::string, std::string>& v, const char* doc) = 0;
+  // A list of scalars kept as their YAML text (e.g. values a sweep gives a
+  // key). Not pure: binders that do not know it (test doubles) skip it.
+  virtual void field(const char* key, std::vector<std::string>& v, const char* doc) {
+    (void)key, (void)v, (void)doc;
+  }
 
   // A nested struct under `key`.
   template <class T>
@@ -156,6 +161,7 @@ class YamlBinder : public Binder {
   void field(const char* key, std::vector<Bytes>& v, const char* doc, uint64_t min,
              uint64_t max) override;
   void field(const char* key, std::map<std::string, std::string>& v, const char* doc) override;
+  void field(const char* key, std::vector<std::string>& v, const char* doc) override;
   void error(const std::string& message) override;
   bool reading() const override { return true; }
 
@@ -205,6 +211,7 @@ class DocBinder : public Binder {
   void field(const char* key, std::vector<Bytes>& v, const char* doc, uint64_t min,
              uint64_t max) override;
   void field(const char* key, std::map<std::string, std::string>& v, const char* doc) override;
+  void field(const char* key, std::vector<std::string>& v, const char* doc) override;
   void error(const std::string&) override {}
 
  protected:
@@ -249,6 +256,7 @@ class JsonBinder : public Binder {
   void field(const char* key, std::vector<Bytes>& v, const char* doc, uint64_t min,
              uint64_t max) override;
   void field(const char* key, std::map<std::string, std::string>& v, const char* doc) override;
+  void field(const char* key, std::vector<std::string>& v, const char* doc) override;
   void error(const std::string&) override {}
 
  protected:

@@ -441,7 +441,13 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
     bool complete = true;
     for (const MetricTerm& t : parse_metric(ref)) {
       bool found = false;
-      if (t.kind == MetricTerm::Kind::kLink) {
+      if (t.kind == MetricTerm::Kind::kDeadlocks) {
+        if (fabric_) {
+          const fabric::DeadlockDetector* d = fabric_->deadlock_detector();
+          sum += d ? static_cast<double>(d->deadlocks().size()) : 0.0;
+          found = true;
+        }
+      } else if (t.kind == MetricTerm::Kind::kLink) {
         if (env_.stats.find_counter("link." + t.link + "." + t.dir + ".tx_bytes")) {
           sum += fabric::link_avg_gbps(env_.stats, t.link, t.dir, active_s);
           found = true;

@@ -57,6 +57,13 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
     if (t.find_first_of(" \t") != std::string::npos)
       throw std::invalid_argument("term '" + t + "' contains a space (terms are joined by '+')");
     MetricTerm m;
+    if (t == "fabric.deadlocks") {
+      m.kind = MetricTerm::Kind::kDeadlocks;
+      terms.push_back(m);
+      if (plus == std::string::npos) break;
+      start = plus + 1;
+      continue;
+    }
     const std::string kPrefix = "link.", kSuffix = ".avg_gbps";
     if (t.size() > kPrefix.size() + kSuffix.size() && t.compare(0, kPrefix.size(), kPrefix) == 0 &&
         t.compare(t.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
@@ -72,8 +79,8 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       const size_t d1 = t.find('.'), d2 = t.rfind('.');
       if (d1 == std::string::npos || d1 == d2)
         throw std::invalid_argument("term '" + t +
-                                    "' is not of the form job.size.field or "
-                                    "link.<link>.<dir>.avg_gbps");
+                                    "' is not of the form job.size.field, "
+                                    "link.<link>.<dir>.avg_gbps or fabric.deadlocks");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
@@ -154,8 +161,19 @@ void ScenarioConfig::bind(core::Binder& b) {
           "seconds, t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999, iterations, or "
           "\"link.<link>.<a2b|b2a>.avg_gbps\": wire bits sent in that direction (frames with "
           "FCS, preamble and gap, lost ones included) over the run's active time (first job "
-          "start to last job end), in Gb/s.");
+          "start to last job end), in Gb/s, or \"fabric.deadlocks\": the number of PFC deadlocks the "
+          "fabric's detector reported (0 with PFC or the detector off).");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
+  b.section("sweep", sweep,
+            "Points and seeds for `mprdma-vp-sim reproduce` (`run` runs the base scenario "
+            "only): parameters that set scenario keys, and sweep metrics reduced over seeds.");
+  b.field("row", row,
+          "Id of the reproduction row this scenario reproduces (e.g. M4, D1; see "
+          "docs/reproduction.md); `reproduce ROW` finds the scenario by it.");
+  b.field("published", published,
+          "The paper's figures: sweep metric -> published value or text, shown beside the "
+          "measurement.");
+  b.list("checks", checks, "Verdict rules over the sweep metrics (match, partial, mismatch).");
   if (!b.reading()) return;
 
   // Cross-references, checked once everything is read.
@@ -244,6 +262,10 @@ void ScenarioConfig::bind(core::Binder& b) {
       continue;
     }
     for (const MetricTerm& t : terms) {
+      if (t.kind == MetricTerm::Kind::kDeadlocks) {
+        if (!has_fabric()) b.error("metric '" + metric + "': fabric.deadlocks needs a fabric");
+        continue;
+      }
       if (t.kind == MetricTerm::Kind::kLink) {
         if (!link_set.count(t.link))
           b.error("metric '" + metric + "' names unknown link '" + t.link + "'");
@@ -261,6 +283,41 @@ void ScenarioConfig::bind(core::Binder& b) {
       const auto& fields = metric_fields();
       if (std::find(fields.begin(), fields.end(), t.field) == fields.end())
         b.error("metric '" + metric + "': unknown field '" + t.field + "'");
+    }
+  }
+
+  // The sweep's metrics name per-run metrics; checks and published figures
+  // name sweep metrics.
+  std::set<std::string> run_metrics;
+  for (const auto& [name, ref] : metrics) run_metrics.insert(name);
+  for (const GuestMetric& m : guest_metrics) run_metrics.insert(m.name);
+  for (const auto& [tmpl, src] : sweep.metrics) {
+    try {
+      const SweepMetricSource s = parse_sweep_metric(src);
+      if (!run_metrics.count(s.metric))
+        b.error("sweep metric '" + tmpl + "' names '" + s.metric +
+                "', which is not a metric of the scenario (metrics: or guest_metrics:)");
+    } catch (const std::invalid_argument&) {
+      // reported by the sweep section
+    }
+  }
+  std::set<std::string> sweep_names;
+  try {
+    for (const SweepMetricInstance& m : sweep_metric_instances(sweep)) sweep_names.insert(m.name);
+  } catch (const std::exception&) {
+    return;  // the sweep section reported its problems
+  }
+  for (const auto& [name, text] : published)
+    if (!sweep_names.count(name))
+      b.error("published figure '" + name + "' is not a sweep metric");
+  for (const Check& c : checks) {
+    if (!sweep_names.count(c.metric)) b.error("check names '" + c.metric + "', not a sweep metric");
+    try {
+      const CheckExpr e = parse_check(c.check);
+      if (!e.ref.empty() && !sweep_names.count(e.ref))
+        b.error("check of '" + c.metric + "' names '" + e.ref + "', not a sweep metric");
+    } catch (const std::invalid_argument&) {
+      // reported by the check
     }
   }
 }
@@ -330,6 +387,27 @@ ScenarioConfig load_scenario(const std::string& path, const std::vector<std::str
   ScenarioConfig cfg;
   core::YamlBinder binder(root, path);
   binder.bind_root(cfg);
+  if (!cfg.sweep.parameters.empty()) {
+    // Every point must be a valid scenario: its overrides name known keys
+    // and give them acceptable values.
+    std::vector<std::string> errors;
+    for (const SweepPoint& p : sweep_points(cfg.sweep)) {
+      std::string what = "sweep point " + p.id + " (";
+      for (size_t i = 0; i < p.overrides.size(); ++i)
+        what += (i ? ", " : "") + p.overrides[i];
+      what += "): ";
+      try {
+        YAML::Node point = YAML::Clone(root);
+        for (const std::string& o : p.overrides) apply_override(point, o);
+        ScenarioConfig point_cfg;
+        core::YamlBinder point_binder(point, path);
+        point_binder.bind_root(point_cfg);
+      } catch (const core::ConfigError& e) {
+        for (const std::string& line : e.errors()) errors.push_back(what + line);
+      }
+    }
+    if (!errors.empty()) throw core::ConfigError(errors);
+  }
   return cfg;
 }
 

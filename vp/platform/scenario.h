@@ -18,6 +18,7 @@
 #include "vp/host/qemu_host.h"
 #include "vp/nic/nic_config.h"
 #include "vp/pcie/pcie_config.h"
+#include "vp/platform/sweep.h"
 
 namespace mprdma::platform {
 
@@ -65,6 +66,12 @@ struct ScenarioConfig {
   std::vector<host::JobConfig> jobs;
   std::map<std::string, std::string> metrics;  // metric name -> expression (see MetricTerm)
   std::vector<GuestMetric> guest_metrics;
+  // Reproduction (sweep.h): the points and seeds `reproduce` runs, the row
+  // of the reproduction table, the paper's figures and the verdict rules.
+  SweepConfig sweep;
+  std::string row;
+  std::map<std::string, std::string> published;  // sweep metric -> published figure
+  std::vector<Check> checks;
   void bind(core::Binder& b);
   bool has_qemu_hosts() const;
   bool has_fabric() const { return fabric.enabled(); }
@@ -88,8 +95,11 @@ const std::vector<std::string>& metric_fields();
 //                                  job end), frame bytes plus FCS,
 //                                  preamble and inter-frame gap, lost
 //                                  frames included, in Gb/s.
+//   fabric.deadlocks               the number of PFC deadlocks the fabric's
+//                                  detector reported (0 when PFC or the
+//                                  detector is off); needs a fabric.
 struct MetricTerm {
-  enum class Kind { kJob, kLink };
+  enum class Kind { kJob, kLink, kDeadlocks };
   Kind kind = Kind::kJob;
   std::string job, size, field;  // kJob
   std::string link, dir;         // kLink
@@ -99,7 +109,8 @@ struct MetricTerm {
 std::vector<MetricTerm> parse_metric(const std::string& expr);
 
 // Loads and validates a scenario file; throws core::ConfigError naming the
-// file, line and key of every problem.
+// file, line and key of every problem. With a sweep, every point (the file
+// with the point's overrides) is validated too; its errors name the point.
 ScenarioConfig load_scenario(const std::string& path);
 // The same with command-line overrides "a.b.c=value" applied to the YAML
 // before it is checked (`--set`): map keys by name, list entries by index

@@ -22,6 +22,7 @@
 #include "vp/core/sim_env.h"
 #include "vp/platform/platform.h"
 #include "vp/platform/report.h"
+#include "vp/platform/reproduce.h"
 #include "vp/platform/scenario.h"
 
 namespace mprdma::sim {
@@ -33,9 +34,14 @@ const char* kUsage =
     "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--set KEY=VALUE]... [--log SPEC]\n"
     "       mprdma-vp-sim bench SCENARIO... [--set KEY=VALUE]... [--log SPEC]\n"
     "       mprdma-vp-sim validate SCENARIO... [--set KEY=VALUE]...\n"
+    "       mprdma-vp-sim reproduce ROW|SCENARIO [--out DIR] [--jobs N] [--set KEY=VALUE]...\n"
+    "                     [--scenarios DIR] [--sim PATH]\n"
     "       mprdma-vp-sim describe\n"
     "--set overrides a scenario key, e.g. --set fabric.switch.pfc.enabled=false or\n"
-    "--set jobs.0.iterations=10 (the value is YAML; checked like the file).\n";
+    "--set jobs.0.iterations=10 (the value is YAML; checked like the file).\n"
+    "reproduce runs every sweep point x seed of the scenario whose row: is ROW (searched in\n"
+    "--scenarios, default ./scenarios) as a child `run`, at most --jobs (2) at a time, and\n"
+    "writes DIR/results.json (default DIR: out/reproduce/ROW); --sim: the simulator to run.\n";
 
 struct Options {
   std::vector<std::string> files;
@@ -46,6 +52,9 @@ struct Options {
   bool quiet = false;
   std::string shell;  // boot: the guest whose console is interactive
   std::vector<std::string> overrides;  // --set KEY=VALUE, in order
+  int jobs = 2;                        // reproduce: children at a time
+  std::string sim;                     // reproduce: simulator executable
+  std::string scenarios = "scenarios";  // reproduce: where rows are looked up
 };
 
 bool parse_options(int argc, char** argv, int first, Options& o) {
@@ -84,6 +93,24 @@ bool parse_options(int argc, char** argv, int first, Options& o) {
       const char* v = value("--set");
       if (!v) return false;
       o.overrides.push_back(v);
+    } else if (a == "--jobs") {
+      const char* v = value("--jobs");
+      if (!v) return false;
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*end || n < 1 || n > 64) {
+        std::cerr << "error: --jobs needs an integer from 1 to 64, got '" << v << "'\n";
+        return false;
+      }
+      o.jobs = static_cast<int>(n);
+    } else if (a == "--sim") {
+      const char* v = value("--sim");
+      if (!v) return false;
+      o.sim = v;
+    } else if (a == "--scenarios") {
+      const char* v = value("--scenarios");
+      if (!v) return false;
+      o.scenarios = v;
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -189,6 +216,12 @@ int cmd_run(const Options& o) {
   platform::ScenarioConfig cfg;
   if (!load(o.files[0], o, cfg)) return 2;
   if (o.has_seed) cfg.seed = o.seed;
+  if (!o.quiet && cfg.sweep.enabled())
+    std::cerr << "note: " << o.files[0] << " has a sweep ("
+              << platform::sweep_points(cfg.sweep).size() << " points x "
+              << platform::sweep_seeds(cfg.sweep, cfg.seed).size()
+              << " seeds); running its base scenario with seed " << cfg.seed
+              << " (`reproduce` runs the whole sweep)\n";
   try {
     const RunFigures f = simulate(cfg, o.files[0], o, true);
     return f.complete && f.ok ? 0 : 1;
@@ -338,6 +371,44 @@ int cmd_validate(const Options& o) {
   return rc;
 }
 
+int cmd_reproduce(const Options& o) {
+  if (o.files.size() != 1) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  platform::ReproduceOptions r;
+  r.scenario = o.files[0];
+  const bool is_file = r.scenario.find('/') != std::string::npos ||
+                       (r.scenario.size() > 5 &&
+                        r.scenario.compare(r.scenario.size() - 5, 5, ".yaml") == 0);
+  if (!is_file) {
+    try {
+      r.scenario = platform::find_row_scenario(o.scenarios, o.files[0]);
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 2;
+    }
+    if (r.scenario.empty()) {
+      std::cerr << "error: no scenario under " << o.scenarios << "/ has row: " << o.files[0]
+                << "\n";
+      return 2;
+    }
+  }
+  r.out = o.out;
+  r.jobs = o.jobs;
+  r.overrides = o.overrides;
+  r.sim = o.sim;
+  if (r.sim.empty()) {
+    std::error_code ec;
+    r.sim = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) {
+      std::cerr << "error: cannot find this executable (/proc/self/exe); give --sim\n";
+      return 2;
+    }
+  }
+  return platform::run_reproduce(r, std::cout);
+}
+
 int cmd_describe() {
   platform::ScenarioConfig defaults;
   core::DocBinder doc("Scenario reference");
@@ -361,6 +432,7 @@ int run_cli(int argc, char** argv) {
   if (cmd == "bench") return cmd_bench(o);
   if (cmd == "boot") return cmd_boot(o);
   if (cmd == "validate") return cmd_validate(o);
+  if (cmd == "reproduce") return cmd_reproduce(o);
   std::cerr << "error: unknown command '" << cmd << "'\n" << kUsage;
   return 2;
 }

@@ -1,0 +1,233 @@
+// The sweep: section and row metadata: points, seeds, metric templates and
+// checks are parsed and validated, and bad keys are errors that name them.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "vp/core/config.h"
+#include "vp/platform/scenario.h"
+#include "vp/platform/sweep.h"
+
+namespace mprdma::platform {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() +
+                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                           std::to_string(getpid()) + "_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// A back-to-back scenario with two metrics; tests append a sweep.
+const std::string kBase = R"(name: t
+seed: 7
+hosts:
+  - {name: h0}
+  - {name: h1}
+links:
+  - {name: wire, a: h0, b: h1}
+jobs:
+  - {name: w, app: write_bw, client: h0, server: h1, sizes: [4KiB], iterations: 10}
+metrics:
+  bw: w.4096.bw_gbps
+  wire: link.wire.a2b.avg_gbps
+)";
+
+ScenarioConfig load_text(const std::string& text) {
+  return load_scenario(write_temp("s.yaml", text));
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    load_text(text);
+  } catch (const core::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Sweep, ProductPointsSeedsAndMetricNames) {
+  const ScenarioConfig cfg = load_text(kBase + R"(
+row: X1
+sweep:
+  seeds: [3, 1, 2]
+  parameters:
+    - {name: it, key: jobs.0.iterations, values: [10, 20], labels: [short, long]}
+    - {name: mtu, key: nic.mtu, values: [1024, 4096]}
+  metrics:
+    "bw.{it}.mtu_{mtu}": bw
+    "wire_min.{it}.{mtu}": min(wire)
+)");
+  EXPECT_EQ(cfg.row, "X1");
+  const std::vector<SweepPoint> points = sweep_points(cfg.sweep);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].id, "it-short_mtu-1024");
+  EXPECT_EQ(points[1].id, "it-short_mtu-4096");
+  EXPECT_EQ(points[3].id, "it-long_mtu-4096");
+  EXPECT_EQ(points[3].overrides,
+            (std::vector<std::string>{"jobs.0.iterations=20", "nic.mtu=4096"}));
+  EXPECT_EQ(sweep_seeds(cfg.sweep, cfg.seed), (std::vector<int64_t>{3, 1, 2}));
+  const auto inst = sweep_metric_instances(cfg.sweep);
+  ASSERT_EQ(inst.size(), 8u);
+  EXPECT_EQ(inst[0].name, "bw.short.mtu_1024");
+  EXPECT_EQ(inst[0].source.stat, "mean");
+  EXPECT_EQ(inst[1].name, "wire_min.short.1024");
+  EXPECT_EQ(inst[1].source.stat, "min");
+  EXPECT_EQ(inst[1].source.metric, "wire");
+  EXPECT_EQ(inst[7].point, "it-long_mtu-4096");
+}
+
+TEST(Sweep, ZipSeedCountAndBasePoint) {
+  ScenarioConfig cfg = load_text(kBase + R"(
+sweep:
+  seed_count: 3
+  combine: zip
+  parameters:
+    - {name: a, key: jobs.0.iterations, values: [10, 20, 30]}
+    - {name: b, key: nic.mtu, values: [1024, 2048, 4096]}
+)");
+  const auto points = sweep_points(cfg.sweep);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[2].id, "a-30_b-4096");
+  EXPECT_EQ(sweep_seeds(cfg.sweep, cfg.seed), (std::vector<int64_t>{7, 8, 9}));
+  cfg.sweep.parameters.clear();
+  ASSERT_EQ(sweep_points(cfg.sweep).size(), 1u);
+  EXPECT_EQ(sweep_points(cfg.sweep)[0].id, "base");
+  EXPECT_TRUE(sweep_points(cfg.sweep)[0].overrides.empty());
+}
+
+TEST(Sweep, ScenarioWithoutSweepHasOnePointAndItsSeed) {
+  const ScenarioConfig cfg = load_text(kBase);
+  EXPECT_FALSE(cfg.sweep.enabled());
+  EXPECT_EQ(sweep_seeds(cfg.sweep, cfg.seed), (std::vector<int64_t>{7}));
+}
+
+TEST(Sweep, UnknownParameterKeyIsAnErrorNamingItAndThePoint) {
+  const std::string e = error_of(kBase + R"(
+sweep:
+  parameters:
+    - {name: p, key: nic.mtuu, values: [1024]}
+)");
+  EXPECT_NE(e.find("sweep point p-1024 (nic.mtuu=1024)"), std::string::npos) << e;
+  EXPECT_NE(e.find("mtuu"), std::string::npos) << e;
+}
+
+TEST(Sweep, BadParameterValueIsAnErrorNamingIt) {
+  const std::string e = error_of(kBase + R"(
+sweep:
+  parameters:
+    - {name: p, key: jobs.0.iterations, values: [10, lots]}
+)");
+  EXPECT_NE(e.find("sweep point p-lots (jobs.0.iterations=lots)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("p-10 "), std::string::npos) << e;
+}
+
+TEST(Sweep, EmptyValuesAndBadLabelsAreErrors) {
+  EXPECT_NE(error_of(kBase + "sweep:\n  parameters:\n    - {name: p, key: nic.mtu, values: []}\n")
+                .find("sweep parameter 'p' has no values"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + "sweep:\n  parameters:\n    - {name: p, key: nic.mtu, values: [1024, "
+                             "2048], labels: [a]}\n")
+                .find("1 labels for 2 values"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + "sweep:\n  parameters:\n    - {name: p, key: nic.mtu, values: [1024, "
+                             "2048], labels: [a, a]}\n")
+                .find("label 'a' is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + "sweep:\n  parameters:\n    - {name: p, key: x, values: [\"a b\"]}\n")
+                .find("label 'a b' may hold only"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + "sweep:\n  combine: zip\n  parameters:\n    - {name: p, key: nic.mtu, "
+                             "values: [1024, 2048]}\n    - {name: q, key: jobs.0.iterations, "
+                             "values: [1]}\n")
+                .find("combine: zip needs as many values"),
+            std::string::npos);
+}
+
+TEST(Sweep, UnknownKeyInsideTheSweepSectionIsAnError) {
+  const std::string e = error_of(kBase + "sweep:\n  seed: [1]\n");
+  EXPECT_NE(e.find("sweep.seed"), std::string::npos) << e;
+  EXPECT_NE(e.find("seeds"), std::string::npos) << e;  // the suggestion
+}
+
+TEST(Sweep, SeedsAreCheckedIntegers) {
+  EXPECT_NE(error_of(kBase + "sweep:\n  seeds: [1, x]\n").find("seed 'x' is not"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + "sweep:\n  seeds: [1, 1]\n").find("seed 1 is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + "sweep:\n  seeds: [1]\n  seed_count: 2\n").find("not both"),
+            std::string::npos);
+}
+
+TEST(Sweep, MetricTemplatesAreChecked) {
+  const std::string sweep =
+      "sweep:\n  parameters:\n    - {name: p, key: jobs.0.iterations, values: [10, 20]}\n"
+      "  metrics:\n";
+  EXPECT_NE(error_of(kBase + sweep + "    \"bw.{q}\": bw\n").find("'{q}' is not a sweep parameter"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "    \"bw\": bw\n").find("sweep metric name 'bw' is made by"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "    \"bw.{p}\": nope\n")
+                .find("names 'nope', which is not a metric of the scenario"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "    \"bw.{p}\": median(bw)\n").find("not mean, min or max"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "    \"bw.{p\": bw\n").find("unclosed"), std::string::npos);
+}
+
+TEST(Sweep, ChecksAndPublishedNameSweepMetrics) {
+  const std::string sweep =
+      "sweep:\n  parameters:\n    - {name: p, key: jobs.0.iterations, values: [10, 20]}\n"
+      "  metrics: {\"bw.{p}\": bw}\n";
+  EXPECT_EQ(error_of(kBase + sweep +
+                     "published: {bw.10: \"~38 Gbps\"}\n"
+                     "checks:\n  - {metric: bw.20, check: \">= 0.5 * bw.10\", tolerance: 0.05}\n"),
+            "");
+  EXPECT_NE(error_of(kBase + sweep + "published: {bw.30: x}\n")
+                .find("published figure 'bw.30' is not a sweep metric"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "checks:\n  - {metric: bw.30, check: \"> 1\"}\n")
+                .find("check names 'bw.30'"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "checks:\n  - {metric: bw.10, check: \"> 2 * bw.40\"}\n")
+                .find("names 'bw.40', not a sweep metric"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "checks:\n  - {metric: bw.10, check: \"about 3\"}\n")
+                .find("does not start with"),
+            std::string::npos);
+}
+
+TEST(Sweep, ParseCheckForms) {
+  CheckExpr c = parse_check(">= 2 * goodput_gbps.dcqcn.loss_0.5");
+  EXPECT_EQ(c.op, ">=");
+  EXPECT_DOUBLE_EQ(c.factor, 2);
+  EXPECT_EQ(c.ref, "goodput_gbps.dcqcn.loss_0.5");
+  c = parse_check("<0");
+  EXPECT_EQ(c.op, "<");
+  EXPECT_DOUBLE_EQ(c.factor, 0);
+  EXPECT_TRUE(c.ref.empty());
+  c = parse_check("== m * 1.5");
+  EXPECT_EQ(c.op, "==");
+  EXPECT_DOUBLE_EQ(c.factor, 1.5);
+  EXPECT_EQ(c.ref, "m");
+  EXPECT_THROW(parse_check(">= 2 * 3"), std::invalid_argument);
+  EXPECT_THROW(parse_check("="), std::invalid_argument);
+  EXPECT_THROW(parse_check(">="), std::invalid_argument);
+}
+
+TEST(Sweep, DeadlockTermNeedsAFabric) {
+  const std::string e = error_of(kBase + "  dl: fabric.deadlocks\n");
+  EXPECT_NE(e.find("fabric.deadlocks needs a fabric"), std::string::npos) << e;
+  const auto terms = parse_metric("fabric.deadlocks + w.4096.bw_gbps");
+  ASSERT_EQ(terms.size(), 2u);
+  EXPECT_EQ(terms[0].kind, MetricTerm::Kind::kDeadlocks);
+  EXPECT_EQ(terms[1].kind, MetricTerm::Kind::kJob);
+}
+
+}  // namespace
+}  // namespace mprdma::platform

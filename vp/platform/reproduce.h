@@ -1,0 +1,96 @@
+// `reproduce`: runs every point x seed of a scenario's sweep as a separate
+// simulator process, aggregates the per-run metrics into the sweep metrics,
+// judges them with the scenario's checks and writes the row's results.json
+// (docs/results-schema.md, "Reproduction results").
+//
+// The aggregation and verdict functions work on plain records so they can
+// be tested on hand-made results; run_reproduce() is the process runner.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vp/platform/scenario.h"
+#include "vp/platform/sweep.h"
+
+namespace mprdma::platform {
+
+// One run: a sweep point with one seed.
+struct RunRecord {
+  std::string point;
+  int64_t seed = 0;
+  std::string dir;        // run directory, relative to the reproduce out dir
+  int exit_code = -1;     // the child's exit status; -1 when it did not exit normally
+  // ok: exit 0; incomplete: exit 1 with a results.json (a job did not finish
+  // or failed; its metrics still count, e.g. a deadlocked run); failed: no
+  // results (crash, signal, bad arguments).
+  std::string status = "failed";
+  std::string error;      // why it failed
+  double wall_s = 0;
+  std::map<std::string, double> metrics;  // results.json "metrics"
+};
+
+// A sweep metric of one point, reduced over the point's seeds.
+struct AggregatedMetric {
+  std::string name, point;
+  SweepMetricSource source;
+  double value = 0;  // source.stat of the values
+  double mean = 0, min = 0, max = 0;
+  double stddev = 0;  // sample standard deviation (n - 1); 0 for one value
+  std::vector<int64_t> seeds;          // seeds that gave a value, in run order
+  std::vector<double> values;          // their values
+  std::vector<int64_t> missing_seeds;  // seeds whose run failed or lacked the metric
+  bool measured() const { return !values.empty(); }
+};
+
+// Every sweep metric instance of `sweep` over `runs` (runs of other points
+// or seeds are ignored), in point order.
+std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vector<int64_t>& seeds,
+                                        const std::vector<RunRecord>& runs);
+
+struct CheckVerdict {
+  std::string metric, check;
+  std::string verdict;  // match | partial | mismatch | not-run
+  std::string reason;
+};
+// Judges one check against the measured sweep metrics (name -> value).
+CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>& measured);
+// The row's verdict: not-run without checks or when none could be judged;
+// match when all match; mismatch when every judged check is a mismatch;
+// partial otherwise.
+std::string row_verdict(const std::vector<CheckVerdict>& verdicts);
+
+// The row's results document (docs/results-schema.md).
+nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& scenario_file,
+                                  const std::vector<SweepPoint>& points,
+                                  const std::vector<int64_t>& seeds,
+                                  const std::vector<RunRecord>& runs,
+                                  const std::vector<AggregatedMetric>& metrics,
+                                  const std::vector<CheckVerdict>& verdicts);
+// "metric | measured (mean ± sd over seeds) | published | verdict", then
+// the reasons, failed runs and the row's verdict.
+void print_reproduce_table(std::ostream& os, const nlohmann::json& doc);
+
+// The scenario under `scenarios_dir` (searched recursively, *.yaml) whose
+// `row:` is `row`; "" when there is none. Throws std::runtime_error when
+// two scenarios claim the row.
+std::string find_row_scenario(const std::string& scenarios_dir, const std::string& row);
+
+struct ReproduceOptions {
+  std::string scenario;                // file
+  std::string out;                     // default: out/reproduce/<row or name>
+  int jobs = 2;                        // children at a time
+  std::string sim;                     // simulator executable run for every point
+  std::vector<std::string> overrides;  // --set, applied before each point's overrides
+};
+// Runs the sweep; progress and the table go to `os`. Returns 0 when every
+// run produced results, 1 when some failed, 2 for a bad scenario. The
+// verdict does not change the exit code.
+int run_reproduce(const ReproduceOptions& o, std::ostream& os);
+
+}  // namespace mprdma::platform

@@ -1,0 +1,316 @@
+#include "vp/platform/sweep.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+
+namespace mprdma::platform {
+namespace {
+
+bool is_name(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+// Labels become parts of directory and metric names.
+bool is_label(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
+          c == '+'))
+      return false;
+  return true;
+}
+
+bool parse_seed(const std::string& text, int64_t* out) {
+  if (text.empty() || text[0] == '-' || text[0] == '+') return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(" \t");
+  return s.substr(a, b - a + 1);
+}
+
+bool parse_number(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+void SweepParameter::bind(core::Binder& b) {
+  b.field("name", name,
+          "Parameter name (letters, digits, _): {name} in a sweep metric template is replaced "
+          "by the point's label.");
+  b.field("key", key,
+          "Scenario key path the parameter sets, as for --set: map keys by name, list entries "
+          "by index (e.g. fabric.switch.pfc.enabled, jobs.0.iterations).");
+  b.field("values", values,
+          "Values the key takes, each YAML as for --set (e.g. [true, false], [1%, 2%]); at "
+          "least one.");
+  b.field("labels", labels,
+          "Optional labels, one per value, used in point and metric names (letters, digits, "
+          "_ . - +); default: the values.");
+  if (!b.reading()) return;
+  if (!is_name(name))
+    b.error("sweep parameter name '" + name + "' must be letters, digits and _");
+  if (key.empty()) b.error("sweep parameter '" + name + "' needs a key");
+  if (values.empty()) b.error("sweep parameter '" + name + "' has no values");
+  if (!labels.empty() && labels.size() != values.size())
+    b.error("sweep parameter '" + name + "' has " + std::to_string(labels.size()) +
+            " labels for " + std::to_string(values.size()) + " values");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < values.size() && (labels.empty() || i < labels.size()); ++i) {
+    const std::string l = label(i);
+    if (!is_label(l))
+      b.error("sweep parameter '" + name + "': label '" + l +
+              "' may hold only letters, digits and _ . - + (give labels:)");
+    else if (!seen.insert(l).second)
+      b.error("sweep parameter '" + name + "': label '" + l + "' is given twice");
+  }
+}
+
+void Check::bind(core::Binder& b) {
+  b.field("metric", metric, "Sweep metric the rule judges.");
+  b.field("check", check,
+          "\"<op> <rhs>\": op one of < <= > >= ==; rhs a number, a sweep metric, or "
+          "\"<number> * <metric>\" (e.g. \">= 2 * goodput_gbps.dcqcn.loss_0.5\").");
+  b.field("tolerance", tolerance,
+          "Relative slack, a fraction of |rhs|: an inequality that holds only with the rhs "
+          "relaxed by it is partial; == matches within it and is partial within twice it.",
+          0.0, 10.0);
+  if (!b.reading()) return;
+  try {
+    parse_check(check);
+  } catch (const std::invalid_argument& e) {
+    b.error("check of '" + metric + "': " + e.what());
+  }
+}
+
+void SweepConfig::bind(core::Binder& b) {
+  b.field("seeds", seeds,
+          "Seeds every point runs with (non-negative integers, each once); empty: see "
+          "seed_count.");
+  b.field("seed_count", seed_count,
+          "Without seeds: run seeds seed .. seed + seed_count - 1 (the scenario's seed first); "
+          "0 and no seeds: the scenario's seed only.",
+          0, 1000);
+  b.choice("combine", combine, {"product", "zip"},
+           "product: every combination of the parameters' values; zip: the i-th values of "
+           "every parameter together (all need as many values).");
+  b.list("parameters", parameters, "Scenario keys the sweep varies.");
+  b.field("metrics", metrics,
+          "Sweep metrics: name template -> per-run metric, reduced over a point's seeds: "
+          "\"m\" or \"mean(m)\" (mean; min, max, stddev and every seed's value are reported "
+          "too), \"min(m)\", \"max(m)\". {name} in the template is the point's label of "
+          "parameter name; every point must give a different name.");
+  if (!b.reading()) return;
+  if (!seeds.empty() && seed_count > 0) b.error("give seeds or seed_count, not both");
+  std::set<int64_t> seen_seeds;
+  for (const std::string& s : seeds) {
+    int64_t v = 0;
+    if (!parse_seed(s, &v))
+      b.error("seed '" + s + "' is not a non-negative integer");
+    else if (!seen_seeds.insert(v).second)
+      b.error("seed " + s + " is given twice");
+  }
+  std::set<std::string> names;
+  bool params_ok = true;
+  for (const SweepParameter& p : parameters) {
+    if (!names.insert(p.name).second) b.error("sweep parameter '" + p.name + "' is defined twice");
+    if (p.values.empty() || (!p.labels.empty() && p.labels.size() != p.values.size()))
+      params_ok = false;
+  }
+  if (combine == "zip")
+    for (const SweepParameter& p : parameters)
+      if (p.values.size() != parameters.front().values.size()) {
+        b.error("combine: zip needs as many values in every parameter; '" + p.name + "' has " +
+                std::to_string(p.values.size()) + ", '" + parameters.front().name + "' has " +
+                std::to_string(parameters.front().values.size()));
+        params_ok = false;
+      }
+  for (const auto& [tmpl, src] : metrics) {
+    try {
+      parse_sweep_metric(src);
+    } catch (const std::invalid_argument& e) {
+      b.error("sweep metric '" + tmpl + "': " + e.what());
+    }
+  }
+  if (!params_ok) return;
+  std::map<std::string, std::string> owner;  // metric name -> "template @ point"
+  const std::vector<SweepPoint> points = sweep_points(*this);
+  for (const auto& [tmpl, src] : metrics) {
+    for (const SweepPoint& p : points) {
+      std::string name;
+      try {
+        name = expand_template(tmpl, p.labels);
+      } catch (const std::invalid_argument& e) {
+        b.error("sweep metric '" + tmpl + "': " + e.what());
+        break;
+      }
+      const std::string who = "'" + tmpl + "' at point " + p.id;
+      auto [it, fresh] = owner.emplace(name, who);
+      if (!fresh) {
+        b.error("sweep metric name '" + name + "' is made by " + it->second + " and by " + who +
+                " (add a {parameter} to the template)");
+        break;
+      }
+    }
+  }
+}
+
+std::vector<SweepPoint> sweep_points(const SweepConfig& s) {
+  std::vector<SweepPoint> out;
+  if (s.parameters.empty()) {
+    out.push_back(SweepPoint{"base", {}, {}});
+    return out;
+  }
+  size_t shortest = SIZE_MAX;
+  for (const SweepParameter& par : s.parameters) shortest = std::min(shortest, par.values.size());
+  if (shortest == 0) return out;
+  auto add = [&](const std::vector<size_t>& pick) {
+    SweepPoint p;
+    for (size_t k = 0; k < s.parameters.size(); ++k) {
+      const SweepParameter& par = s.parameters[k];
+      const std::string label = par.label(pick[k]);
+      if (!p.id.empty()) p.id += "_";
+      p.id += par.name + "-" + label;
+      p.overrides.push_back(par.key + "=" + par.values[pick[k]]);
+      p.labels[par.name] = label;
+    }
+    out.push_back(std::move(p));
+  };
+  if (s.combine == "zip") {
+    for (size_t i = 0; i < shortest; ++i)
+      add(std::vector<size_t>(s.parameters.size(), i));
+    return out;
+  }
+  std::vector<size_t> pick(s.parameters.size(), 0);
+  while (true) {
+    add(pick);
+    size_t k = s.parameters.size();
+    while (k > 0) {
+      --k;
+      if (++pick[k] < s.parameters[k].values.size()) break;
+      pick[k] = 0;
+      if (k == 0) return out;
+    }
+  }
+}
+
+std::vector<int64_t> sweep_seeds(const SweepConfig& s, int64_t scenario_seed) {
+  std::vector<int64_t> out;
+  for (const std::string& text : s.seeds) {
+    int64_t v = 0;
+    if (parse_seed(text, &v)) out.push_back(v);
+  }
+  if (!out.empty()) return out;
+  const int64_t n = s.seed_count > 0 ? s.seed_count : 1;
+  for (int64_t i = 0; i < n; ++i) out.push_back(scenario_seed + i);
+  return out;
+}
+
+SweepMetricSource parse_sweep_metric(const std::string& expr) {
+  const std::string t = trim(expr);
+  SweepMetricSource src;
+  const size_t open = t.find('(');
+  if (open == std::string::npos) {
+    src.metric = t;
+  } else {
+    src.stat = trim(t.substr(0, open));
+    if (t.back() != ')')
+      throw std::invalid_argument("'" + expr + "' is not of the form stat(metric)");
+    src.metric = trim(t.substr(open + 1, t.size() - open - 2));
+    if (src.stat != "mean" && src.stat != "min" && src.stat != "max")
+      throw std::invalid_argument("'" + src.stat + "' is not mean, min or max");
+  }
+  if (src.metric.empty() || src.metric.find_first_of(" \t()") != std::string::npos)
+    throw std::invalid_argument("'" + expr + "' does not name one per-run metric");
+  return src;
+}
+
+std::string expand_template(const std::string& tmpl,
+                            const std::map<std::string, std::string>& labels) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] == '}') throw std::invalid_argument("'}' without '{' in '" + tmpl + "'");
+    if (tmpl[i] != '{') {
+      out += tmpl[i];
+      continue;
+    }
+    const size_t close = tmpl.find('}', i);
+    if (close == std::string::npos)
+      throw std::invalid_argument("unclosed '{' in '" + tmpl + "'");
+    const std::string name = tmpl.substr(i + 1, close - i - 1);
+    auto it = labels.find(name);
+    if (it == labels.end())
+      throw std::invalid_argument("'{" + name + "}' is not a sweep parameter");
+    out += it->second;
+    i = close;
+  }
+  return out;
+}
+
+std::vector<SweepMetricInstance> sweep_metric_instances(const SweepConfig& s) {
+  std::vector<SweepMetricInstance> out;
+  const std::vector<SweepPoint> points = sweep_points(s);
+  for (const SweepPoint& p : points)
+    for (const auto& [tmpl, src] : s.metrics)
+      out.push_back(SweepMetricInstance{expand_template(tmpl, p.labels), p.id,
+                                        parse_sweep_metric(src)});
+  return out;
+}
+
+CheckExpr parse_check(const std::string& text) {
+  const std::string t = trim(text);
+  CheckExpr c;
+  for (const char* op : {"<=", ">=", "==", "<", ">"}) {
+    const std::string o = op;
+    if (t.compare(0, o.size(), o) == 0) {
+      c.op = o;
+      break;
+    }
+  }
+  if (c.op.empty())
+    throw std::invalid_argument("'" + text + "' does not start with < <= > >= or ==");
+  const std::string rhs = trim(t.substr(c.op.size()));
+  if (rhs.empty()) throw std::invalid_argument("'" + text + "' has nothing after " + c.op);
+  const size_t star = rhs.find('*');
+  auto is_ref = [](const std::string& s) {
+    double unused = 0;
+    return !s.empty() && !parse_number(s, &unused) && s.find_first_of(" \t*") == std::string::npos;
+  };
+  if (star == std::string::npos) {
+    if (parse_number(rhs, &c.factor)) return c;
+    if (!is_ref(rhs)) throw std::invalid_argument("'" + rhs + "' is neither a number nor a metric");
+    c.ref = rhs;
+    return c;
+  }
+  const std::string a = trim(rhs.substr(0, star)), b = trim(rhs.substr(star + 1));
+  if (parse_number(a, &c.factor) && is_ref(b))
+    c.ref = b;
+  else if (parse_number(b, &c.factor) && is_ref(a))
+    c.ref = a;
+  else
+    throw std::invalid_argument("'" + rhs + "' is not <number> * <metric>");
+  return c;
+}
+
+}  // namespace mprdma::platform
