@@ -1,6 +1,10 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "vp/platform/platform.h"
 
+#include "vp/nic/irn.h"
+#include "vp/nic/mprdma_receiver.h"
+#include "vp/nic/mprdma_sender.h"
+
 #include <arpa/inet.h>
 #include <poll.h>
 #include <netinet/in.h>
@@ -441,7 +445,20 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
     bool complete = true;
     for (const MetricTerm& t : parse_metric(ref)) {
       bool found = false;
-      if (t.kind == MetricTerm::Kind::kDeadlocks) {
+      if (t.kind == MetricTerm::Kind::kModelState) {
+        // The golden models' field tables at their default sizes (bitmap
+        // L = 64 slots; IRN BDP = 64 packets): see vp/nic/transport.md.
+        std::vector<nic::MpSender::Field> fields;
+        if (t.engine == "mprdma") {
+          fields = nic::MpSender::extra_state();
+          for (const auto& f : nic::MpReceiver::extra_state(64)) fields.push_back(f);
+        } else {
+          fields = nic::IrnSender::extra_state(64);
+          for (const auto& f : nic::IrnReceiver::extra_state(64)) fields.push_back(f);
+        }
+        for (const auto& f : fields) sum += f.bytes;
+        found = true;
+      } else if (t.kind == MetricTerm::Kind::kDeadlocks) {
         if (fabric_) {
           const fabric::DeadlockDetector* d = fabric_->deadlock_detector();
           sum += d ? static_cast<double>(d->deadlocks().size()) : 0.0;

@@ -57,6 +57,14 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
     if (t.find_first_of(" \t") != std::string::npos)
       throw std::invalid_argument("term '" + t + "' contains a space (terms are joined by '+')");
     MetricTerm m;
+    if (t == "model.mprdma.extra_state_bytes" || t == "model.irn.extra_state_bytes") {
+      m.kind = MetricTerm::Kind::kModelState;
+      m.engine = t.substr(6, t.find('.', 6) - 6);
+      terms.push_back(m);
+      if (plus == std::string::npos) break;
+      start = plus + 1;
+      continue;
+    }
     if (t == "fabric.deadlocks") {
       m.kind = MetricTerm::Kind::kDeadlocks;
       terms.push_back(m);
@@ -80,7 +88,8 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       if (d1 == std::string::npos || d1 == d2)
         throw std::invalid_argument("term '" + t +
                                     "' is not of the form job.size.field, "
-                                    "link.<link>.<dir>.avg_gbps or fabric.deadlocks");
+                                    "link.<link>.<dir>.avg_gbps, fabric.deadlocks or "
+                                    "model.<mprdma|irn>.extra_state_bytes");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
@@ -162,7 +171,9 @@ void ScenarioConfig::bind(core::Binder& b) {
           "\"link.<link>.<a2b|b2a>.avg_gbps\": wire bits sent in that direction (frames with "
           "FCS, preamble and gap, lost ones included) over the run's active time (first job "
           "start to last job end), in Gb/s, or \"fabric.deadlocks\": the number of PFC deadlocks the "
-          "fabric's detector reported (0 with PFC or the detector off).");
+          "fabric's detector reported (0 with PFC or the detector off), or "
+          "\"model.<mprdma|irn>.extra_state_bytes\": the per-connection state that engine's "
+          "golden model adds over RoCEv2, from its field table (vp/nic/transport.md).");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
   b.section("sweep", sweep,
             "Points and seeds for `mprdma-vp-sim reproduce` (`run` runs the base scenario "
@@ -262,6 +273,7 @@ void ScenarioConfig::bind(core::Binder& b) {
       continue;
     }
     for (const MetricTerm& t : terms) {
+      if (t.kind == MetricTerm::Kind::kModelState) continue;
       if (t.kind == MetricTerm::Kind::kDeadlocks) {
         if (!has_fabric()) b.error("metric '" + metric + "': fabric.deadlocks needs a fabric");
         continue;

@@ -95,14 +95,17 @@ const std::vector<std::string>& metric_fields();
 //                                  job end), frame bytes plus FCS,
 //                                  preamble and inter-frame gap, lost
 //                                  frames included, in Gb/s.
+//   model.<mprdma|irn>.extra_state_bytes  per-connection state the engine's
+//                                  golden model adds over RoCEv2 (field table)
 //   fabric.deadlocks               the number of PFC deadlocks the fabric's
 //                                  detector reported (0 when PFC or the
 //                                  detector is off); needs a fabric.
 struct MetricTerm {
-  enum class Kind { kJob, kLink, kDeadlocks };
+  enum class Kind { kJob, kLink, kDeadlocks, kModelState };
   Kind kind = Kind::kJob;
   std::string job, size, field;  // kJob
   std::string link, dir;         // kLink
+  std::string engine;            // kModelState: mprdma | irn
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is
 // neither form (it does not check that jobs, sizes or links exist).
