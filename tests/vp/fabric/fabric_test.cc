@@ -218,6 +218,11 @@ TEST(FabricScenario, MetricExpressionsParseIntoTerms) {
   EXPECT_EQ(terms[2].size, "c.1");  // sizes are checked against the job later
   EXPECT_THROW(platform::parse_metric("a.64 bw"), std::invalid_argument);
   EXPECT_THROW(platform::parse_metric("nodots"), std::invalid_argument);
+  const auto model = platform::parse_metric("model.mprdma.extra_state_bytes + model.irn.extra_state_bytes");
+  ASSERT_EQ(model.size(), 2u);
+  EXPECT_EQ(model[0].kind, platform::MetricTerm::Kind::kModelState);
+  EXPECT_EQ(model[0].engine, "mprdma");
+  EXPECT_EQ(model[1].engine, "irn");
 }
 
 TEST(FabricScenario, ShippedFabricScenariosValidate) {
