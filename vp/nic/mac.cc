@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "vp/net/cnp.h"
 #include "vp/net/pfc.h"
 
 namespace mprdma::nic {
@@ -136,7 +137,10 @@ void Mac::rx_step() {
   net::PacketPtr pkt = std::move(rx_queue_.front());
   rx_queue_.pop_front();
   net::RoceFields f;
-  const net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f);
+  net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f);
+  // Not an RC opcode: a CNP (DCQCN) is the one other RoCEv2 packet accepted.
+  if (st == net::ParseStatus::bad_opcode)
+    st = net::parse_cnp(pkt->data.data(), pkt->data.size(), f);
   if (st != net::ParseStatus::ok) {
     ++rx_drops_;
     MPR_LOG(log_, info, "dropped frame: " << net::to_string(st));

@@ -1,5 +1,7 @@
 #include "vp/nic/nic.h"
 
+#include "vp/net/cnp.h"
+
 namespace mprdma::nic {
 
 Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
@@ -125,7 +127,9 @@ void Nic::on_qp_destroyed(uint32_t qpn) {
 }
 
 void Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
-  if (net::is_request(f.opcode))
+  if (static_cast<uint8_t>(f.opcode) == net::kCnpOpcode)
+    requester_.on_cnp(f);
+  else if (net::is_request(f.opcode))
     responder_.on_request(std::move(pkt), f);
   else
     requester_.on_response(std::move(pkt), f);

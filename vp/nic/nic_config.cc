@@ -38,16 +38,57 @@ void NicLimits::bind(core::Binder& b) {
   b.field("num_uar_pages", num_uar_pages, "4 KiB doorbell pages in BAR2.", 2, 65535);
 }
 
+void DcqcnConfig::bind(core::Binder& b) {
+  const core::Duration us1 = core::Duration::from_ps(1000000);
+  const core::Duration s1 = core::Duration::from_ps(1000000000000ull);
+  b.field("min_cnp_interval", min_cnp_interval,
+          "Notification point: at most one CNP per QP per this interval, sent for the first "
+          "CE-marked packet after it (paper: N = 50 us).",
+          core::Duration{}, s1);
+  b.field("g", g, "Reaction point: gain of the alpha average (paper: 1/256).", 1e-6, 1.0);
+  b.field("initial_alpha", initial_alpha,
+          "Alpha of a QP before its first CNP; the first cut is Rc * (1 - alpha/2) (not in "
+          "the paper: 1, the first CNP halves the rate).",
+          0.0, 1.0);
+  b.field("alpha_update_interval", alpha_update_interval,
+          "K: alpha <- (1-g) alpha once per interval without a CNP (paper: 55 us).", us1, s1);
+  b.field("rate_increase_timer", rate_increase_timer,
+          "T: one rate-increase event per interval since the last CNP (paper: 55 us).", us1,
+          s1);
+  b.field("byte_counter", byte_counter,
+          "B: one rate-increase event per this many bytes sent (wire bytes) since the last "
+          "CNP (paper: 10 MB).",
+          1, uint64_t{1} << 40);
+  b.field("fast_recovery_stages", fast_recovery_stages,
+          "F: rate-increase events of fast recovery, Rc <- (Rt + Rc)/2, before additive "
+          "increase (paper: 5).",
+          0, 1000, "events");
+  b.field("rate_ai", rate_ai, "R_AI: additive increase of the target rate per event (paper: "
+                              "40 Mbps).");
+  b.field("rate_hai", rate_hai,
+          "R_HAI: hyper increase of the target rate, times the events beyond F of the slower "
+          "counter (not given by the paper: 10 R_AI, QCN's ratio).");
+  b.field("min_rate", min_rate,
+          "Floor of the current rate (not in the paper: 10 Mbps).");
+  if (rate_ai.bps <= 0 || rate_hai.bps <= 0 || min_rate.bps <= 0)
+    b.error("rate_ai, rate_hai and min_rate must be positive");
+}
+
 void NicConfig::bind(core::Binder& b) {
   b.field("clock", clock, "NIC core clock; every pipeline latency is a whole number of cycles.");
   b.field("mtu", mtu, "Largest path MTU of the port (256, 512, 1024, 2048 or 4096).", 256, 4096);
   if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two between 256 and 4096");
   b.field("ecn", ecn,
           "Send every RoCEv2 packet ECN-capable (ECT(0)), as NICs with RoCE ECN enabled do; "
-          "switches then mark CE (counted in mac.ce_rx of the receiver). Reacting to marks "
-          "(DCQCN) belongs to the transport engine. Off: Not-ECT, never marked.");
+          "switches then mark CE (counted in mac.ce_rx of the receiver); congestion_control "
+          "dcqcn reacts to the marks. Off: Not-ECT, never marked.");
   b.choice("transport", transport, {"gbn"},
            "Transport engine of QPs that do not choose one: gbn is RoCEv2 go-back-N.");
+  b.choice("congestion_control", congestion_control, {"none", "dcqcn"},
+           "Per-QP rate control beside the transport engine: none, or dcqcn (the receiver "
+           "answers CE-marked requests with CNPs, the sender paces each QP at its DCQCN rate; "
+           "parameters under dcqcn).");
+  b.section("dcqcn", dcqcn, "DCQCN parameters (used with congestion_control: dcqcn).");
   b.field("tx_pipeline_depth", tx_pipeline_depth,
           "Packets in flight between the scheduler and the wire (payload DMA reads included).",
           1, 1024, "packets");

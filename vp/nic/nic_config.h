@@ -43,6 +43,24 @@ struct NicLimits {
   void bind(core::Binder& b);
 };
 
+// DCQCN (Zhu et al., SIGCOMM 2015) parameters; defaults are the paper's
+// where it gives one (sources in vp/nic/transport.md, "DCQCN").
+struct DcqcnConfig {
+  // Notification point: at most one CNP per flow per this interval (N).
+  core::Duration min_cnp_interval = core::Duration::from_us(50);
+  // Reaction point.
+  double g = 1.0 / 256;                                                 // alpha gain
+  double initial_alpha = 1.0;                                           // before the first CNP
+  core::Duration alpha_update_interval = core::Duration::from_us(55);  // K
+  core::Duration rate_increase_timer = core::Duration::from_us(55);    // T
+  core::Bytes byte_counter{10000000};                                  // B, 10 MB
+  int64_t fast_recovery_stages = 5;                                    // F
+  core::Bandwidth rate_ai{40e6};                                       // R_AI
+  core::Bandwidth rate_hai{400e6};                                     // R_HAI
+  core::Bandwidth min_rate{10e6};                                      // floor of Rc
+  void bind(core::Binder& b);
+};
+
 struct NicConfig {
   core::Frequency clock{250e6};
   core::Bytes mtu{1024};               // largest path MTU of the port
@@ -50,6 +68,9 @@ struct NicConfig {
   // enabled does, so switches mark CE instead of ignoring it.
   bool ecn = true;
   std::string transport = "gbn";      // engine of QPs that do not choose
+  // Per-QP rate control composed with the transport engine: none or dcqcn.
+  std::string congestion_control = "none";
+  DcqcnConfig dcqcn;
   int64_t tx_pipeline_depth = 16;     // packets between scheduler and wire
   int64_t wqe_fetch_batch = 4;        // WQEs per DMA read of a send queue
   int64_t max_outstanding_wqes = 64;  // fetched, unacknowledged WQEs per QP

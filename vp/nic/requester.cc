@@ -78,7 +78,32 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
                                             "Responses dropped: unknown QP or unexpected")),
       doorbells_dropped_(core.env.stats.counter(core.stat("requester.doorbells_dropped"),
                                                 "doorbells",
-                                                "SQ doorbells ignored (QP in RESET or bad index)")) {}
+                                                "SQ doorbells ignored (QP in RESET or bad index)")) {
+  if (core.cfg.congestion_control == "dcqcn") {
+    const DcqcnConfig& d = core.cfg.dcqcn;
+    const uint64_t period = core.cfg.period_ps();
+    auto cycles = [period](const core::Duration& t) {
+      return std::max<uint64_t>(1, (t.ps + period / 2) / period);
+    };
+    rp_params_.cycles_per_second = 1e12 / static_cast<double>(period);
+    rp_params_.line_rate_bps = static_cast<double>(core.cfg.port_speed_mbps) * 1e6;
+    rp_params_.min_rate_bps = d.min_rate.bps;
+    rp_params_.g = d.g;
+    rp_params_.initial_alpha = d.initial_alpha;
+    rp_params_.alpha_interval = cycles(d.alpha_update_interval);
+    rp_params_.rate_timer = cycles(d.rate_increase_timer);
+    rp_params_.byte_counter = d.byte_counter.n;
+    rp_params_.fast_recovery = static_cast<uint32_t>(d.fast_recovery_stages);
+    rp_params_.rate_ai_bps = d.rate_ai.bps;
+    rp_params_.rate_hai_bps = d.rate_hai.bps;
+    cnp_rx_ = &core.env.stats.counter(core.stat("dcqcn.cnp_rx"), "packets",
+                                      "CNPs received (reaction point)");
+    rate_cuts_ = &core.env.stats.counter(core.stat("dcqcn.rate_cuts"), "events",
+                                         "Rate decreases applied by the reaction point");
+    paced_ = &core.env.stats.counter(core.stat("dcqcn.paced"), "events",
+                                     "Times a QP waited for its DCQCN rate before a packet");
+  }
+}
 
 Requester::Qp* Requester::find(uint32_t qpn) {
   auto it = qps_.find(qpn);
@@ -144,6 +169,14 @@ void Requester::qp_to_rts(uint32_t qpn) {
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
   qp.next_psn = q->attr.sq_psn;
   core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
+  if (cnp_rx_) {
+    qp.rp.emplace(rp_params_);
+    qp.pace_at = kNever;
+    qp.rate_gauge = &core_.env.stats.counter(
+        core_.stat("dcqcn.qp" + std::to_string(qpn) + ".rate_mbps"), "Mb/s",
+        "Current DCQCN rate of the QP at its last packet or CNP");
+    qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
+  }
   fetch(qp);
 }
 
@@ -353,6 +386,15 @@ bool Requester::try_emit(uint32_t qpn) {
   Qp* qp = find(qpn);
   if (!qp || !qp->active || qp->error) return false;
   const uint64_t now = core_.now_cycle();
+  if (qp->rp) {
+    // DCQCN pacing: not before the previous packet's start + its wire time
+    // at the current rate. A wake-up activates the QP again then.
+    const uint64_t at = qp->rp->tx_allowed_at();
+    if (at > now) {
+      schedule_pace(*qp, at);
+      return false;
+    }
+  }
   const TxGrant g = core_.engine.next_tx(qpn, now);
   if (!g.send) return false;
   Message* m = message_at(*qp, g.psn);
@@ -421,6 +463,13 @@ bool Requester::try_emit(uint32_t qpn) {
       break;
   }
   core_.engine.on_sent(qpn, g.psn, npsn, now);
+  if (qp->rp) {
+    const size_t frame = net::roce_frame_bytes(f.opcode, plen);
+    const uint64_t wire = std::max(frame, net::kEthMinFrameBytes) + net::kEthFcsBytes +
+                          net::kEthPreambleBytes + net::kEthIfgBytes;
+    qp->rp->on_sent(wire, now);
+    qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
+  }
   ++packets_;
   if (g.retransmit) ++retransmits_;
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
@@ -645,6 +694,32 @@ void Requester::flush_new(Qp& qp) {
     m.opcode = MPR_WQE_SEND;
     complete(qp, m, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
   }
+}
+
+void Requester::on_cnp(const net::RoceFields& f) {
+  if (cnp_rx_) ++*cnp_rx_;
+  Qp* qp = find(f.dest_qp);
+  if (!qp || !qp->rp || !qp->active || qp->error) return;
+  qp->rp->on_cnp(core_.now_cycle());
+  ++*rate_cuts_;
+  qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
+  MPR_LOG(log_, debug, "QP " << qp->qpn << ": CNP, rate " << qp->rp->rate_bps() / 1e9
+                             << " Gb/s, target " << qp->rp->target_bps() / 1e9
+                             << " Gb/s, alpha " << qp->rp->alpha());
+}
+
+void Requester::schedule_pace(Qp& qp, uint64_t at) {
+  if (paced_) ++*paced_;
+  if (at >= qp.pace_at) return;  // an earlier wake-up is pending
+  qp.pace_at = at;
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  calendar_.at(core_.clock.cycles(at), [this, qpn, gen, at] {
+    Qp* q = find(qpn);
+    if (!q || q->generation != gen || q->pace_at != at) return;
+    q->pace_at = kNever;
+    if (q->active && !q->error) core_.tx.activate(qpn);
+  });
 }
 
 void Requester::schedule_wake(Qp& qp) {

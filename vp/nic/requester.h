@@ -19,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
 #include "vp/net/roce_codec.h"
+#include "vp/nic/dcqcn.h"
 #include "vp/nic/nic_core.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/transport_engine.h"
@@ -47,6 +49,8 @@ class Requester : public sc_core::sc_module, public TxSource {
   void qp_removed(uint32_t qpn);  // RESET or destroyed
   // Responses addressed to this NIC's requester QPs.
   void on_response(net::PacketPtr pkt, const net::RoceFields& f);
+  // A CNP addressed to requester QP `f.dest_qp` (DCQCN reaction point).
+  void on_cnp(const net::RoceFields& f);
 
   bool try_emit(uint32_t qpn) override;
 
@@ -95,6 +99,11 @@ class Requester : public sc_core::sc_module, public TxSource {
     net::RoceFields base;
     uint64_t wake_at = kNever;
     uint64_t generation = 0;
+    // DCQCN (congestion_control: dcqcn): the QP's rate controller, its
+    // pending pacing wake-up (cycle) and its rate gauge.
+    std::optional<DcqcnRp> rp;
+    uint64_t pace_at = kNever;
+    core::Counter* rate_gauge = nullptr;
   };
 
   Qp* find(uint32_t qpn);
@@ -109,6 +118,7 @@ class Requester : public sc_core::sc_module, public TxSource {
   void complete(const Qp& qp, const Message& m, uint8_t status, uint8_t syndrome);
   void handle(Qp& qp, const AckResult& r, const Message* subject);
   void schedule_wake(Qp& qp);
+  void schedule_pace(Qp& qp, uint64_t at);
   uint32_t ack_limit(const Qp& qp) const;
   Message* message_at(Qp& qp, uint32_t psn);
   void place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt);
@@ -128,6 +138,11 @@ class Requester : public sc_core::sc_module, public TxSource {
   core::Counter& timeouts_;
   core::Counter& bad_responses_;
   core::Counter& doorbells_dropped_;
+  // DCQCN only (null otherwise, so `none` registers no new statistics).
+  DcqcnRpParams rp_params_;
+  core::Counter* cnp_rx_ = nullptr;
+  core::Counter* rate_cuts_ = nullptr;
+  core::Counter* paced_ = nullptr;
 };
 
 }  // namespace mprdma::nic

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "vp/net/cnp.h"
 #include "vp/nic/completion_unit.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
@@ -64,7 +65,14 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
       atomics_done_(core.env.stats.counter(core.stat("responder.atomics"), "operations",
                                            "Atomic operations executed")),
       doorbells_dropped_(core.env.stats.counter(core.stat("responder.doorbells_dropped"),
-                                                "doorbells", "RQ doorbells ignored")) {}
+                                                "doorbells", "RQ doorbells ignored")) {
+  if (core.cfg.congestion_control == "dcqcn") {
+    const uint64_t period = core.cfg.period_ps();
+    np_.emplace((core.cfg.dcqcn.min_cnp_interval.ps + period / 2) / period);
+    cnp_tx_ = &core.env.stats.counter(core.stat("dcqcn.cnp_tx"), "packets",
+                                      "CNPs sent (notification point)");
+  }
+}
 
 Responder::Qp* Responder::find(uint32_t qpn) {
   auto it = qps_.find(qpn);
@@ -72,6 +80,7 @@ Responder::Qp* Responder::find(uint32_t qpn) {
 }
 
 void Responder::reset() {
+  if (np_) np_->reset();
   ++generation_;
   qps_.clear();
   atomics_.clear();
@@ -149,7 +158,10 @@ void Responder::qp_to_error(uint32_t qpn) {
   if (!qp.out.empty()) core_.tx.activate(qpn);
 }
 
-void Responder::qp_removed(uint32_t qpn) { qps_.erase(qpn); }
+void Responder::qp_removed(uint32_t qpn) {
+  qps_.erase(qpn);
+  if (np_) np_->forget(qpn);
+}
 
 void Responder::flush_recvs(Qp& qp) {
   if (qp.in_send) {
@@ -235,6 +247,13 @@ void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {
     // IB: requests for a QP that is not ready are silently dropped.
     ++dropped_;
     return;
+  }
+  // DCQCN notification point: a CE-marked request of the QP asks for a CNP
+  // to its requester, at most one per min_cnp_interval, whatever becomes of
+  // the packet itself.
+  if (np_ && f.ecn == 3 && np_->on_ce(qp->qpn, core_.now_cycle())) {
+    qp->cnp_due = true;
+    core_.tx.activate(qp->qpn);
   }
   if (qp->waiting_recv || !qp->stalled.empty()) {
     qp->stalled.emplace_back(std::move(pkt), f);
@@ -658,7 +677,19 @@ void Responder::recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t by
 
 bool Responder::try_emit(uint32_t qpn) {
   Qp* qp = find(qpn);
-  if (!qp || qp->out.empty()) return false;
+  if (!qp) return false;
+  if (qp->cnp_due) {
+    // CNPs go before the QP's ACKs and responses. Not-ECT: a CNP is not
+    // congestion controlled itself.
+    qp->cnp_due = false;
+    net::RoceFields c = qp->base;
+    c.ecn = 0;
+    const TxScheduler::Slot slot = core_.tx.reserve(c);  // sets c.ip_id
+    core_.tx.fill(slot, net::build_cnp(c));
+    ++*cnp_tx_;
+    return true;
+  }
+  if (qp->out.empty()) return false;
   Out& o = qp->out.front();
   net::RoceFields f = qp->base;
   f.aeth_msn = o.msn;

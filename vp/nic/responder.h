@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
 #include "vp/net/roce_codec.h"
+#include "vp/nic/dcqcn.h"
 #include "vp/nic/nic_core.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/transport_engine.h"
@@ -101,6 +103,7 @@ class Responder : public sc_core::sc_module, public TxSource {
     std::deque<Out> out;
     uint32_t rd_atomic_out = 0;
     std::deque<std::pair<uint32_t, uint64_t>> atomic_replay;  // psn -> original value
+    bool cnp_due = false;  // DCQCN: a CNP for this QP waits for the scheduler
   };
   struct AtomicJob {
     uint32_t qpn;
@@ -149,6 +152,9 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& dropped_;
   core::Counter& atomics_done_;
   core::Counter& doorbells_dropped_;
+  // DCQCN notification point (congestion_control: dcqcn only).
+  std::optional<DcqcnNp> np_;
+  core::Counter* cnp_tx_ = nullptr;
 };
 
 }  // namespace mprdma::nic
