@@ -177,9 +177,12 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
     throw std::invalid_argument("build_roce: opcode " + std::to_string(op) +
                                 " is not an RC opcode");
   const uint16_t flags = kOps[op].flags;
-  if (len != 0 && !(flags & kPayload))
+  if (f.trailer_len > len)
+    throw std::invalid_argument("build_roce: a trailer of " + std::to_string(f.trailer_len) +
+                                " bytes in a payload of " + std::to_string(len));
+  if (len != f.trailer_len && !(flags & kPayload))
     throw std::invalid_argument(std::string("build_roce: ") + kOps[op].name +
-                                " carries no payload but " + std::to_string(len) +
+                                " carries no payload but " + std::to_string(len - f.trailer_len) +
                                 " bytes were given");
   if (len != 0 && payload == nullptr) throw std::invalid_argument("build_roce: null payload");
   check_range(f.dscp, 63, "dscp");
@@ -267,6 +270,10 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
 }
 
 ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out) {
+  return parse_roce(d, len, out, 0);
+}
+
+ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out, size_t trailer_len) {
   out = RoceFields{};
   if (len < kEthHeaderBytes) return ParseStatus::truncated;
   if (get16(d + 12) != kEtherTypeIpv4) return ParseStatus::not_ipv4;
@@ -305,7 +312,9 @@ ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out) {
   const size_t pad = (bth[1] >> 4) & 0x3;
   // IBA packets are whole 4-byte words; the pad makes them so.
   if (area % 4 != 0 || pad > area) return ParseStatus::bad_length;
-  if (!(flags & kPayload) && area != 0) return ParseStatus::bad_length;
+  if (area - pad < trailer_len) return ParseStatus::bad_length;
+  if (!(flags & kPayload) && area - pad != trailer_len) return ParseStatus::bad_length;
+  if (!(flags & kPayload) && trailer_len == 0 && area != 0) return ParseStatus::bad_length;
 
   std::memcpy(out.dst_mac.b.data(), d, 6);
   std::memcpy(out.src_mac.b.data(), d + 6, 6);
@@ -355,7 +364,8 @@ ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out) {
     p += kImmDtBytes;
   }
   out.payload_offset = static_cast<uint32_t>(p - d);
-  out.payload_len = static_cast<uint32_t>(area - pad);
+  out.payload_len = static_cast<uint32_t>(area - pad - trailer_len);
+  out.trailer_len = static_cast<uint32_t>(trailer_len);
   return ParseStatus::ok;
 }
 

@@ -103,6 +103,11 @@ struct RoceFields {
   uint64_t atomic_ack_orig = 0;
   uint32_t imm = 0;  // the 4 ImmDt bytes as a big-endian number
   uint32_t payload_offset = 0, payload_len = 0;  // filled by parse (pad excluded)
+  // Bytes at the end of the payload area that are a transport trailer
+  // (vp/net/mp_ext.h), not payload: build_roce() takes them as the last
+  // `trailer_len` bytes of its payload argument (allowed on any opcode);
+  // parse_roce() with a trailer length reports them after payload_len.
+  uint32_t trailer_len = 0;
 };
 
 // Header sizes.
@@ -157,6 +162,10 @@ const char* to_string(ParseStatus s);
 // (absent ones at their defaults) and payload_offset/payload_len locate the
 // payload within `data`. No allocation.
 ParseStatus parse_roce(const uint8_t* data, size_t len, RoceFields& out);
+// The same for a connection whose packets end in a `trailer_len`-byte
+// trailer: the trailer is at payload_offset + payload_len (bad_length if the
+// frame has fewer bytes after its headers).
+ParseStatus parse_roce(const uint8_t* data, size_t len, RoceFields& out, size_t trailer_len);
 inline ParseStatus parse_roce(const Packet& p, RoceFields& out) {
   return parse_roce(p.data.data(), p.data.size(), out);
 }

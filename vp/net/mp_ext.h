@@ -1,0 +1,59 @@
+// The MP-RDMA and IRN per-packet fields on the wire.
+//
+// Both transports need more per packet than RoCEv2 carries: MP-RDMA the
+// ReTx and synchronise bits, the message sequence number and intra-message
+// PSN of every data packet, and per-packet ACKs that echo the virtual path
+// and carry SACK, AACK and ECE (NSDI'18 Fig. 3); IRN a SACK PSN in its NACKs.
+// They travel as a fixed trailer at the end of the RoCEv2 payload area
+// (before the pad and the ICRC; on ACKs, which carry no payload, it is the
+// whole area: RoceFields::trailer_len), so every standard header stays where a RoCEv2 parser expects it
+// (tshark decodes BTH, RETH and AETH as usual and shows the trailer as the
+// last payload bytes) and the ICRC covers the trailer. Whether a packet has
+// a trailer is a property of the connection (its transport), not of the
+// packet. Layout, network byte order:
+//
+//   data trailer (8 bytes): MSN (24) | iPSN (24) | flags (8) | reserved (8)
+//     flags: bit 0 ReTx, bit 1 synchronise, bit 2 tail of message
+//   ACK trailer (12 bytes): echo VP (16) | SACK PSN (24) | AACK PSN (24) |
+//     flags (8) | reserved (24); flags: bit 0 ECE, bit 1 ReTx, bit 2 NACK
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vp/net/roce_codec.h"
+
+namespace mprdma::net {
+
+constexpr size_t kMpDataExtBytes = 8;
+constexpr size_t kMpAckExtBytes = 12;
+
+struct MpDataExt {
+  uint32_t msn = 0;   // 24 bits
+  uint32_t ipsn = 0;  // 24 bits
+  bool retx = false, sync = false, tail = false;
+};
+
+struct MpAckExt {
+  uint16_t echo_vp = 0;
+  uint32_t sack = 0;  // 24 bits
+  uint32_t aack = 0;  // 24 bits
+  bool ece = false, retx = false, nack = false;
+};
+
+// Write the trailer into `dst` (its size in bytes). Throw
+// std::invalid_argument for a 24-bit field out of range.
+void put_mp_data_ext(uint8_t* dst, const MpDataExt& e);
+void put_mp_ack_ext(uint8_t* dst, const MpAckExt& e);
+// Read it back; false when a reserved bit or byte is set (a malformed or
+// foreign trailer).
+bool get_mp_data_ext(const uint8_t* src, MpDataExt& e);
+bool get_mp_ack_ext(const uint8_t* src, MpAckExt& e);
+
+// Where the trailer of a frame parse_roce(..., trailer_len) accepted
+// starts.
+inline const uint8_t* trailer_of(const uint8_t* frame, const RoceFields& f) {
+  return frame + f.payload_offset + f.payload_len;
+}
+
+}  // namespace mprdma::net
