@@ -1,5 +1,7 @@
 #include "vp/net/roce_codec.h"
 
+#include "vp/net/roce_headers.h"
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -200,39 +202,7 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
   pkt->data.resize(total);  // zero-filled: reserved bits and pad stay 0
   uint8_t* d = pkt->data.data();
 
-  // Ethernet II.
-  std::memcpy(d, f.dst_mac.b.data(), 6);
-  std::memcpy(d + 6, f.src_mac.b.data(), 6);
-  put16(d + 12, kEtherTypeIpv4);
-
-  // IPv4, no options.
-  uint8_t* ip = d + kIpOffset;
-  ip[0] = 0x45;
-  ip[1] = static_cast<uint8_t>(f.dscp << 2 | f.ecn);
-  put16(ip + 2, static_cast<uint16_t>(total - kIpOffset));
-  put16(ip + 4, f.ip_id);
-  put16(ip + 6, 0x4000);  // DF: RoCE relies on path MTU, never on fragmentation
-  ip[8] = f.ttl;
-  ip[9] = 17;  // UDP
-  put32(ip + 12, f.src_ip);
-  put32(ip + 16, f.dst_ip);
-  put16(ip + 10, ipv4_checksum(ip, kIpv4HeaderBytes));
-
-  // UDP; checksum 0 (RoCEv2 allows it: the ICRC protects the payload).
-  uint8_t* udp = d + kUdpOffset;
-  put16(udp, f.udp_sport);
-  put16(udp + 2, kRoceUdpPort);
-  put16(udp + 4, static_cast<uint16_t>(total - kUdpOffset));
-
-  // BTH. TVer is 0.
-  uint8_t* bth = d + kBthOffset;
-  bth[0] = op;
-  bth[1] = static_cast<uint8_t>((f.solicited ? 0x80 : 0) | (f.mig_req ? 0x40 : 0) | pad << 4);
-  put16(bth + 2, f.pkey);
-  bth[4] = static_cast<uint8_t>((f.fecn ? 0x80 : 0) | (f.becn ? 0x40 : 0));
-  put24(bth + 5, f.dest_qp);
-  bth[8] = f.ack_req ? 0x80 : 0;
-  put24(bth + 9, f.psn);
+  detail::write_headers(d, f, op, static_cast<uint8_t>(pad), total);
 
   // Extended headers in IBA order.
   uint8_t* p = d + kExtOffset;
@@ -263,9 +233,7 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
     p += kImmDtBytes;
   }
   if (len != 0) std::memcpy(p, payload, len);
-  p += len + pad;
-
-  store_icrc(p, roce_icrc(ip, static_cast<size_t>(p - ip)));
+  detail::seal(d, total);
   return pkt;
 }
 
@@ -275,32 +243,9 @@ ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out) {
 
 ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out, size_t trailer_len) {
   out = RoceFields{};
-  if (len < kEthHeaderBytes) return ParseStatus::truncated;
-  if (get16(d + 12) != kEtherTypeIpv4) return ParseStatus::not_ipv4;
-  if (len < kUdpOffset) return ParseStatus::truncated;
-
-  const uint8_t* ip = d + kIpOffset;
-  if ((ip[0] >> 4) != 4) return ParseStatus::not_ipv4;
-  const size_t ihl = static_cast<size_t>(ip[0] & 0x0F) * 4;
-  if (ihl < kIpv4HeaderBytes) return ParseStatus::bad_length;
-  if (ihl > kIpv4HeaderBytes) return ParseStatus::not_roce;  // RoCE never sends IP options
-  if (ipv4_checksum(ip, kIpv4HeaderBytes) != 0) return ParseStatus::bad_ip_checksum;
-  if (ip[9] != 17) return ParseStatus::not_roce;
-  if (get16(ip + 6) & 0x3FFF) return ParseStatus::not_roce;  // MF set or non-zero offset
-
-  const size_t ip_total = get16(ip + 2);
-  if (ip_total < kIpv4HeaderBytes + kUdpHeaderBytes) return ParseStatus::bad_length;
-  if (len - kIpOffset < ip_total) return ParseStatus::truncated;
-  const uint8_t* udp = d + kUdpOffset;
-  if (get16(udp + 2) != kRoceUdpPort) return ParseStatus::not_roce;
-  const size_t udp_len = get16(udp + 4);
-  if (udp_len != ip_total - kIpv4HeaderBytes) return ParseStatus::bad_length;
-  if (udp_len < kUdpHeaderBytes + kBthBytes + kIcrcBytes) return ParseStatus::bad_length;
-
-  // The ICRC covers everything from here on, so a corrupted packet is
-  // reported as such rather than by whichever field the corruption hit.
-  const size_t icrc_len = ip_total - kIcrcBytes;
-  if (roce_icrc(ip, icrc_len) != load_icrc(ip + icrc_len)) return ParseStatus::bad_icrc;
+  size_t udp_len = 0;
+  const ParseStatus st = detail::check_headers(d, len, udp_len);
+  if (st != ParseStatus::ok) return st;
 
   const uint8_t* bth = d + kBthOffset;
   if (!is_valid_opcode(bth[0])) return ParseStatus::bad_opcode;
@@ -316,25 +261,8 @@ ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out, size_t tra
   if (!(flags & kPayload) && area - pad != trailer_len) return ParseStatus::bad_length;
   if (!(flags & kPayload) && trailer_len == 0 && area != 0) return ParseStatus::bad_length;
 
-  std::memcpy(out.dst_mac.b.data(), d, 6);
-  std::memcpy(out.src_mac.b.data(), d + 6, 6);
-  out.dscp = ip[1] >> 2;
-  out.ecn = ip[1] & 0x3;
-  out.ip_id = get16(ip + 4);
-  out.ttl = ip[8];
-  out.src_ip = get32(ip + 12);
-  out.dst_ip = get32(ip + 16);
-  out.udp_sport = get16(udp);
-
+  detail::read_headers(d, out);
   out.opcode = static_cast<Opcode>(bth[0]);
-  out.solicited = bth[1] & 0x80;
-  out.mig_req = bth[1] & 0x40;
-  out.pkey = get16(bth + 2);
-  out.fecn = bth[4] & 0x80;
-  out.becn = bth[4] & 0x40;
-  out.dest_qp = get24(bth + 5);
-  out.ack_req = bth[8] & 0x80;
-  out.psn = get24(bth + 9);
 
   const uint8_t* p = d + kExtOffset;
   if (flags & kReth) {
@@ -381,5 +309,103 @@ uint8_t ecn_of(const Packet& pkt) {
   require_ipv4(pkt, "ecn_of");
   return pkt.data[kIpOffset + 1] & 0x3;
 }
+
+namespace detail {
+
+void write_headers(uint8_t* d, const RoceFields& f, uint8_t bth_opcode, uint8_t pad,
+                   size_t total) {
+  // Ethernet II.
+  std::memcpy(d, f.dst_mac.b.data(), 6);
+  std::memcpy(d + 6, f.src_mac.b.data(), 6);
+  put16(d + 12, kEtherTypeIpv4);
+
+  // IPv4, no options.
+  uint8_t* ip = d + kIpOffset;
+  ip[0] = 0x45;
+  ip[1] = static_cast<uint8_t>(f.dscp << 2 | f.ecn);
+  put16(ip + 2, static_cast<uint16_t>(total - kIpOffset));
+  put16(ip + 4, f.ip_id);
+  put16(ip + 6, 0x4000);  // DF: RoCE relies on path MTU, never on fragmentation
+  ip[8] = f.ttl;
+  ip[9] = 17;  // UDP
+  put32(ip + 12, f.src_ip);
+  put32(ip + 16, f.dst_ip);
+  put16(ip + 10, ipv4_checksum(ip, kIpv4HeaderBytes));
+
+  // UDP; checksum 0 (RoCEv2 allows it: the ICRC protects the payload).
+  uint8_t* udp = d + kUdpOffset;
+  put16(udp, f.udp_sport);
+  put16(udp + 2, kRoceUdpPort);
+  put16(udp + 4, static_cast<uint16_t>(total - kUdpOffset));
+
+  // BTH. TVer is 0.
+  uint8_t* bth = d + kBthOffset;
+  bth[0] = bth_opcode;
+  bth[1] = static_cast<uint8_t>((f.solicited ? 0x80 : 0) | (f.mig_req ? 0x40 : 0) | pad << 4);
+  put16(bth + 2, f.pkey);
+  bth[4] = static_cast<uint8_t>((f.fecn ? 0x80 : 0) | (f.becn ? 0x40 : 0));
+  put24(bth + 5, f.dest_qp);
+  bth[8] = f.ack_req ? 0x80 : 0;
+  put24(bth + 9, f.psn);
+}
+
+void seal(uint8_t* d, size_t total) {
+  const size_t icrc_at = total - kIcrcBytes;
+  store_icrc(d + icrc_at, roce_icrc(d + kIpOffset, icrc_at - kIpOffset));
+}
+
+ParseStatus check_headers(const uint8_t* d, size_t len, size_t& udp_len) {
+  if (len < kEthHeaderBytes) return ParseStatus::truncated;
+  if (get16(d + 12) != kEtherTypeIpv4) return ParseStatus::not_ipv4;
+  if (len < kUdpOffset) return ParseStatus::truncated;
+
+  const uint8_t* ip = d + kIpOffset;
+  if ((ip[0] >> 4) != 4) return ParseStatus::not_ipv4;
+  const size_t ihl = static_cast<size_t>(ip[0] & 0x0F) * 4;
+  if (ihl < kIpv4HeaderBytes) return ParseStatus::bad_length;
+  if (ihl > kIpv4HeaderBytes) return ParseStatus::not_roce;  // RoCE never sends IP options
+  if (ipv4_checksum(ip, kIpv4HeaderBytes) != 0) return ParseStatus::bad_ip_checksum;
+  if (ip[9] != 17) return ParseStatus::not_roce;
+  if (get16(ip + 6) & 0x3FFF) return ParseStatus::not_roce;  // MF set or non-zero offset
+
+  const size_t ip_total = get16(ip + 2);
+  if (ip_total < kIpv4HeaderBytes + kUdpHeaderBytes) return ParseStatus::bad_length;
+  if (len - kIpOffset < ip_total) return ParseStatus::truncated;
+  const uint8_t* udp = d + kUdpOffset;
+  if (get16(udp + 2) != kRoceUdpPort) return ParseStatus::not_roce;
+  udp_len = get16(udp + 4);
+  if (udp_len != ip_total - kIpv4HeaderBytes) return ParseStatus::bad_length;
+  if (udp_len < kUdpHeaderBytes + kBthBytes + kIcrcBytes) return ParseStatus::bad_length;
+
+  // The ICRC covers everything from here on, so a corrupted packet is
+  // reported as such rather than by whichever field the corruption hit.
+  const size_t icrc_len = ip_total - kIcrcBytes;
+  if (roce_icrc(ip, icrc_len) != load_icrc(ip + icrc_len)) return ParseStatus::bad_icrc;
+  return ParseStatus::ok;
+}
+
+void read_headers(const uint8_t* d, RoceFields& out) {
+  const uint8_t* ip = d + kIpOffset;
+  const uint8_t* bth = d + kBthOffset;
+  std::memcpy(out.dst_mac.b.data(), d, 6);
+  std::memcpy(out.src_mac.b.data(), d + 6, 6);
+  out.dscp = ip[1] >> 2;
+  out.ecn = ip[1] & 0x3;
+  out.ip_id = get16(ip + 4);
+  out.ttl = ip[8];
+  out.src_ip = get32(ip + 12);
+  out.dst_ip = get32(ip + 16);
+  out.udp_sport = get16(d + kUdpOffset);
+  out.solicited = bth[1] & 0x80;
+  out.mig_req = bth[1] & 0x40;
+  out.pkey = get16(bth + 2);
+  out.fecn = bth[4] & 0x80;
+  out.becn = bth[4] & 0x40;
+  out.dest_qp = get24(bth + 5);
+  out.ack_req = bth[8] & 0x80;
+  out.psn = get24(bth + 9);
+}
+
+}  // namespace detail
 
 }  // namespace mprdma::net
