@@ -16,35 +16,15 @@
 #include "vp/net/pcap_writer.h"
 #include "vp/net/pfc.h"
 
+#include "tshark_util.h"
+
 namespace mprdma::net {
 namespace {
 
-constexpr const char* kTshark = "/usr/bin/tshark";
-
-struct CmdResult {
-  int status = -1;
-  std::string out;
-};
-
-CmdResult run(const std::string& cmd) {
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> v;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty()) v.push_back(l);
-  return v;
-}
+using test::CmdResult;
+using test::kTshark;
+using test::lines;
+using test::run;
 
 TEST(PfcTshark, DecodesAsPriorityFlowControl) {
   ASSERT_EQ(access(kTshark, X_OK), 0)
