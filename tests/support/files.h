@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
 namespace mprdma::test {
 
 inline std::vector<uint8_t> read_file(const std::string& path) {
@@ -20,6 +24,17 @@ inline uint32_t u32(const std::vector<uint8_t>& d, size_t at) {
   uint32_t v;
   std::memcpy(&v, &d[at], 4);
   return v;
+}
+
+// Writes `text` to a file in the test temp directory and returns its path.
+// ctest runs test cases in parallel processes: the name carries the test's
+// name and the process id, so every file name is unique.
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() +
+                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                           std::to_string(getpid()) + "_" + name;
+  std::ofstream(path) << text;
+  return path;
 }
 
 }  // namespace mprdma::test

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/files.h"
+
 #include "vp/core/config.h"
 #include "vp/platform/scenario.h"
 
@@ -20,14 +22,7 @@ std::string source_dir() {
   return s ? s : ".";
 }
 
-// ctest runs test cases in parallel processes: every file name is unique.
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() +
-                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-                           std::to_string(getpid()) + "_" + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using test::write_temp;
 
 const char* kGood = R"(name: t
 hosts:

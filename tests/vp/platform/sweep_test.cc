@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/files.h"
+
 #include "vp/core/config.h"
 #include "vp/platform/scenario.h"
 #include "vp/platform/sweep.h"
@@ -15,13 +17,7 @@
 namespace mprdma::platform {
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() +
-                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-                           std::to_string(getpid()) + "_" + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using test::write_temp;
 
 // A back-to-back scenario with two metrics; tests append a sweep.
 const std::string kBase = R"(name: t
