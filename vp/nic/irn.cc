@@ -27,7 +27,7 @@ IrnSender::IrnSender(const IrnParams& params, uint32_t isn)
   sacked_.assign(params.bdp_packets, 0);
 }
 
-std::vector<MpSender::Field> IrnSender::extra_state(uint32_t bdp_packets) {
+std::vector<StateField> IrnSender::extra_state(uint32_t bdp_packets) {
   return {{"SACK bitmap (1 bit per BDP packet)", (bdp_packets + 7) / 8},
           {"recovery", 3},
           {"retransmission pointer", 3},
@@ -131,7 +131,7 @@ IrnReceiver::IrnReceiver(uint32_t bdp_packets, uint32_t epsn) : nxt_(epsn & kPsn
   got_.assign(bdp_packets, 0);
 }
 
-std::vector<MpSender::Field> IrnReceiver::extra_state(uint32_t bdp_packets) {
+std::vector<StateField> IrnReceiver::extra_state(uint32_t bdp_packets) {
   return {{"received bitmap (1 bit per BDP packet)", (bdp_packets + 7) / 8},
           {"message-tail bitmap (1 bit per BDP packet)", (bdp_packets + 7) / 8}};
 }

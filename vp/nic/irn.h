@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include "vp/nic/mprdma_sender.h"  // MpSender::Field
 #include "vp/nic/transport_engine.h"
 
 namespace mprdma::nic {
@@ -73,7 +72,7 @@ class IrnSender {
   };
   const Counters& counters() const { return counters_; }
   // State over RoCEv2 go-back-N, field by field.
-  static std::vector<MpSender::Field> extra_state(uint32_t bdp_packets);
+  static std::vector<StateField> extra_state(uint32_t bdp_packets);
 
  private:
   uint8_t& bit(uint32_t psn) { return sacked_[psn % sacked_.size()]; }
@@ -104,7 +103,7 @@ class IrnReceiver {
   // `tail`: last packet of its message.
   IrnRxResult on_data(uint32_t psn, bool tail);
   uint32_t epsn() const { return nxt_; }
-  static std::vector<MpSender::Field> extra_state(uint32_t bdp_packets);
+  static std::vector<StateField> extra_state(uint32_t bdp_packets);
 
  private:
   std::vector<uint8_t> got_;   // per slot: 0 empty, 1 received, 2 received tail

@@ -14,7 +14,7 @@ MpReceiver::MpReceiver(uint32_t slots, uint32_t epsn) : nxt_(epsn & kPsnMask) {
   map_.assign(slots, MpSlot::empty);
 }
 
-std::vector<MpSender::Field> MpReceiver::extra_state(uint32_t slots) {
+std::vector<StateField> MpReceiver::extra_state(uint32_t slots) {
   return {{"tracking bitmap (2 bits per slot)", (slots * 2 + 7) / 8},
           {"NACKed rcv_nxt and its flag", 3},
           {"rcv_nxt of the last synchronise NACK and its flag", 3}};

@@ -62,7 +62,7 @@ class MpReceiver {
   const Counters& counters() const { return counters_; }
 
   // Per-connection state over a RoCEv2 responder, field by field.
-  static std::vector<MpSender::Field> extra_state(uint32_t slots);
+  static std::vector<StateField> extra_state(uint32_t slots);
 
  private:
   MpSlot& at(uint32_t psn) { return map_[psn % map_.size()]; }

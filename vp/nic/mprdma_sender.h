@@ -113,10 +113,7 @@ class MpSender {
 
   // Per-connection state this sender adds over a RoCEv2 go-back-N
   // requester, field by field (Table 1 of the paper; see transport.md).
-  struct Field {
-    const char* name;
-    uint32_t bytes;
-  };
+  using Field = StateField;
   static const std::vector<Field>& extra_state();
 
  private:

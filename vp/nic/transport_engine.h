@@ -29,6 +29,13 @@ inline int32_t psn_diff(uint32_t a, uint32_t b) {
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
+// One field of an engine's per-connection state, for the on-chip memory
+// budget and the papers' state tables.
+struct StateField {
+  const char* name;
+  uint32_t bytes;
+};
+
 struct ConnParams {
   uint32_t qpn = 0;
   uint32_t dest_qpn = 0;

@@ -1,10 +1,6 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "vp/platform/platform.h"
 
-#include "vp/nic/irn.h"
-#include "vp/nic/mprdma_receiver.h"
-#include "vp/nic/mprdma_sender.h"
-
 #include <arpa/inet.h>
 #include <poll.h>
 #include <netinet/in.h>
@@ -17,6 +13,10 @@
 #include <fstream>
 #include <regex>
 #include <stdexcept>
+
+#include "vp/nic/irn.h"
+#include "vp/nic/mprdma_receiver.h"
+#include "vp/nic/mprdma_sender.h"
 
 namespace mprdma::platform {
 
@@ -448,7 +448,7 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
       if (t.kind == MetricTerm::Kind::kModelState) {
         // The golden models' field tables at their default sizes (bitmap
         // L = 64 slots; IRN BDP = 64 packets): see vp/nic/transport.md.
-        std::vector<nic::MpSender::Field> fields;
+        std::vector<nic::StateField> fields;
         if (t.engine == "mprdma") {
           fields = nic::MpSender::extra_state();
           for (const auto& f : nic::MpReceiver::extra_state(64)) fields.push_back(f);
