@@ -16,7 +16,6 @@ MpReceiver::MpReceiver(uint32_t slots, uint32_t epsn) : nxt_(epsn & kPsnMask) {
 
 std::vector<StateField> MpReceiver::extra_state(uint32_t slots) {
   return {{"tracking bitmap (2 bits per slot)", (slots * 2 + 7) / 8},
-          {"NACKed rcv_nxt and its flag", 3},
           {"rcv_nxt of the last synchronise NACK and its flag", 3}};
 }
 
@@ -48,16 +47,16 @@ MpRxResult MpReceiver::on_data(const MpData& d) {
   }
   if (static_cast<uint32_t>(ood) > counters_.max_ood) counters_.max_ood = static_cast<uint32_t>(ood);
   if (static_cast<uint32_t>(ood) >= map_.size()) {
-    // Beyond the bitmap: the head-of-line packet is most likely lost. One
-    // NACK per rcv_nxt; the RTO covers a lost retransmission.
+    // Beyond the bitmap: the head-of-line packet is most likely lost. Every
+    // such drop is answered with a NACK naming rcv_nxt: the dropped packet
+    // has left the network, and its NACK keeps the sender's ACK clock going
+    // (with one NACK per rcv_nxt, a window that overflowed entirely left
+    // the sender with no ACK to clock out the retransmission, and only the
+    // RTO recovered). The sender rewinds on the first one only.
     ++counters_.overflow_drops;
+    ++counters_.nacks;
     r.verdict = MpRxResult::Verdict::drop;
-    if (!nacked_ || nacked_for_ != nxt_) {
-      nacked_ = true;
-      nacked_for_ = nxt_;
-      ++counters_.nacks;
-      ack_for(nxt_, true);
-    }
+    ack_for(nxt_, true);
     return r;
   }
   if (d.sync && psn_diff(psn_add(psn, -static_cast<int64_t>(d.ipsn)), nxt_) > 0) {
@@ -86,23 +85,25 @@ MpRxResult MpReceiver::on_data(const MpData& d) {
 }
 
 void MpReceiver::complete_head(MpRxResult& r) {
-  // Head-of-line scan: a run of Received slots from rcv_nxt closed by a
-  // Tail is a whole message.
+  // Head-of-line scan: the head moves over every packet that has arrived
+  // in order, clearing its slot, and each Tail it passes completes the
+  // message that ends there (all of whose packets are then in). The paper
+  // moves the head "after the HoL message"; moving it packet by packet
+  // gives the same completions in the same order, and lets a message
+  // longer than L packets through (with the head held at its first packet
+  // until its tail arrived, such a message could never be received, and
+  // one of exactly L packets would stall everything behind it).
   for (;;) {
-    uint32_t i = 0;
-    MpSlot s = MpSlot::empty;
-    for (; i < map_.size(); ++i) {
-      s = map_[psn_add(nxt_, i) % map_.size()];
-      if (s != MpSlot::received) break;
+    MpSlot& s = at(nxt_);
+    if (s == MpSlot::empty) return;
+    if (s != MpSlot::received) {
+      const bool completion = s == MpSlot::tail_completion;
+      r.completed.emplace_back(nxt_, completion);
+      ++counters_.messages;
+      if (completion) ++counters_.completions;
     }
-    if (i == map_.size() || s == MpSlot::empty) return;
-    const uint32_t tail = psn_add(nxt_, i);
-    for (uint32_t k = 0; k <= i; ++k) map_[psn_add(nxt_, k) % map_.size()] = MpSlot::empty;
-    const bool completion = s == MpSlot::tail_completion;
-    r.completed.emplace_back(tail, completion);
-    ++counters_.messages;
-    if (completion) ++counters_.completions;
-    nxt_ = psn_add(tail, 1);
+    s = MpSlot::empty;
+    nxt_ = psn_add(nxt_, 1);
   }
 }
 

@@ -70,8 +70,6 @@ class MpReceiver {
 
   std::vector<MpSlot> map_;
   uint32_t nxt_;
-  bool nacked_ = false;      // a NACK was sent for the current rcv_nxt
-  uint32_t nacked_for_ = 0;
   bool sync_nacked_ = false;  // a synchronise NACK was sent for this rcv_nxt
   uint32_t sync_nacked_for_ = 0;
   Counters counters_;

@@ -28,6 +28,7 @@ const std::vector<MpSender::Field>& MpSender::extra_state() {
       {"snd_ooh", 3},
       {"recovery", 3},
       {"snd_retx", 3},
+      {"head named by the last rewinding NACK", 3},
       {"early_retx (FUSO pointer)", 3},
       {"flags: in recovery", 1},
       {"last send time (idle restart)", 4},
@@ -93,10 +94,10 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out) {
   const uint32_t high = psn_add(nxt_, -1);
   if (psn_diff(a.aack, high) > 0 || (!a.nack && psn_diff(a.sack, high) > 0)) return;
 
-  // inflate counts packets that left the network out of order (SACKs).
-  // snd_nxt - snd_una counts each PSN once, so a retransmission's ACK
-  // (ReTx) must not inflate it again; a NACK's packet was dropped.
-  if (!a.nack && !a.retx) ++inflate_;
+  // inflate counts packets that left the network out of order: SACKed, or
+  // dropped by the receiver and NACKed. snd_nxt - snd_una counts each PSN
+  // once, so a retransmission's ACK or NACK (ReTx) must not inflate again.
+  if (!a.retx) ++inflate_;
   const uint32_t new_una = psn_add(a.aack, 1);
   const int32_t moved = psn_diff(new_una, una_);
   if (moved > 0) {
@@ -111,16 +112,26 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out) {
     // The receiver names the PSN it wants: go back to it (not below what
     // is acknowledged), and stay in recovery until snd_una passes snd_nxt
     // as it is now. Early retransmission resumes after what recovery covers.
+    // Overflow NACKs (SACK = AACK + 1) come one per dropped packet: only
+    // the first naming a head rewinds, the others clock out what recovery
+    // sends next (a lost retransmission is the RTO's). A NACK naming a new
+    // head (the hole was filled, the next one shows; or retransmissions
+    // sent while the head was lower were dropped) rewinds to it. A
+    // synchronise NACK names the message to resend, beyond the head: it
+    // may rewind during recovery.
     uint32_t want = a.sack;
     if (psn_diff(want, una_) < 0) want = una_;
+    const bool overflow = a.sack == psn_add(a.aack, 1);
     if (!recovering_) {
       ++counters_.recoveries;
       recovering_ = true;
       recovery_ = nxt_;
       retx_ = want;
       early_ = nxt_;
-    } else if (psn_diff(want, retx_) < 0) {
+      nack_head_ = a.sack;
+    } else if (overflow ? a.sack != nack_head_ : psn_diff(want, retx_) < 0) {
       retx_ = want;
+      if (overflow) nack_head_ = a.sack;
     }
   } else {
     if (psn_diff(a.sack, ooh_) > 0) ooh_ = a.sack;
@@ -132,6 +143,11 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out) {
         psn_diff(a.sack, psn_add(ooh_, -static_cast<int64_t>(p_.delta))) < 0) {
       ++counters_.pruned_acks;
       cwnd_add_q(-static_cast<int64_t>(kOne));
+      if (recovering_ && psn_diff(una_, recovery_) >= 0) recovering_ = false;
+      // Nothing on this path; but when it was the last ACK in flight only
+      // the burst timer can send what the window allows.
+      if (awnd() > 0 && (recovering_ || psn_diff(nxt_, max_) < 0))
+        burst_at_ = now + p_.rtt_cycles / 2;
       return;
     }
     if (a.ece) {

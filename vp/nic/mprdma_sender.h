@@ -140,6 +140,7 @@ class MpSender {
   bool recovering_ = false;
   uint32_t recovery_ = 0;      // snd_nxt when recovery began
   uint32_t retx_ = 0;          // next PSN to retransmit in recovery
+  uint32_t nack_head_ = 0;     // SACK of the last overflow NACK that rewound
   uint32_t early_ = 0;         // next PSN for early retransmission (no new data)
   uint64_t last_send_ = 0;     // cycle of the last transmission (idle restart)
   uint64_t burst_at_ = kNever; // burst timer

@@ -189,6 +189,33 @@ TEST(MpSender, ANackStartsRecoveryThatRetransmitsUntilSndUnaPassesRecovery) {
   for (const MpTx& t : out) EXPECT_FALSE(t.retx) << t.psn;
 }
 
+TEST(MpSender, LaterOverflowNacksClockOutRetransmissionsWithoutRewinding) {
+  MpRandom rng(1);
+  MpSender s(params(10), 0, rng);
+  std::vector<MpTx> out;
+  s.set_snd_max(100, 0, out);
+  out.clear();
+  // PSN 0 lost; the receiver drops and NACKs every packet beyond its
+  // bitmap, each NACK naming the head (SACK = AACK + 1 = 0).
+  MpAck n = ack(0, kPsnMask);
+  n.nack = true;
+  s.on_ack(n, 50, out);
+  ASSERT_TRUE(s.in_recovery());
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0].psn, 0u);
+  const uint32_t after_first = s.snd_retx();
+  // The dropped packets left the network: each NACK inflates the window
+  // and clocks out the next retransmission, never PSN 0 again.
+  for (int i = 0; i < 3; ++i) {
+    out.clear();
+    s.on_ack(n, 60 + i, out);
+    ASSERT_FALSE(out.empty()) << i;
+    for (const MpTx& t : out) EXPECT_NE(t.psn, 0u) << i;
+  }
+  EXPECT_GT(s.snd_retx(), after_first);
+  EXPECT_EQ(s.counters().nacks, 4u);
+}
+
 TEST(MpSender, WithNoNewDataUnacknowledgedPacketsGoAgainEarly) {
   MpRandom rng(1);
   MpSender s(params(4), 0, rng);
@@ -333,19 +360,42 @@ TEST(MpReceiver, OutOfOrderPacketsArePlacedAndTheMessageCompletesOnce) {
   EXPECT_TRUE(d.send_ack);
 }
 
-TEST(MpReceiver, BitmapOverflowDropsAndNacksTheHeadOnce) {
+TEST(MpReceiver, BitmapOverflowDropsAndNacksTheHeadForEveryDrop) {
   MpReceiver r(8, 100);
   const MpRxResult a = r.on_data(data(108, true));  // rcv_nxt + L
   EXPECT_EQ(a.verdict, MpRxResult::Verdict::drop);
   ASSERT_TRUE(a.send_ack);
   EXPECT_TRUE(a.ack.nack);
   EXPECT_EQ(a.ack.sack, 100u);
+  EXPECT_EQ(a.ack.aack, 99u);
+  // Each drop is NACKed (it keeps the sender's ACK clock), always naming
+  // the head.
   const MpRxResult b = r.on_data(data(109, true));
   EXPECT_EQ(b.verdict, MpRxResult::Verdict::drop);
-  EXPECT_FALSE(b.send_ack);  // one NACK per rcv_nxt
+  ASSERT_TRUE(b.send_ack);
+  EXPECT_TRUE(b.ack.nack);
+  EXPECT_EQ(b.ack.sack, 100u);
   EXPECT_EQ(r.counters().overflow_drops, 2u);
+  EXPECT_EQ(r.counters().nacks, 2u);
   // 107 is within the window.
   EXPECT_EQ(r.on_data(data(107, true)).verdict, MpRxResult::Verdict::place);
+}
+
+TEST(MpReceiver, AMessageLongerThanTheBitmapCompletesAndTheHeadMovesPerPacket) {
+  // L = 8, one message of 20 packets: the head must move over packets
+  // that arrived in order before the tail exists, or the message could
+  // never fit.
+  MpReceiver r(8, 0);
+  for (uint32_t p = 0; p < 19; ++p) {
+    const MpRxResult x = r.on_data(data(p));
+    ASSERT_EQ(x.verdict, MpRxResult::Verdict::place) << p;
+    EXPECT_EQ(x.ack.aack, p);  // cumulative ACK per packet
+    EXPECT_TRUE(x.completed.empty());
+  }
+  const MpRxResult t = r.on_data(data(19, true, true));
+  ASSERT_EQ(t.completed.size(), 1u);
+  EXPECT_EQ(t.completed[0], std::make_pair(19u, true));
+  EXPECT_EQ(r.rcv_nxt(), 20u);
 }
 
 TEST(MpReceiver, ASynchroniseMessageThatOvertakesIsNackedThenAcceptedInTurn) {
@@ -382,8 +432,8 @@ TEST(MpState, ExtraBytesOverRoceAreAccountedFieldByField) {
   for (const MpSender::Field& f : MpReceiver::extra_state(64)) receiver += f.bytes;
   // See vp/nic/transport.md for each field and the comparison with the
   // paper's 66 bytes.
-  EXPECT_EQ(sender, 35u);
-  EXPECT_EQ(receiver, 22u);
+  EXPECT_EQ(sender, 38u);
+  EXPECT_EQ(receiver, 19u);
   EXPECT_EQ(MpReceiver::extra_state(64)[0].bytes, 16u);  // 64 slots x 2 bits
 }
 
