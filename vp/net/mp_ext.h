@@ -50,6 +50,14 @@ void put_mp_ack_ext(uint8_t* dst, const MpAckExt& e);
 bool get_mp_data_ext(const uint8_t* src, MpDataExt& e);
 bool get_mp_ack_ext(const uint8_t* src, MpAckExt& e);
 
+// Trailer bytes an out-of-order connection's packet of this opcode ends in:
+// the data trailer on SEND and RDMA WRITE packets, the ACK trailer on ACKs
+// and NAKs, none on the others (a CNP is no RC opcode).
+inline size_t mp_trailer_bytes(Opcode op) {
+  if (op == Opcode::ACKNOWLEDGE) return kMpAckExtBytes;
+  return op <= Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE ? kMpDataExtBytes : 0;
+}
+
 // Where the trailer of a frame parse_roce(..., trailer_len) accepted
 // starts.
 inline const uint8_t* trailer_of(const uint8_t* frame, const RoceFields& f) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "vp/net/cnp.h"
+#include "vp/net/mp_ext.h"
 #include "vp/net/pfc.h"
+#include "vp/nic/transport_engine.h"
 
 namespace mprdma::nic {
 
@@ -137,7 +139,13 @@ void Mac::rx_step() {
   net::PacketPtr pkt = std::move(rx_queue_.front());
   rx_queue_.pop_front();
   net::RoceFields f;
-  net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f);
+  // Out-of-order engines: SEND/WRITE packets and ACKs end in the trailer of
+  // mp_ext.h, which is not payload; its length follows from the opcode.
+  size_t trailer = 0;
+  if (core_.engine.out_of_order() && pkt->data.size() > net::kBthOffset &&
+      net::is_valid_opcode(pkt->data[net::kBthOffset]))
+    trailer = net::mp_trailer_bytes(static_cast<net::Opcode>(pkt->data[net::kBthOffset]));
+  net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f, trailer);
   // Not an RC opcode: a CNP (DCQCN) is the one other RoCEv2 packet accepted.
   if (st == net::ParseStatus::bad_opcode)
     st = net::parse_cnp(pkt->data.data(), pkt->data.size(), f);

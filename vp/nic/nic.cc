@@ -1,8 +1,52 @@
 #include "vp/nic/nic.h"
 
 #include "vp/net/cnp.h"
+#include "vp/nic/gbn_transport.h"
+#include "vp/nic/irn_transport.h"
+#include "vp/nic/mprdma_transport.h"
 
 namespace mprdma::nic {
+
+namespace {
+
+std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimEnv& env) {
+  const uint64_t period = cfg.period_ps();
+  auto cycles = [period](const core::Duration& t) {
+    return std::max<uint64_t>(1, (t.ps + period / 2) / period);
+  };
+  if (cfg.transport == "mprdma") {
+    const MprdmaConfig& m = cfg.mprdma;
+    MprdmaEngineParams p;
+    p.sender.iw = static_cast<uint32_t>(m.initial_window);
+    p.sender.delta = static_cast<uint32_t>(m.delta);
+    p.sender.ooo_control = m.ooo_control;
+    p.sender.probe_ppm = static_cast<uint32_t>(m.probe_probability * 1e6 + 0.5);
+    p.sender.max_per_ack = static_cast<uint32_t>(m.max_packets_per_ack);
+    p.sender.rtt_cycles = cycles(m.base_rtt);
+    p.sender.idle_rtts = static_cast<uint32_t>(m.idle_rtts);
+    p.sender.sync_alpha_milli = static_cast<uint32_t>(m.sync_alpha * 1000 + 0.5);
+    p.sender.rto_cycles = cycles(m.rto);
+    p.sender.vp_base = 0xC000;
+    p.sender.vp_mask = static_cast<uint16_t>(m.virtual_paths - 1);
+    p.bitmap_slots = static_cast<uint32_t>(m.bitmap_slots);
+    // The NIC's path LFSR is seeded from the scenario's stream of this name.
+    p.rng_seed = static_cast<uint32_t>(
+        env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
+    return std::make_unique<MprdmaTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
+  }
+  if (cfg.transport == "irn") {
+    IrnParams p;
+    p.bdp_packets = static_cast<uint32_t>(cfg.irn.bdp_packets);
+    p.bdp_fc = cfg.irn.bdp_fc;
+    p.rto_low_cycles = cycles(cfg.irn.rto_low);
+    p.rto_high_cycles = cycles(cfg.irn.rto_high);
+    p.rto_low_threshold = static_cast<uint32_t>(cfg.irn.rto_low_threshold);
+    return std::make_unique<IrnTransport>(p);
+  }
+  return std::make_unique<GbnTransport>();
+}
+
+}  // namespace
 
 Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
     : sc_core::sc_module(name),
@@ -21,7 +65,8 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                   [this] { cp_.on_aq_doorbell(); },
                   [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); }}),
       cq_("cq", cfg_, env, clock_, dma_, hostif_, contexts_),
-      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, engine_, tx_},
+      engine_(make_transport(cfg_, env)),
+      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, *engine_, tx_},
       tx_("tx", core_),
       requester_("requester", core_),
       responder_("responder", core_),
@@ -92,7 +137,7 @@ void Nic::on_reset() {
   cq_.reset();
   mac_.reset();
   for (uint32_t i = 0; i < contexts_.limits().max_qp; ++i)
-    if (contexts_.qp(i + kFirstQpn)) engine_.close(i + kFirstQpn);
+    if (contexts_.qp(i + kFirstQpn)) engine_->close(i + kFirstQpn);
   contexts_.clear();
   calendar_.at(clock_.after_cycles(static_cast<uint64_t>(cfg_.latency.reset)),
                [this] { hostif_.set_ready(true); });
@@ -113,7 +158,7 @@ void Nic::on_qp_state(uint32_t qpn, uint8_t from, uint8_t to) {
     case MPR_QPS_RESET:
       requester_.qp_removed(qpn);
       responder_.qp_removed(qpn);
-      engine_.close(qpn);
+      engine_->close(qpn);
       break;
     default:
       break;
@@ -123,7 +168,7 @@ void Nic::on_qp_state(uint32_t qpn, uint8_t from, uint8_t to) {
 void Nic::on_qp_destroyed(uint32_t qpn) {
   requester_.qp_removed(qpn);
   responder_.qp_removed(qpn);
-  engine_.close(qpn);
+  engine_->close(qpn);
 }
 
 void Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {

@@ -18,7 +18,7 @@
 #include "vp/nic/completion_unit.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
-#include "vp/nic/gbn_transport.h"
+#include "vp/nic/transport_engine.h"
 #include "vp/nic/host_interface.h"
 #include "vp/nic/mac.h"
 #include "vp/nic/nic_config.h"
@@ -45,7 +45,7 @@ class Nic : public sc_core::sc_module {
 
   const NicConfig& config() const { return cfg_; }
   ContextMemory& contexts() { return contexts_; }
-  TransportEngine& engine() { return engine_; }
+  TransportEngine& engine() { return *engine_; }
 
  private:
   void on_uar(uint32_t page, uint32_t offset, uint64_t value);
@@ -64,7 +64,7 @@ class Nic : public sc_core::sc_module {
   DmaEngine dma_;
   HostInterface hostif_;
   CompletionUnit cq_;
-  GbnTransport engine_;
+  std::unique_ptr<TransportEngine> engine_;  // nic.transport
   NicCore core_;
   TxScheduler tx_;
   Requester requester_;

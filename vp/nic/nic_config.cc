@@ -74,6 +74,71 @@ void DcqcnConfig::bind(core::Binder& b) {
     b.error("rate_ai, rate_hai and min_rate must be positive");
 }
 
+void MprdmaConfig::bind(core::Binder& b) {
+  const core::Duration ns1 = core::Duration::from_ps(1000);
+  const core::Duration s1 = core::Duration::from_ps(1000000000000ull);
+  b.field("initial_window", initial_window,
+          "IW: congestion window at start and after idle, spread over IW random virtual paths "
+          "(the paper: one BDP).",
+          1, 65535, "packets");
+  b.field("delta", delta,
+          "Delta: out-of-order degree the path selection aims at; snd_ool = snd_ooh - delta "
+          "(paper: 32).",
+          1, 65536, "packets");
+  b.field("bitmap_slots", bitmap_slots,
+          "L: slots of the receiver's 2-bit tracking bitmap; a packet beyond rcv_nxt + L is "
+          "dropped and NACKed (paper: 64).",
+          2, 65536, "packets");
+  if (bitmap_slots & (bitmap_slots - 1)) b.error("bitmap_slots must be a power of two");
+  b.field("ooo_control", ooo_control,
+          "Out-of-order-aware path selection: an ACK whose SACK is below snd_ool lowers cwnd "
+          "by one and clocks nothing out on its path. Off: the M8 baseline.");
+  b.field("probe_probability", probe_probability,
+          "p: per RTT, the probability of sending one packet to a new random virtual path "
+          "instead of the ACK's (the paper gives no value; 1 %).",
+          0.0, 1.0);
+  b.field("max_packets_per_ack", max_packets_per_ack,
+          "Burst control: packets one ACK may clock out; the rest leave on the burst timer "
+          "(half an RTT) to random paths (paper: 2).",
+          1, 64, "packets");
+  b.field("base_rtt", base_rtt,
+          "RTT the sender assumes for its burst timer, idle detection, probing period and "
+          "synchronise delay (the paper measures none of them; the fabric's base RTT).",
+          ns1, s1);
+  b.field("idle_rtts", idle_rtts, "Restart from IW after this many RTTs without sending "
+                                  "(paper: 3).",
+          1, 1000, "RTTs");
+  b.field("sync_alpha", sync_alpha,
+          "Alpha: a synchronise message waits alpha * delta / (cwnd / RTT) after the message "
+          "before it (the paper gives no value; 1).",
+          0.0, 100.0);
+  b.field("rto", rto,
+          "Retransmission timeout: every unacknowledged packet is sent again (the paper gives "
+          "no value; 1 ms, about 60 base RTTs, so that loss recovery by NACK comes first).",
+          ns1, s1);
+  b.field("virtual_paths", virtual_paths,
+          "Virtual paths: UDP source ports 0xC000 + [0, N) (power of two, at most 16384).", 1,
+          16384);
+  if (virtual_paths & (virtual_paths - 1)) b.error("virtual_paths must be a power of two");
+  if (delta > bitmap_slots) b.error("delta must not exceed bitmap_slots");
+}
+
+void IrnConfig::bind(core::Binder& b) {
+  const core::Duration ns1 = core::Duration::from_ps(1000);
+  const core::Duration s1 = core::Duration::from_ps(1000000000000ull);
+  b.field("bdp_packets", bdp_packets,
+          "BDP of the network in packets: BDP-FC's cap on packets in flight and the length "
+          "of the SACK and receive bitmaps (power of two).",
+          2, 1 << 20, "packets");
+  if (bdp_packets & (bdp_packets - 1)) b.error("bdp_packets must be a power of two");
+  b.field("bdp_fc", bdp_fc, "BDP-FC: at most bdp_packets packets in flight per QP.");
+  b.field("rto_low", rto_low,
+          "Timeout with at most rto_low_threshold packets in flight (paper: 100 us).", ns1, s1);
+  b.field("rto_high", rto_high, "Timeout otherwise (paper: 320 us).", ns1, s1);
+  b.field("rto_low_threshold", rto_low_threshold, "N of RTO_low (paper: 3).", 0, 1 << 20,
+          "packets");
+}
+
 void NicConfig::bind(core::Binder& b) {
   b.field("clock", clock, "NIC core clock; every pipeline latency is a whole number of cycles.");
   b.field("mtu", mtu, "Largest path MTU of the port (256, 512, 1024, 2048 or 4096).", 256, 4096);
@@ -82,13 +147,21 @@ void NicConfig::bind(core::Binder& b) {
           "Send every RoCEv2 packet ECN-capable (ECT(0)), as NICs with RoCE ECN enabled do; "
           "switches then mark CE (counted in mac.ce_rx of the receiver); congestion_control "
           "dcqcn reacts to the marks. Off: Not-ECT, never marked.");
-  b.choice("transport", transport, {"gbn"},
-           "Transport engine of QPs that do not choose one: gbn is RoCEv2 go-back-N.");
+  b.choice("transport", transport, {"gbn", "mprdma", "irn"},
+           "Transport engine of the NIC's RC QPs: gbn is RoCEv2 go-back-N, mprdma is MP-RDMA "
+           "(multi-path; parameters under mprdma), irn is IRN (selective retransmission and "
+           "BDP-FC; parameters under irn). mprdma and irn carry RDMA WRITE and SEND only: "
+           "READ and atomic WQEs complete with LOC_QP_OP_ERR.");
   b.choice("congestion_control", congestion_control, {"none", "dcqcn"},
            "Per-QP rate control beside the transport engine: none, or dcqcn (the receiver "
            "answers CE-marked requests with CNPs, the sender paces each QP at its DCQCN rate; "
            "parameters under dcqcn).");
   b.section("dcqcn", dcqcn, "DCQCN parameters (used with congestion_control: dcqcn).");
+  if (transport == "mprdma" && congestion_control != "none")
+    b.error("transport mprdma has its own congestion control: congestion_control must be "
+            "none");
+  b.section("mprdma", mprdma, "MP-RDMA parameters (transport: mprdma).");
+  b.section("irn", irn, "IRN parameters (transport: irn).");
   b.field("tx_pipeline_depth", tx_pipeline_depth,
           "Packets in flight between the scheduler and the wire (payload DMA reads included).",
           1, 1024, "packets");

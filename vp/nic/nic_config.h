@@ -61,6 +61,34 @@ struct DcqcnConfig {
   void bind(core::Binder& b);
 };
 
+// MP-RDMA (NSDI'18 §3) parameters; the paper's values where it gives one
+// (Δ = 32, L = 64, at most two packets per ACK, restart after 3 idle RTTs),
+// our choices documented in bind().
+struct MprdmaConfig {
+  int64_t initial_window = 64;     // IW, packets (the paper: one BDP)
+  int64_t delta = 32;              // Δ: target out-of-order degree, packets
+  int64_t bitmap_slots = 64;       // L: receive bitmap slots (power of two)
+  bool ooo_control = true;         // prune paths whose SACK is below snd_ool
+  double probe_probability = 0.01; // p: probe a new virtual path, per RTT
+  int64_t max_packets_per_ack = 2; // burst control
+  core::Duration base_rtt = core::Duration::from_us(16);
+  int64_t idle_rtts = 3;
+  double sync_alpha = 1.0;         // α of the synchronise delay
+  core::Duration rto = core::Duration::from_us(1000);
+  int64_t virtual_paths = 16384;   // UDP source ports 0xC000 + [0, N), power of two
+  void bind(core::Binder& b);
+};
+
+// IRN (SIGCOMM'18) parameters; RTO_low/RTO_high and N from the paper.
+struct IrnConfig {
+  int64_t bdp_packets = 64;        // BDP-FC cap and bitmap length (power of two)
+  bool bdp_fc = true;
+  core::Duration rto_low = core::Duration::from_us(100);
+  core::Duration rto_high = core::Duration::from_us(320);
+  int64_t rto_low_threshold = 3;   // N: RTO_low with at most N packets in flight
+  void bind(core::Binder& b);
+};
+
 struct NicConfig {
   core::Frequency clock{250e6};
   core::Bytes mtu{1024};               // largest path MTU of the port
@@ -71,6 +99,8 @@ struct NicConfig {
   // Per-QP rate control composed with the transport engine: none or dcqcn.
   std::string congestion_control = "none";
   DcqcnConfig dcqcn;
+  MprdmaConfig mprdma;
+  IrnConfig irn;
   int64_t tx_pipeline_depth = 16;     // packets between scheduler and wire
   int64_t wqe_fetch_batch = 4;        // WQEs per DMA read of a send queue
   int64_t max_outstanding_wqes = 64;  // fetched, unacknowledged WQEs per QP

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "vp/net/mp_ext.h"
 #include "vp/nic/completion_unit.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
@@ -168,6 +169,7 @@ void Requester::qp_to_rts(uint32_t qpn) {
   qp.max_rd_atomic = std::max<uint32_t>(1, q->attr.max_rd_atomic);
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
   qp.next_psn = q->attr.sq_psn;
+  qp.next_recv_msn = 0;
   core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
   if (cnp_rx_) {
     qp.rp.emplace(rp_params_);
@@ -272,6 +274,12 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   };
   if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
+  if (core_.engine.out_of_order() &&
+      (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode))) {
+    MPR_LOG(log_, warn, "QP " << qp.qpn << " WQE " << index << ": the " << core_.engine.name()
+                              << " transport carries RDMA WRITE and SEND only");
+    return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_UNSUPPORTED);
+  }
   if (ctrl.wqe_index != static_cast<uint16_t>(index) || (ctrl.flags & ~MPR_WQE_F_ALL) ||
       sizeof ctrl + size_t(ctrl.num_ds) * MPR_WQE_SEG_SIZE > stride)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
@@ -356,6 +364,11 @@ void Requester::assign(Qp& qp) {
     m.first_psn = qp.next_psn;
     m.npsn = m.packets(qp.mtu);
     m.resp_next = m.first_psn;
+    if (m.opcode == MPR_WQE_SEND || m.opcode == MPR_WQE_SEND_IMM ||
+        m.opcode == MPR_WQE_RDMA_WRITE_IMM)
+      m.recv_msn = qp.next_recv_msn++ & kPsnMask;
+    if ((m.flags & MPR_WQE_F_SYNC) && qp.active && !qp.error)
+      core_.engine.mark_sync(qp.qpn, m.first_psn);
     qp.next_psn = psn_add(qp.next_psn, m.npsn);
     if (m.is_read_or_atomic()) ++qp.rd_atomic_out;
     qp.inflight.push_back(std::move(m));
@@ -431,7 +444,14 @@ bool Requester::try_emit(uint32_t qpn) {
                         : (imm ? Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode::RDMA_WRITE_LAST);
       else
         f.opcode = send ? Opcode::SEND_MIDDLE : Opcode::RDMA_WRITE_MIDDLE;
-      if (!send && first) {
+      if (!send && core_.engine.out_of_order()) {
+        // Any packet may arrive first: each is a WRITE ONLY with the address
+        // and length of its own payload; the immediate rides on the tail.
+        f.opcode = imm && last ? Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE : Opcode::RDMA_WRITE_ONLY;
+        f.reth_va = m->remote_va + offset;
+        f.reth_rkey = m->rkey;
+        f.reth_dma_len = plen;
+      } else if (!send && first) {
         f.reth_va = m->remote_va;
         f.reth_rkey = m->rkey;
         f.reth_dma_len = static_cast<uint32_t>(m->length);
@@ -462,9 +482,11 @@ bool Requester::try_emit(uint32_t qpn) {
       f.ack_req = true;
       break;
   }
+  std::vector<uint8_t> trailer;
+  if (core_.engine.out_of_order()) build_ooo(*m, k, g.retransmit, trailer);
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   if (qp->rp) {
-    const size_t frame = net::roce_frame_bytes(f.opcode, plen);
+    const size_t frame = net::roce_frame_bytes(f.opcode, plen + trailer.size());
     const uint64_t wire = std::max(frame, net::kEthMinFrameBytes) + net::kEthFcsBytes +
                           net::kEthPreambleBytes + net::kEthIfgBytes;
     qp->rp->on_sent(wire, now);
@@ -475,15 +497,23 @@ bool Requester::try_emit(uint32_t qpn) {
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
   if (plen == 0 || !m->inline_data.empty()) {
     const uint8_t* payload = plen ? m->inline_data.data() + offset : nullptr;
-    core_.tx.fill(slot, net::build_roce(f, payload, plen));
+    if (trailer.empty()) {
+      core_.tx.fill(slot, net::build_roce(f, payload, plen));
+    } else {
+      std::vector<uint8_t> body(payload, payload + plen);
+      body.insert(body.end(), trailer.begin(), trailer.end());
+      core_.tx.fill(slot, net::build_roce(f, body.data(), body.size()));
+    }
   } else {
     std::vector<Segment> segs;
     slice_segments(m->local, offset, plen, segs);
     const uint64_t gen = qp->generation;
     const uint32_t index = m->index;
     core_.dma.gather(segs, DmaPurpose::payload,
-                     [this, f, slot, qpn, gen, index](bool ok, std::vector<uint8_t>&& data) {
+                     [this, f, slot, qpn, gen, index, trailer](bool ok,
+                                                               std::vector<uint8_t>&& data) {
                        if (ok) {
+                         data.insert(data.end(), trailer.begin(), trailer.end());
                          core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
                          return;
                        }
@@ -517,6 +547,15 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     AckEvent ev;
     ev.psn = f.psn;
     ev.ack_limit = ack_limit(*q);
+    if (f.trailer_len == net::kMpAckExtBytes) {
+      net::MpAckExt x;
+      if (!net::get_mp_ack_ext(net::trailer_of(held->data.data(), f), x)) {
+        ++bad_responses_;
+        return;
+      }
+      ev.has_ext = true;
+      ev.ext = AckExt{x.echo_vp, x.sack, x.aack, x.ece, x.retx, x.nack};
+    }
     Message* subject = nullptr;
     uint8_t fatal_status = MPR_CQE_REM_INV_REQ_ERR, fatal_syn = MPR_SYN_NAK_INV_REQ;
     switch (f.opcode) {
@@ -594,7 +633,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     }
     if (r.progress) retire(*q);
     if (Qp* again = find(qpn); again && again->generation == gen && !again->error) {
-      if (r.progress || r.rewound) core_.tx.activate(qpn);
+      if (r.progress || r.rewound || r.tx_ready) core_.tx.activate(qpn);
       schedule_wake(*again);
     }
   });
@@ -622,6 +661,19 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
   slice_segments(m.local, offset, expect, segs);
   core_.dma.scatter(segs, pkt.data.data() + f.payload_offset, DmaPurpose::payload);
   m.resp_next = psn_add(f.psn, 1);
+}
+
+void Requester::build_ooo(const Message& m, uint32_t k, bool retx,
+                          std::vector<uint8_t>& trailer) const {
+  const bool last = k + 1 == m.npsn;
+  net::MpDataExt x;
+  x.ipsn = k;
+  x.retx = retx;
+  x.sync = (m.flags & MPR_WQE_F_SYNC) != 0;
+  x.tail = last;
+  x.msn = m.recv_msn;
+  trailer.resize(net::kMpDataExtBytes);
+  net::put_mp_data_ext(trailer.data(), x);
 }
 
 void Requester::retire(Qp& qp) {

@@ -74,6 +74,10 @@ class Requester : public sc_core::sc_module, public TxSource {
     uint32_t first_psn = 0;
     uint32_t npsn = 0;       // PSNs it occupies (0 for a WQE that failed locally)
     uint32_t resp_next = 0;  // READ/atomic: next response PSN expected
+    // Out-of-order engines: the number of this message among the QP's
+    // messages that consume a RECV (SEND, WRITE with immediate), carried by
+    // every packet so the responder places it in the right RECV WQE.
+    uint32_t recv_msn = 0;
     uint8_t status = MPR_CQE_SUCCESS;
     uint8_t syndrome = MPR_SYN_NONE;
     bool is_read_or_atomic() const {
@@ -93,6 +97,7 @@ class Requester : public sc_core::sc_module, public TxSource {
     std::deque<Message> pending;   // parsed, no PSN yet
     std::deque<Message> inflight;  // PSNs assigned, not completed
     uint32_t next_psn = 0;
+    uint32_t next_recv_msn = 0;
     uint32_t rd_atomic_out = 0;
     uint32_t mtu = 1024;
     uint32_t max_rd_atomic = 1;
@@ -122,6 +127,10 @@ class Requester : public sc_core::sc_module, public TxSource {
   uint32_t ack_limit(const Qp& qp) const;
   Message* message_at(Qp& qp, uint32_t psn);
   void place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt);
+  // Out-of-order engines: the data trailer of packet `k` of `m` (message
+  // number, index, ReTx, synchronise, tail). WRITE packets are each a WRITE
+  // ONLY with their own RETH (try_emit).
+  void build_ooo(const Message& m, uint32_t k, bool retx, std::vector<uint8_t>& trailer) const;
 
   NicCore& core_;
   core::Calendar calendar_;

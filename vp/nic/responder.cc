@@ -4,36 +4,18 @@
 #include <cstring>
 
 #include "vp/net/cnp.h"
+#include "vp/net/mp_ext.h"
 #include "vp/nic/completion_unit.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
 #include "vp/nic/qp_params.h"
+#include "vp/nic/rc_opcodes.h"
 
 namespace mprdma::nic {
 namespace {
 
 using net::Opcode;
 
-bool is_send(Opcode op) { return op <= Opcode::SEND_ONLY_WITH_IMMEDIATE; }
-bool is_write(Opcode op) {
-  return op >= Opcode::RDMA_WRITE_FIRST && op <= Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-}
-bool carries_imm(Opcode op) {
-  return op == Opcode::SEND_LAST_WITH_IMMEDIATE || op == Opcode::SEND_ONLY_WITH_IMMEDIATE ||
-         op == Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE ||
-         op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-}
-bool starts(Opcode op) {
-  return op == Opcode::SEND_FIRST || op == Opcode::SEND_ONLY ||
-         op == Opcode::SEND_ONLY_WITH_IMMEDIATE || op == Opcode::RDMA_WRITE_FIRST ||
-         op == Opcode::RDMA_WRITE_ONLY || op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-}
-bool ends(Opcode op) {
-  return op == Opcode::SEND_LAST || op == Opcode::SEND_LAST_WITH_IMMEDIATE ||
-         op == Opcode::SEND_ONLY || op == Opcode::SEND_ONLY_WITH_IMMEDIATE ||
-         op == Opcode::RDMA_WRITE_LAST || op == Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE ||
-         op == Opcode::RDMA_WRITE_ONLY || op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-}
 constexpr size_t kAtomicReplayDepth = 16;
 constexpr uint8_t kAckCredits = 0x1f;  // "no credit information": we do not use end-to-end credits
 
@@ -65,7 +47,10 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
       atomics_done_(core.env.stats.counter(core.stat("responder.atomics"), "operations",
                                            "Atomic operations executed")),
       doorbells_dropped_(core.env.stats.counter(core.stat("responder.doorbells_dropped"),
-                                                "doorbells", "RQ doorbells ignored")) {
+                                                "doorbells", "RQ doorbells ignored")),
+      rnr_drops_(core.env.stats.counter(
+          core.stat("responder.rnr_drops"), "packets",
+          "Out-of-order transports: SEND packets dropped, no RECV posted for their message")) {
   if (core.cfg.congestion_control == "dcqcn") {
     const uint64_t period = core.cfg.period_ps();
     np_.emplace((core.cfg.dcqcn.min_cnp_interval.ps + period / 2) / period);
@@ -133,6 +118,9 @@ void Responder::qp_to_rtr(uint32_t qpn) {
   qp.max_dest_rd_atomic = std::max<uint32_t>(1, q->attr.max_dest_rd_atomic);
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
   core_.engine.open(conn_params(*q, core_.cfg, qp.base));
+  qp.recv_msn_base = 0;
+  qp.recv_need = 0;
+  qp.tails.clear();
   fetch_recv(qp);
 }
 
@@ -185,7 +173,8 @@ void Responder::fetch_recv(Qp& qp) {
   if (qp.rq_fetching || qp.error) return;
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);
   if (!q) return;
-  const uint32_t want = static_cast<uint32_t>(std::max<int64_t>(1, core_.cfg.rq_prefetch));
+  const uint32_t want =
+      std::max(qp.recv_need, static_cast<uint32_t>(std::max<int64_t>(1, core_.cfg.rq_prefetch)));
   if (qp.recv_cache.size() >= want && !qp.waiting_recv) return;
   const uint32_t size = 1u << q->rq_log_size;
   const uint32_t to_end = size - (qp.rq_fetch_idx & (size - 1));
@@ -278,6 +267,7 @@ void Responder::drain_stalled(Qp& qp) {
 }
 
 Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
+  if (core_.engine.out_of_order()) return handle_ooo(qp, pkt, f);
   switch (core_.engine.classify(qp.qpn, f.psn, core_.now_cycle())) {
     case RxVerdict::accept: return execute(qp, pkt, f);
     case RxVerdict::duplicate:
@@ -700,6 +690,27 @@ bool Responder::try_emit(uint32_t qpn) {
       f.opcode = Opcode::ACKNOWLEDGE;
       f.psn = o.psn;
       f.aeth_syndrome = o.syndrome;
+      if (core_.engine.out_of_order()) {
+        // Every ACK and NAK of an out-of-order connection carries the ACK
+        // trailer, on the virtual path of the packet it answers.
+        net::MpAckExt x;
+        if (o.has_ext) {
+          x = net::MpAckExt{o.ext.echo_vp, o.ext.sack, o.ext.aack,
+                            o.ext.ece,     o.ext.retx, o.ext.nack};
+          f.udp_sport = o.ext.echo_vp;
+        } else {
+          x.echo_vp = f.udp_sport;
+          x.sack = o.psn;
+          x.aack = psn_add(o.psn, -1);
+        }
+        uint8_t trailer[net::kMpAckExtBytes];
+        net::put_mp_ack_ext(trailer, x);
+        f.trailer_len = net::kMpAckExtBytes;
+        const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
+        core_.tx.fill(slot, net::build_roce(f, trailer, sizeof trailer));
+        qp->out.pop_front();
+        return true;
+      }
       const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
       core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
       qp->out.pop_front();

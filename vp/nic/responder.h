@@ -72,6 +72,16 @@ class Responder : public sc_core::sc_module, public TxSource {
     // atomic
     bool ready = false;
     uint64_t orig = 0;
+    // out-of-order engines: the ACK trailer (ack) or none (set from psn)
+    bool has_ext = false;
+    AckExt ext;
+  };
+  // Out-of-order engines: what the tail packet of a message left for its
+  // completion, which comes when every packet before it has arrived.
+  struct Tail {
+    bool consumes_recv = false;  // SEND or WRITE with immediate
+    uint32_t byte_len = 0;
+    net::RoceFields f;  // opcode, immediate, solicited
   };
   struct Qp {
     uint32_t qpn = 0;
@@ -104,6 +114,10 @@ class Responder : public sc_core::sc_module, public TxSource {
     uint32_t rd_atomic_out = 0;
     std::deque<std::pair<uint32_t, uint64_t>> atomic_replay;  // psn -> original value
     bool cnp_due = false;  // DCQCN: a CNP for this QP waits for the scheduler
+    // out-of-order engines
+    uint32_t recv_msn_base = 0;  // message number of recv_cache.front()
+    uint32_t recv_need = 0;      // RECV WQEs wanted on chip (an early SEND)
+    std::unordered_map<uint32_t, Tail> tails;  // by tail PSN
   };
   struct AtomicJob {
     uint32_t qpn;
@@ -118,6 +132,13 @@ class Responder : public sc_core::sc_module, public TxSource {
   Qp* find(uint32_t qpn);
   Step handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
   Step execute(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
+  // Out-of-order engines: place a SEND/WRITE packet wherever it falls,
+  // complete messages in order as the engine reports them.
+  Step handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
+  // The RECV WQE of message `msn` on chip (stall: being fetched; null and
+  // done: none posted).
+  Step recv_for(Qp& qp, uint32_t msn, const RecvWqe*& wqe);
+  void complete_ooo(Qp& qp, uint32_t tail_psn);
   void duplicate(Qp& qp, const net::RoceFields& f);
   Step take_recv(Qp& qp, const net::RoceFields& f, bool& have);
   void drain_stalled(Qp& qp);
@@ -152,6 +173,7 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& dropped_;
   core::Counter& atomics_done_;
   core::Counter& doorbells_dropped_;
+  core::Counter& rnr_drops_;
   // DCQCN notification point (congestion_control: dcqcn only).
   std::optional<DcqcnNp> np_;
   core::Counter* cnp_tx_ = nullptr;

@@ -15,6 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace mprdma::nic {
 
@@ -56,10 +59,23 @@ struct TxGrant {
   bool retransmit = false;
 };
 
+// The per-packet ACK fields of out-of-order engines (MP-RDMA Fig. 3, IRN's
+// SACK), carried by the ACK trailer of vp/net/mp_ext.h.
+struct AckExt {
+  uint16_t echo_vp = 0;  // virtual path (UDP source port) of the data packet
+  uint32_t sack = 0;     // PSN of the data packet this ACK is for
+  uint32_t aack = 0;     // cumulative: every PSN up to and including it arrived
+  bool ece = false;      // the data packet arrived CE-marked
+  bool retx = false;     // the data packet was a retransmission
+  bool nack = false;     // the receiver asks for `sack` again (MP-RDMA) / saw it out of order (IRN)
+};
+
 struct AckEvent {
   enum class Kind { ack, nak_sequence, nak_rnr, nak_fatal, read_response, atomic_ack };
   Kind kind = Kind::ack;
   uint32_t psn = 0;              // BTH PSN of the ACK/NAK/response
+  bool has_ext = false;          // out-of-order engines: `ext` holds the ACK trailer
+  AckExt ext;
   uint64_t rnr_delay_cycles = 0; // nak_rnr: how long to wait
   // The message layer's limit: the first PSN whose READ or atomic response
   // has not arrived. A plain ACK beyond it implies that response was lost.
@@ -71,6 +87,7 @@ struct AckResult {
   bool progress = false;  // snd_una moved forward
   bool accept = false;    // read_response/atomic_ack: the next expected, place it
   bool rewound = false;   // go back to snd_una (retransmission)
+  bool tx_ready = false;  // the engine has packets to send now (ACK clocking)
   Error error = Error::none;
 };
 
@@ -80,6 +97,28 @@ enum class RxVerdict {
   duplicate,     // already executed: re-ACK (or replay a READ/atomic)
   nak_sequence,  // beyond the expected PSN: answer with a sequence NAK
   drop,          // beyond it, and already NAKed: drop silently
+};
+
+// Out-of-order engines: an arriving data packet, with its trailer fields.
+struct RxPacket {
+  uint32_t psn = 0;
+  uint16_t vp = 0;          // its UDP source port
+  bool ce = false;          // IP ECN was Congestion Experienced
+  bool retx = false;        // ReTx bit
+  bool tail = false;        // last packet of its message
+  bool completion = false;  // tail of a message that needs a completion (consumes a RECV)
+  bool sync = false;        // part of a synchronise message
+  uint32_t ipsn = 0;        // packet index within its message
+};
+
+struct RxOutcome {
+  enum class Verdict { place, duplicate, drop };
+  Verdict verdict = Verdict::drop;  // place: write its data now, whatever its order
+  bool send_ack = false;            // answer with an ACK carrying `ack`
+  AckExt ack;
+  // Messages this packet completed, oldest first: tail PSN and whether the
+  // message needs a completion.
+  std::vector<std::pair<uint32_t, bool>> completed;
 };
 
 struct AckDecision {
@@ -122,6 +161,18 @@ class TransportEngine {
   // The message layer answered the expected PSN with a NAK of its own (RNR):
   // packets beyond it are dropped silently until it arrives again.
   virtual void nak_sent(uint32_t qpn) = 0;
+
+  // ---- out-of-order engines (MP-RDMA, IRN) ----
+  // True when packets may arrive and be placed in any order: every packet
+  // then carries its placement (RETH in every WRITE packet, message number
+  // and intra-message PSN of SEND packets) and the trailer of mp_ext.h, and
+  // the responder calls on_data() instead of classify()/commit().
+  virtual bool out_of_order() const { return false; }
+  // The message starting at `psn` has the synchronise flag.
+  virtual void mark_sync(uint32_t /*qpn*/, uint32_t /*psn*/) {}
+  virtual RxOutcome on_data(uint32_t /*qpn*/, const RxPacket& /*p*/, uint64_t /*now*/) {
+    throw std::logic_error("on_data() on an in-order transport engine");
+  }
 };
 
 }  // namespace mprdma::nic

@@ -215,6 +215,7 @@ enum mpr_cqe_syndrome {
 	MPR_SYN_FLUSHED = 13,        /* QP entered the error state */
 	MPR_SYN_ATOMIC_ALIGN = 14,   /* atomic not 8-byte sized and aligned */
 	MPR_SYN_BAD_RESPONSE = 15,   /* unexpected response opcode */
+	MPR_SYN_UNSUPPORTED = 16,    /* opcode the QP's transport does not carry */
 };
 
 #define MPR_CQE_F_IMM (1u << 0)       /* imm_data is valid */

@@ -1,0 +1,64 @@
+// IRN behind the transport-engine interface: one IrnSender per requester
+// connection and one IrnReceiver per responder connection (irn.h). One path
+// per connection, as RoCEv2; packets are placed in any order within the BDP
+// bitmap and carry the trailer of vp/net/mp_ext.h (message number and
+// intra-message PSN for SEND placement, ACKs with the cumulative ACK and the
+// SACKed PSN of a NACK). A retry budget turns timeouts without progress into
+// RETRY_EXC_ERR, as go-back-N's does.
+#pragma once
+
+#include <optional>
+#include <unordered_map>
+
+#include "vp/nic/irn.h"
+#include "vp/nic/transport_engine.h"
+
+namespace mprdma::nic {
+
+class IrnTransport : public TransportEngine {
+ public:
+  explicit IrnTransport(const IrnParams& params) : p_(params) {}
+
+  const char* name() const override { return "irn"; }
+  // Go-back-N's 28 bytes plus the sender's and receiver's bitmaps and pointers.
+  size_t state_bytes() const override;
+
+  void open(const ConnParams& params) override;
+  void set_requester(const ConnParams& params) override;
+  void close(uint32_t qpn) override { conns_.erase(qpn); }
+
+  void set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) override;
+  TxGrant next_tx(uint32_t qpn, uint64_t now) override;
+  void on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) override;
+  AckResult on_ack(uint32_t qpn, const AckEvent& ack, uint64_t now) override;
+  uint64_t wake_at(uint32_t qpn) const override;
+  AckResult on_timer(uint32_t qpn, uint64_t now) override;
+  uint32_t snd_una(uint32_t qpn) const override { return conns_.at(qpn).tx->snd_una(); }
+  uint32_t snd_nxt(uint32_t qpn) const override { return conns_.at(qpn).tx->snd_nxt(); }
+
+  RxVerdict classify(uint32_t qpn, uint32_t psn, uint64_t now) override;
+  AckDecision commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
+                     uint64_t now) override;
+  uint32_t epsn(uint32_t qpn) const override { return conns_.at(qpn).rx->epsn(); }
+  void nak_sent(uint32_t) override {}
+
+  bool out_of_order() const override { return true; }
+  RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
+
+  const IrnSender* sender(uint32_t qpn) const;
+
+ private:
+  struct Conn {
+    ConnParams params;
+    std::optional<IrnSender> tx;
+    std::optional<IrnReceiver> rx;
+    std::optional<IrnTx> granted;  // next_tx's answer, until on_sent
+    uint8_t retry_left = 0;
+    uint32_t una_at_timeout = 0;
+    bool timed_out = false;
+  };
+  IrnParams p_;
+  std::unordered_map<uint32_t, Conn> conns_;
+};
+
+}  // namespace mprdma::nic

@@ -1,0 +1,258 @@
+#include "vp/nic/mprdma_transport.h"
+
+#include <stdexcept>
+
+namespace mprdma::nic {
+
+namespace {
+// The RoCEv2 go-back-N context this engine extends (gbn_transport.cc).
+constexpr size_t kGbnStateBytes = 28;
+
+struct TxStat {
+  const char* name;
+  uint64_t MpSender::Counters::*field;
+  const char* unit;
+  const char* desc;
+};
+const TxStat kTxStats[] = {
+    {"acks", &MpSender::Counters::acks, "packets", "ACKs and NACKs received"},
+    {"ece_acks", &MpSender::Counters::ece_acks, "packets", "ACKs with ECE: cwnd - 1/2"},
+    {"pruned_acks", &MpSender::Counters::pruned_acks, "packets",
+     "ACKs with SACK below snd_ool: cwnd - 1, nothing sent on their path"},
+    {"nacks", &MpSender::Counters::nacks, "packets", "NACKs received"},
+    {"recoveries", &MpSender::Counters::recoveries, "events", "Recovery mode entered"},
+    {"retransmits", &MpSender::Counters::retransmits, "packets",
+     "Retransmissions in recovery mode"},
+    {"early_retransmits", &MpSender::Counters::early_retransmits, "packets",
+     "Early (FUSO) retransmissions"},
+    {"rtos", &MpSender::Counters::rtos, "events", "Retransmission timeouts"},
+    {"probes", &MpSender::Counters::probes, "packets", "Packets sent to probe a new path"},
+    {"burst_timer_sends", &MpSender::Counters::burst_timer_sends, "packets",
+     "Packets sent by the burst timer or a restart, on random paths"},
+    {"window_reductions", &MpSender::Counters::window_reductions, "events",
+     "Use it or lose it: an ACK found nothing to send, cwnd - 1"},
+    {"restarts", &MpSender::Counters::restarts, "events", "Restarts from IW after idle"},
+    {"sync_waits", &MpSender::Counters::sync_waits, "events",
+     "Sends held for a synchronise message's delay"},
+};
+
+struct RxStat {
+  const char* name;
+  uint64_t MpReceiver::Counters::*field;
+  const char* unit;
+  const char* desc;
+};
+const RxStat kRxStats[] = {
+    {"rx_placed", &MpReceiver::Counters::placed, "packets", "Data packets placed"},
+    {"rx_duplicates", &MpReceiver::Counters::duplicates, "packets", "Duplicate data packets"},
+    {"rx_overflow_drops", &MpReceiver::Counters::overflow_drops, "packets",
+     "Data packets beyond rcv_nxt + L, dropped"},
+    {"rx_sync_drops", &MpReceiver::Counters::sync_drops, "packets",
+     "Synchronise packets that overtook an earlier message, dropped"},
+    {"rx_nacks", &MpReceiver::Counters::nacks, "packets", "NACKs sent"},
+    {"rx_messages", &MpReceiver::Counters::messages, "messages", "Messages completed"},
+};
+}  // namespace
+
+MprdmaTransport::MprdmaTransport(const MprdmaEngineParams& params, core::StatsRegistry* stats,
+                                 const std::string& prefix)
+    : p_(params), rng_(params.rng_seed) {
+  if (p_.bitmap_slots == 0 || (p_.bitmap_slots & (p_.bitmap_slots - 1)))
+    throw std::invalid_argument("mprdma: bitmap_slots must be a power of two");
+  if (!stats) return;
+  for (const TxStat& t : kTxStats)
+    tx_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
+  for (const RxStat& t : kRxStats)
+    rx_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
+  max_ood_ = &stats->counter(prefix + "rx_max_ood", "packets",
+                             "Largest out-of-order degree (PSN - rcv_nxt) seen by a receiver");
+}
+
+void MprdmaTransport::account(const MpSender::Counters& a, const MpSender::Counters& b) {
+  for (size_t i = 0; i < tx_stats_.size(); ++i)
+    tx_stats_[i]->add(b.*kTxStats[i].field - a.*kTxStats[i].field);
+}
+
+void MprdmaTransport::account(const MpReceiver::Counters& a, const MpReceiver::Counters& b) {
+  for (size_t i = 0; i < rx_stats_.size(); ++i)
+    rx_stats_[i]->add(b.*kRxStats[i].field - a.*kRxStats[i].field);
+  if (max_ood_ && b.max_ood > max_ood_->value()) max_ood_->set(b.max_ood);
+}
+
+size_t MprdmaTransport::state_bytes() const {
+  size_t n = kGbnStateBytes;
+  for (const StateField& f : MpSender::extra_state()) n += f.bytes;
+  for (const StateField& f : MpReceiver::extra_state(p_.bitmap_slots)) n += f.bytes;
+  return n;
+}
+
+void MprdmaTransport::open(const ConnParams& params) {
+  conns_.erase(params.qpn);
+  Conn& c = conns_[params.qpn];
+  c.params = params;
+  c.rx.emplace(p_.bitmap_slots, params.rq_psn);
+}
+
+void MprdmaTransport::set_requester(const ConnParams& params) {
+  Conn& c = conns_[params.qpn];
+  c.params = params;
+  c.tx.emplace(p_.sender, params.sq_psn, rng_);
+  c.fifo.clear();
+  c.retry_left = params.retry_cnt;
+  c.rtos_seen = 0;
+}
+
+void MprdmaTransport::close(uint32_t qpn) { conns_.erase(qpn); }
+
+void MprdmaTransport::take(Conn& c) {
+  for (const MpTx& t : c.scratch) c.fifo.push_back(t);
+  c.scratch.clear();
+}
+
+void MprdmaTransport::set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) {
+  Conn& c = conn(qpn);
+  const MpSender::Counters before = c.tx->counters();
+  c.tx->set_snd_max(snd_max, now, c.scratch);
+  account(before, c.tx->counters());
+  take(c);
+}
+
+void MprdmaTransport::mark_sync(uint32_t qpn, uint32_t psn) { conn(qpn).tx->add_sync(psn); }
+
+TxGrant MprdmaTransport::next_tx(uint32_t qpn, uint64_t /*now*/) {
+  Conn& c = conn(qpn);
+  TxGrant g;
+  while (!c.fifo.empty()) {
+    const MpTx t = c.fifo.front();
+    c.fifo.pop_front();
+    // Acknowledged while it waited (a retransmission overtaken by an ACK):
+    // the message may be gone, and the receiver has it.
+    if (psn_diff(t.psn, c.tx->snd_una()) < 0) continue;
+    g.send = true;
+    g.psn = t.psn;
+    g.udp_sport = t.vp;
+    g.retransmit = t.retx;
+    break;
+  }
+  return g;
+}
+
+void MprdmaTransport::on_sent(uint32_t, uint32_t, uint32_t, uint64_t) {
+  // The sender counted the packet as sent when it clocked it out.
+}
+
+AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
+  Conn& c = conn(qpn);
+  AckResult r;
+  const uint32_t una = c.tx->snd_una();
+  switch (ev.kind) {
+    case AckEvent::Kind::nak_fatal:
+      r.error = AckResult::Error::fatal_nak;
+      return r;
+    case AckEvent::Kind::ack:
+      if (ev.has_ext) break;
+      [[fallthrough]];
+    default:
+      // Sequence/RNR NAKs and READ/atomic responses have no meaning here:
+      // an out-of-order responder sends only extended ACKs and fatal NAKs.
+      return r;
+  }
+  MpAck a;
+  a.vp = ev.ext.echo_vp;
+  a.sack = ev.ext.sack;
+  a.aack = ev.ext.aack;
+  a.ece = ev.ext.ece;
+  a.retx = ev.ext.retx;
+  a.nack = ev.ext.nack;
+  const MpSender::Counters before = c.tx->counters();
+  c.tx->on_ack(a, now, c.scratch);
+  account(before, c.tx->counters());
+  take(c);
+  r.progress = c.tx->snd_una() != una;
+  if (r.progress) c.retry_left = c.params.retry_cnt;
+  r.tx_ready = !c.fifo.empty();
+  return r;
+}
+
+uint64_t MprdmaTransport::wake_at(uint32_t qpn) const {
+  const Conn& c = conn(qpn);
+  return c.tx ? c.tx->wake_at() : kNever;
+}
+
+AckResult MprdmaTransport::on_timer(uint32_t qpn, uint64_t now) {
+  Conn& c = conn(qpn);
+  AckResult r;
+  if (!c.tx) return r;
+  const MpSender::Counters before = c.tx->counters();
+  c.tx->on_timer(now, c.scratch);
+  account(before, c.tx->counters());
+  take(c);
+  const uint64_t rtos = c.tx->counters().rtos;
+  if (rtos != c.rtos_seen) {
+    // A retransmission timeout (not a burst or synchronise timer): spend one
+    // retry; progress (an ACK moving snd_una) restores the budget.
+    c.rtos_seen = rtos;
+    r.rewound = true;
+    if (c.retry_left == 0) {
+      r.error = AckResult::Error::retry_exceeded;
+      return r;
+    }
+    --c.retry_left;
+  }
+  r.tx_ready = !c.fifo.empty();
+  return r;
+}
+
+uint32_t MprdmaTransport::snd_una(uint32_t qpn) const { return conn(qpn).tx->snd_una(); }
+uint32_t MprdmaTransport::snd_nxt(uint32_t qpn) const { return conn(qpn).tx->snd_nxt(); }
+
+RxVerdict MprdmaTransport::classify(uint32_t, uint32_t, uint64_t) {
+  throw std::logic_error("mprdma: classify() on an out-of-order engine");
+}
+
+AckDecision MprdmaTransport::commit(uint32_t, uint32_t, bool, bool, uint64_t) {
+  throw std::logic_error("mprdma: commit() on an out-of-order engine");
+}
+
+uint32_t MprdmaTransport::epsn(uint32_t qpn) const { return conn(qpn).rx->rcv_nxt(); }
+
+RxOutcome MprdmaTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*now*/) {
+  Conn& c = conn(qpn);
+  MpData d;
+  d.psn = p.psn;
+  d.vp = p.vp;
+  d.ce = p.ce;
+  d.retx = p.retx;
+  d.tail = p.tail;
+  d.completion = p.completion;
+  d.sync = p.sync;
+  d.ipsn = p.ipsn;
+  const MpReceiver::Counters before = c.rx->counters();
+  MpRxResult m = c.rx->on_data(d);
+  account(before, c.rx->counters());
+  RxOutcome o;
+  o.verdict = m.verdict == MpRxResult::Verdict::place       ? RxOutcome::Verdict::place
+              : m.verdict == MpRxResult::Verdict::duplicate ? RxOutcome::Verdict::duplicate
+                                                            : RxOutcome::Verdict::drop;
+  o.send_ack = m.send_ack;
+  o.ack.echo_vp = m.ack.vp;
+  o.ack.sack = m.ack.sack;
+  o.ack.aack = m.ack.aack;
+  o.ack.ece = m.ack.ece;
+  o.ack.retx = m.ack.retx;
+  o.ack.nack = m.ack.nack;
+  o.completed = std::move(m.completed);
+  return o;
+}
+
+const MpSender* MprdmaTransport::sender(uint32_t qpn) const {
+  auto it = conns_.find(qpn);
+  return it == conns_.end() || !it->second.tx ? nullptr : &*it->second.tx;
+}
+
+const MpReceiver* MprdmaTransport::receiver(uint32_t qpn) const {
+  auto it = conns_.find(qpn);
+  return it == conns_.end() || !it->second.rx ? nullptr : &*it->second.rx;
+}
+
+}  // namespace mprdma::nic

@@ -1,0 +1,94 @@
+// MP-RDMA behind the transport-engine interface: one MpSender per requester
+// connection and one MpReceiver per responder connection (the golden models
+// of mprdma_sender.h and mprdma_receiver.h), a NIC-wide path LFSR, and what
+// the models leave to the NIC: the packets an ACK clocks out wait in a small
+// per-connection send FIFO until the TX scheduler serves the QP, and a retry
+// budget turns retransmission timeouts without progress into the verbs error
+// RETRY_EXC_ERR.
+#pragma once
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vp/core/stats.h"
+
+#include "vp/nic/mprdma_receiver.h"
+#include "vp/nic/mprdma_sender.h"
+#include "vp/nic/transport_engine.h"
+
+namespace mprdma::nic {
+
+struct MprdmaEngineParams {
+  MpSenderParams sender;
+  uint32_t bitmap_slots = 64;  // L
+  uint32_t rng_seed = 1;       // the NIC's path LFSR
+};
+
+class MprdmaTransport : public TransportEngine {
+ public:
+  // `stats`: where the NIC-wide sums of the models' counters go, under
+  // `prefix` (null: nowhere).
+  MprdmaTransport(const MprdmaEngineParams& params, core::StatsRegistry* stats = nullptr,
+                  const std::string& prefix = "");
+
+  const char* name() const override { return "mprdma"; }
+  // Go-back-N's 28 bytes plus the sender's and receiver's extra fields.
+  size_t state_bytes() const override;
+
+  void open(const ConnParams& params) override;
+  void set_requester(const ConnParams& params) override;
+  void close(uint32_t qpn) override;
+
+  void set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) override;
+  TxGrant next_tx(uint32_t qpn, uint64_t now) override;
+  void on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) override;
+  AckResult on_ack(uint32_t qpn, const AckEvent& ack, uint64_t now) override;
+  uint64_t wake_at(uint32_t qpn) const override;
+  AckResult on_timer(uint32_t qpn, uint64_t now) override;
+  uint32_t snd_una(uint32_t qpn) const override;
+  uint32_t snd_nxt(uint32_t qpn) const override;
+
+  // In-order responder calls: not used by an out-of-order engine.
+  RxVerdict classify(uint32_t qpn, uint32_t psn, uint64_t now) override;
+  AckDecision commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
+                     uint64_t now) override;
+  uint32_t epsn(uint32_t qpn) const override;
+  void nak_sent(uint32_t) override {}
+
+  bool out_of_order() const override { return true; }
+  void mark_sync(uint32_t qpn, uint32_t psn) override;
+  RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
+
+  // For counters and tests: the models of a connection (null if none).
+  const MpSender* sender(uint32_t qpn) const;
+  const MpReceiver* receiver(uint32_t qpn) const;
+
+ private:
+  struct Conn {
+    ConnParams params;
+    std::optional<MpSender> tx;
+    std::optional<MpReceiver> rx;
+    std::deque<MpTx> fifo;  // clocked out, waiting for the TX scheduler
+    uint8_t retry_left = 0;
+    uint64_t rtos_seen = 0;
+    std::vector<MpTx> scratch;
+  };
+  Conn& conn(uint32_t qpn) { return conns_.at(qpn); }
+  const Conn& conn(uint32_t qpn) const { return conns_.at(qpn); }
+  void take(Conn& c);
+  // Adds what a call changed in a connection's model counters to the
+  // NIC-wide statistics.
+  void account(const MpSender::Counters& before, const MpSender::Counters& after);
+  void account(const MpReceiver::Counters& before, const MpReceiver::Counters& after);
+
+  MprdmaEngineParams p_;
+  MpRandom rng_;
+  std::unordered_map<uint32_t, Conn> conns_;
+  std::vector<core::Counter*> tx_stats_, rx_stats_;
+  core::Counter* max_ood_ = nullptr;
+};
+
+}  // namespace mprdma::nic

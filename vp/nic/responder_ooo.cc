@@ -1,0 +1,173 @@
+// The responder's path for out-of-order transport engines (MP-RDMA, IRN):
+// every SEND and WRITE packet is placed as soon as it arrives, wherever it
+// falls in its message, because it carries its placement (a WRITE its own
+// RETH, a SEND its message number and index in the data trailer of
+// vp/net/mp_ext.h). The engine decides what the packet is (place,
+// duplicate, drop), what to ACK, and which messages are complete; the
+// responder completes them in order: a CQE and the RECV WQE consumed for a
+// SEND or a WRITE with immediate.
+#include <algorithm>
+
+#include "vp/net/mp_ext.h"
+#include "vp/nic/completion_unit.h"
+#include "vp/nic/context_memory.h"
+#include "vp/nic/dma_engine.h"
+#include "vp/nic/rc_opcodes.h"
+#include "vp/nic/responder.h"
+
+namespace mprdma::nic {
+
+using net::Opcode;
+
+Responder::Step Responder::recv_for(Qp& qp, uint32_t msn, const RecvWqe*& wqe) {
+  wqe = nullptr;
+  const int32_t idx = psn_diff(msn, qp.recv_msn_base);
+  if (idx < 0) return Step::done;  // completed long ago: a duplicate
+  if (static_cast<size_t>(idx) < qp.recv_cache.size()) {
+    wqe = &qp.recv_cache[static_cast<size_t>(idx)];
+    return Step::done;
+  }
+  const uint32_t posted_beyond = qp.rq_pi - qp.rq_fetch_idx;
+  if (static_cast<size_t>(idx) - qp.recv_cache.size() < posted_beyond) {
+    // Posted but not on chip yet: fetch up to it and hold the packet.
+    qp.recv_need = std::max(qp.recv_need, static_cast<uint32_t>(idx) + 1);
+    qp.waiting_recv = true;
+    fetch_recv(qp);
+    return Step::stall;
+  }
+  return Step::done;  // not posted
+}
+
+Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
+  const Opcode op = f.opcode;
+  net::MpDataExt x;
+  if (!(is_send(op) || is_write(op)) || f.trailer_len != net::kMpDataExtBytes ||
+      !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x)) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "request the out-of-order transport does not carry, or without its trailer");
+    return Step::done;
+  }
+  const uint32_t plen = f.payload_len;
+  const bool consumes = is_send(op) || carries_imm(op);
+  const bool opcode_ok = is_send(op) ? ends(op) == x.tail && starts(op) == (x.ipsn == 0)
+                                     : (op == Opcode::RDMA_WRITE_ONLY ||
+                                        (op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE && x.tail));
+  if (!opcode_ok || plen > qp.mtu || (!x.tail && plen != qp.mtu)) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "opcode, tail flag and payload length inconsistent");
+    return Step::done;
+  }
+  // Where the data goes, checked before the engine records the packet, so
+  // that a packet held for its RECV WQE is seen again unchanged.
+  std::vector<Segment> segs;
+  if (is_write(op) && !check_rkey(qp, f.reth_rkey, f.reth_va, plen, MPR_ACCESS_REMOTE_WRITE, segs)) {
+    fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+          "WRITE rkey check failed");
+    return Step::done;
+  }
+  const bool old = psn_diff(f.psn, core_.engine.epsn(qp.qpn)) < 0;
+  if (consumes && !old) {
+    const RecvWqe* wqe = nullptr;
+    if (recv_for(qp, x.msn, wqe) == Step::stall) return Step::stall;
+    if (!wqe && psn_diff(x.msn, qp.recv_msn_base) >= 0) {
+      // No RECV posted for this message: drop it; the sender's timeout
+      // retransmits it (an RNR NAK has no meaning for one packet of many).
+      ++rnr_drops_;
+      return Step::done;
+    }
+    if (wqe && is_send(op)) {
+      std::vector<Segment> bufs;
+      uint64_t cap = 0;
+      for (const mpr_wqe_data& d : wqe->sges) {
+        if (core_.translation.translate(d.lkey, qp.pdn, d.addr, d.byte_count,
+                                        MPR_ACCESS_LOCAL_WRITE, bufs) != AccessStatus::ok) {
+          fatal(qp, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
+                "RECV buffer fails its lkey check", MPR_SYN_BAD_LKEY);
+          return Step::done;
+        }
+        cap += d.byte_count;
+      }
+      const uint64_t offset = uint64_t(x.ipsn) * qp.mtu;
+      if (offset + plen > cap) {
+        fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+              "SEND longer than the RECV buffers");
+        return Step::done;
+      }
+      slice_segments(bufs, offset, plen, segs);
+    }
+  }
+
+  RxPacket p;
+  p.psn = f.psn;
+  p.vp = f.udp_sport;
+  p.ce = f.ecn == 3;
+  p.retx = x.retx;
+  p.tail = x.tail;
+  p.completion = x.tail && consumes;
+  p.sync = x.sync;
+  p.ipsn = x.ipsn;
+  const uint32_t qpn = qp.qpn;
+  RxOutcome o = core_.engine.on_data(qpn, p, core_.now_cycle());
+  switch (o.verdict) {
+    case RxOutcome::Verdict::place:
+      core_.dma.scatter(segs, pkt->data.data() + f.payload_offset, DmaPurpose::payload);
+      bytes_.add(plen);
+      ++packets_;
+      if (x.tail) {
+        Tail& t = qp.tails[f.psn];
+        t.consumes_recv = consumes;
+        t.byte_len = static_cast<uint32_t>(uint64_t(x.ipsn) * qp.mtu + plen);
+        t.f = f;
+      }
+      break;
+    case RxOutcome::Verdict::duplicate: ++duplicates_; break;
+    case RxOutcome::Verdict::drop: ++ooo_drops_; break;
+  }
+  if (o.send_ack) {
+    Out a;
+    a.kind = Out::Kind::ack;
+    a.psn = o.ack.aack;
+    a.msn = qp.msn;
+    a.syndrome = net::aeth_ack(0x1f);
+    a.has_ext = true;
+    a.ext = o.ack;
+    qp.out.push_back(a);
+    core_.tx.activate(qpn);
+  }
+  for (const auto& c : o.completed) {
+    complete_ooo(qp, c.first);
+    if (qp.error) break;
+  }
+  return Step::done;
+}
+
+void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {
+  auto it = qp.tails.find(tail_psn);
+  if (it == qp.tails.end()) {
+    MPR_LOG(log_, error, "QP " << qp.qpn << ": engine completed a message at PSN " << tail_psn
+                               << " whose tail was never placed");
+    return;
+  }
+  const Tail t = it->second;
+  qp.tails.erase(it);
+  qp.msn = psn_add(qp.msn, 1);
+  ++messages_;
+  if (!t.consumes_recv) return;
+  if (qp.recv_cache.empty()) {
+    MPR_LOG(log_, error, "QP " << qp.qpn << ": message at PSN " << tail_psn
+                               << " completed without its RECV WQE on chip");
+    return;
+  }
+  const RecvWqe w = std::move(qp.recv_cache.front());
+  qp.recv_cache.pop_front();
+  qp.recv_msn_base = psn_add(qp.recv_msn_base, 1);
+  if (qp.recv_need) --qp.recv_need;
+  const uint8_t opcode = is_write(t.f.opcode)          ? MPR_CQE_RESP_WRITE_IMM
+                         : carries_imm(t.f.opcode)     ? MPR_CQE_RESP_RECV_IMM
+                                                       : MPR_CQE_RESP_RECV;
+  recv_cqe(qp, w, opcode, t.byte_len, &t.f, MPR_CQE_SUCCESS, MPR_SYN_NONE);
+  ++qp.rq_ci;
+  fetch_recv(qp);
+}
+
+}  // namespace mprdma::nic
