@@ -68,7 +68,28 @@ void SweepParameter::bind(core::Binder& b) {
   b.field("labels", labels,
           "Optional labels, one per value, used in point and metric names (letters, digits, "
           "_ . - +); default: the values.");
+  b.field("also", also,
+          "Optional further key paths that take the same value (e.g. the loss rate of "
+          "several links).");
+  b.field("with", with,
+          "Optional, one per value: more overrides that go with that value, \"key=value\" "
+          "separated by ';' (e.g. the transport that goes with a congestion control), "
+          "\"\" for none.");
   if (!b.reading()) return;
+  if (!with.empty() && with.size() != values.size())
+    b.error("sweep parameter '" + name + "' has " + std::to_string(with.size()) +
+            " 'with' entries for " + std::to_string(values.size()) + " values");
+  for (const std::string& w : with) {
+    size_t start = 0;
+    while (start <= w.size() && !w.empty()) {
+      const size_t end = std::min(w.find(';', start), w.size());
+      const std::string part = w.substr(start, end - start);
+      if (part.find('=') == std::string::npos || part.front() == '=')
+        b.error("sweep parameter '" + name + "': 'with' entry '" + w +
+                "' is not key=value[;key=value]");
+      start = end + 1;
+    }
+  }
   if (!is_name(name))
     b.error("sweep parameter name '" + name + "' must be letters, digits and _");
   if (key.empty()) b.error("sweep parameter '" + name + "' needs a key");
@@ -193,6 +214,15 @@ std::vector<SweepPoint> sweep_points(const SweepConfig& s) {
       if (!p.id.empty()) p.id += "_";
       p.id += par.name + "-" + label;
       p.overrides.push_back(par.key + "=" + par.values[pick[k]]);
+      for (const std::string& key : par.also) p.overrides.push_back(key + "=" + par.values[pick[k]]);
+      if (pick[k] < par.with.size()) {  // (a size mismatch is reported by bind)
+        const std::string& w = par.with[pick[k]];
+        for (size_t start = 0; start < w.size();) {
+          const size_t end = std::min(w.find(';', start), w.size());
+          p.overrides.push_back(w.substr(start, end - start));
+          start = end + 1;
+        }
+      }
       p.labels[par.name] = label;
     }
     out.push_back(std::move(p));

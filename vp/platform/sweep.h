@@ -31,6 +31,8 @@ struct SweepParameter {
   std::string key;                  // scenario key path, e.g. fabric.switch.pfc.enabled
   std::vector<std::string> values;  // YAML text of each value
   std::vector<std::string> labels;  // one per value; empty: the values themselves
+  std::vector<std::string> also;    // further key paths set to the same value
+  std::vector<std::string> with;    // per value: more "key=value" overrides, ';'-separated
   void bind(core::Binder& b);
   // The label of value i.
   std::string label(size_t i) const { return i < labels.size() ? labels[i] : values.at(i); }

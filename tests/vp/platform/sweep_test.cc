@@ -97,6 +97,42 @@ sweep:
   EXPECT_TRUE(sweep_points(cfg.sweep)[0].overrides.empty());
 }
 
+TEST(Sweep, AlsoKeysAndPerValueOverridesGoWithTheValue) {
+  const ScenarioConfig cfg = load_text(kBase + R"(
+sweep:
+  parameters:
+    - name: t
+      key: nic.congestion_control
+      values: [dcqcn, none]
+      labels: [dcqcn, mprdma]
+      with: ["nic.transport=gbn", "nic.transport=mprdma;nic.mprdma.delta=16"]
+    - {name: it, key: jobs.0.iterations, also: [jobs.0.tx_depth], values: [10, 20]}
+)");
+  const auto points = sweep_points(cfg.sweep);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[3].id, "t-mprdma_it-20");
+  EXPECT_EQ(points[3].overrides,
+            (std::vector<std::string>{"nic.congestion_control=none", "nic.transport=mprdma",
+                                      "nic.mprdma.delta=16", "jobs.0.iterations=20",
+                                      "jobs.0.tx_depth=20"}));
+  EXPECT_EQ(points[0].overrides,
+            (std::vector<std::string>{"nic.congestion_control=dcqcn", "nic.transport=gbn",
+                                      "jobs.0.iterations=10", "jobs.0.tx_depth=10"}));
+  // One 'with' per value, each key=value.
+  EXPECT_NE(error_of(kBase + R"(
+sweep:
+  parameters:
+    - {name: t, key: nic.transport, values: [gbn, irn], with: ["nic.ecn=true"]}
+)").find("'with' entries"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + R"(
+sweep:
+  parameters:
+    - {name: t, key: nic.transport, values: [gbn], with: ["nic.ecn"]}
+)").find("not key=value"),
+            std::string::npos);
+}
+
 TEST(Sweep, ScenarioWithoutSweepHasOnePointAndItsSeed) {
   const ScenarioConfig cfg = load_text(kBase);
   EXPECT_FALSE(cfg.sweep.enabled());
