@@ -30,9 +30,11 @@ inline uint32_t u32(const std::vector<uint8_t>& d, size_t at) {
 // ctest runs test cases in parallel processes: the name carries the test's
 // name and the process id, so every file name is unique.
 inline std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() +
-                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-                           std::to_string(getpid()) + "_" + name;
+  // A parameterised test's name contains '/': not a directory here.
+  std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+  for (char& c : test)
+    if (c == '/') c = '_';
+  const std::string path = testing::TempDir() + test + "_" + std::to_string(getpid()) + "_" + name;
   std::ofstream(path) << text;
   return path;
 }
