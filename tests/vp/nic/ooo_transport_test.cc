@@ -1,0 +1,292 @@
+// Integration: the out-of-order transport engines (nic.transport mprdma and
+// irn) on the MP-RDMA testbed fabric (2 leaves, 4 spines, 40 Gb/s, PFC on)
+// with 1 % random loss on the t0 -> spine 1..3 uplinks (data direction), as
+// in scenarios/mp-rdma/m2-lossy-paths.yaml. One connection t0h0 -> t1h0 runs
+// a write_bw of 64 KiB messages, then a send_bw of a multi-MTU size and of a
+// size that is not a multiple of the MTU. Every job must complete with its
+// data checked byte for byte, and the loss must really have been recovered
+// (retransmissions counted). READ on mprdma fails cleanly with
+// LOC_QP_OP_ERR/UNSUPPORTED; mprdma with dcqcn is rejected by validation;
+// the same scenario twice gives the same counters.
+//
+// perftest offers no WRITE-with-immediate application, so the tail opcode
+// RDMA_WRITE_ONLY_WITH_IMMEDIATE is not exercised here.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/files.h"
+#include "support/sim_test.h"
+#include "mprdma/hw.h"
+#include "vp/core/config.h"
+#include "vp/platform/platform.h"
+#include "vp/platform/scenario.h"
+
+namespace mprdma::platform {
+namespace {
+
+constexpr uint64_t kMtu = 1024;
+
+// Jobs: a (write_bw 64 KiB), then b (send_bw 8 KiB and 5000 B).
+constexpr int64_t kWriteIters = 60;
+constexpr int64_t kSendIters = 150;
+const std::vector<uint64_t> kSendSizes = {8192, 5000};
+
+const std::string kDefaultJobs =
+    "\n  - {name: a, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], iterations: " +
+    std::to_string(kWriteIters) + ", timeout: 10}\n"
+    "  - {name: b, app: send_bw, client: t0h0, server: t1h0, sizes: [8KiB, 5000], iterations: " +
+    std::to_string(kSendIters) + ", timeout: 10}\n";
+
+std::string scenario_text(const std::string& transport, const std::string& jobs,
+                          int seed = 1, const std::string& extra_nic = "") {
+  return "name: ooo-transport\n"
+         "seed: " + std::to_string(seed) + "\n"
+         "end_time: 60ms\n"
+         "nic:\n"
+         "  mtu: 1024\n"
+         "  transport: " + transport + "\n" + extra_nic +
+         "fabric:\n"
+         "  topology: mp_rdma_testbed\n"
+         "  leaves: 2\n"
+         "  spines: 4\n"
+         "  hosts_per_leaf: 2\n"
+         "  access_rate: 40Gbps\n"
+         "  uplink_rate: 40Gbps\n"
+         "  link: {delay: 200ns}\n"
+         "  switch:\n"
+         "    ecn: {enabled: true, kmin: 20KB, kmax: 20KB, pmax: 1.0}\n"
+         "    pfc: {enabled: true, lossless_mask: 1}\n"
+         "  events:\n"
+         "    - {at: 0s, link: t0-s1, action: loss, value: \"0.01\", dir: a2b}\n"
+         "    - {at: 0s, link: t0-s2, action: loss, value: \"0.01\", dir: a2b}\n"
+         "    - {at: 0s, link: t0-s3, action: loss, value: \"0.01\", dir: a2b}\n"
+         "jobs:" + jobs;
+}
+
+uint64_t packets_of(uint64_t size) { return (size + kMtu - 1) / kMtu; }
+
+class OooTransport : public test::SimTest {
+ protected:
+  void TearDown() override { platform.reset(); }
+
+  // Loads the scenario text and runs it to the end in a fresh kernel.
+  bool run(const std::string& text) {
+    const ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", text));
+    platform.reset();
+    core::reset_kernel();
+    env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
+    platform = std::make_unique<Platform>(cfg, *env);
+    return platform->run();
+  }
+
+  // A counter that must exist (0 for a missing one makes the test fail).
+  uint64_t counter(const std::string& path) {
+    const core::Counter* c = env->stats.find_counter(path);
+    EXPECT_NE(c, nullptr) << "no counter " << path;
+    return c ? c->value() : 0;
+  }
+
+  // Frames the lossy links dropped.
+  uint64_t fabric_drops() {
+    uint64_t n = 0;
+    for (int s = 1; s <= 3; ++s) n += counter("link.t0-s" + std::to_string(s) + ".a2b.drops");
+    return n;
+  }
+
+  std::map<std::string, uint64_t> all_counters() const {
+    std::map<std::string, uint64_t> m;
+    for (const auto& [path, c] : env->stats.counters()) m[path] = c->value();
+    return m;
+  }
+
+  // Every job finished, every size ran without error and with its data
+  // checked.
+  void expect_jobs_ok() {
+    ASSERT_TRUE(platform);
+    const auto& jobs = platform->outcomes();
+    ASSERT_EQ(jobs.size(), platform->config().jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const JobOutcome& o = jobs[j];
+      SCOPED_TRACE("job " + o.name);
+      EXPECT_TRUE(o.finished);
+      ASSERT_EQ(o.results.size(), platform->config().jobs[j].sizes.size());
+      for (const host::SizeResult& r : o.results) {
+        EXPECT_EQ(r.error, "") << "size " << r.bytes;
+        EXPECT_TRUE(r.data_ok) << "size " << r.bytes;
+        EXPECT_EQ(r.iterations, static_cast<uint64_t>(platform->config().jobs[j].iterations));
+        EXPECT_GT(r.bw_gbps, 0.0) << "size " << r.bytes;
+      }
+    }
+    EXPECT_TRUE(platform->all_ok());
+  }
+
+  std::unique_ptr<Platform> platform;
+};
+
+class OooTransportLoss : public OooTransport,
+                         public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
+  const std::string transport = GetParam();
+  ASSERT_TRUE(run(scenario_text(transport, kDefaultJobs))) << "a job did not finish";
+  expect_jobs_ok();
+
+  const uint64_t messages = kWriteIters + kSendIters * kSendSizes.size();
+  uint64_t packets = kWriteIters * packets_of(65536);
+  for (uint64_t s : kSendSizes) packets += kSendIters * packets_of(s);
+
+  // The receiving NIC completed every message once, and its requester side
+  // sent nothing (the data flows one way).
+  EXPECT_EQ(counter("nic.t1h0.responder.messages"), messages);
+  EXPECT_EQ(counter("nic.t1h0.requester.packets"), 0u);
+  // No RECV was ever missing: the server keeps rx_depth RECVs posted.
+  EXPECT_EQ(counter("nic.t1h0.responder.rnr_drops"), 0u);
+  // The fabric did drop packets of the connection (t0h0's data is the only
+  // traffic on the t0 -> spine links)...
+  const uint64_t drops = fabric_drops();
+  ASSERT_GT(drops, 0u) << "no loss: the connection's paths missed the lossy links";
+  const uint64_t sent = counter("nic.t0h0.requester.packets");
+  const uint64_t retx = counter("nic.t0h0.requester.retransmits");
+  EXPECT_GT(sent, packets);
+  // ...and the sender recovered them by retransmission, each at least once.
+  EXPECT_GE(retx, drops);
+  EXPECT_EQ(sent, packets + retx) << "every packet beyond the first copies is a retransmission";
+  RecordProperty("retransmits", std::to_string(retx));
+
+  if (transport == "mprdma") {
+    const std::string tx = "nic.t0h0.transport.";
+    const std::string rx = "nic.t1h0.transport.";
+    EXPECT_GT(counter(tx + "retransmits") + counter(tx + "early_retransmits") +
+                  counter(tx + "rtos"),
+              0u);
+    EXPECT_GT(counter(tx + "recoveries") + counter(tx + "rtos"), 0u);
+    // The receiver placed each distinct packet once and completed every
+    // message once.
+    EXPECT_EQ(counter(rx + "rx_messages"), messages);
+    EXPECT_EQ(counter(rx + "rx_placed"), packets);
+    // Every overflow drop is NACKed (synchronise drops may share a NACK).
+    const uint64_t overflow = counter(rx + "rx_overflow_drops");
+    EXPECT_GE(counter(rx + "rx_nacks"), overflow);
+    // The sender saw every NACK the receiver sent (ACKs cross no lossy
+    // link), and only those.
+    EXPECT_EQ(counter(tx + "nacks"), counter(rx + "rx_nacks"));
+    // No synchronise flag is set by perftest.
+    EXPECT_EQ(counter(rx + "rx_sync_drops"), 0u);
+    EXPECT_EQ(counter(tx + "sync_waits"), 0u);
+    // Each NIC runs one side of the connection.
+    EXPECT_EQ(counter("nic.t0h0.transport.rx_placed"), 0u);
+    EXPECT_EQ(counter("nic.t1h0.transport.acks"), 0u);
+    // Loss recovery by NACK/SACK, not only by timeouts: at most a few RTOs.
+    EXPECT_LT(counter(tx + "rtos"), retx);
+    RecordProperty("overflow_drops", std::to_string(overflow));
+  } else {
+    // IRN has no NIC-wide engine counters.
+    EXPECT_EQ(env->stats.find_counter("nic.t0h0.transport.retransmits"), nullptr);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, OooTransportLoss, ::testing::Values("mprdma", "irn"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// SEND packets whose RECV is not posted yet are dropped (no RNR NAK on these
+// engines) and counted; the sender's retransmission timeout recovers them.
+TEST_P(OooTransportLoss, SendWithoutPostedRecvIsDroppedAndRecoveredByTimeout) {
+  const std::string jobs = R"(
+  - {name: s, app: send_bw, client: t0h0, server: t1h0, sizes: [3000], iterations: 200, rx_depth: 4, tx_depth: 64, timeout: 10}
+)";
+  ASSERT_TRUE(run(scenario_text(GetParam(), jobs))) << "the job did not finish";
+  expect_jobs_ok();
+  EXPECT_GT(counter("nic.t1h0.responder.rnr_drops"), 0u);
+  EXPECT_EQ(counter("nic.t1h0.responder.messages"), 200u);
+  EXPECT_EQ(counter("nic.t1h0.responder.rnr_naks"), 0u);
+  EXPECT_GT(counter("nic.t0h0.requester.timeouts"), 0u);
+  EXPECT_GE(counter("nic.t0h0.requester.retransmits"), fabric_drops());
+}
+
+// Known problem (disabled until the MP-RDMA model is fixed): with 1 % loss on
+// three of the four paths, a hole at rcv_nxt lets the sender run far past
+// rcv_nxt + L (bitmap_slots 64; rx_max_ood reaches 170): the sender does not
+// know L, every packet beyond it is dropped and NACKed, and the NACKs clock
+// out more. Seed 1, model as of a211258: 55 fabric drops, 1777 overflow drops
+// for 5790 packets placed, 2802 retransmissions, 64 KiB WRITE goodput
+// 24.6 Gb/s (36 Gb/s without loss; the paper's Fig. 11a: ~38 Gb/s at every
+// loss rate). Before a211258: 5730 overflow drops, 9.7 Gb/s.
+TEST_F(OooTransport, DISABLED_MprdmaRecoversLossWithoutOverflowStorm) {
+  ASSERT_TRUE(run(scenario_text("mprdma", kDefaultJobs)));
+  expect_jobs_ok();
+  const uint64_t placed = counter("nic.t1h0.transport.rx_placed");
+  std::string paths;
+  for (int s = 0; s < 4; ++s)
+    paths += " " + std::to_string(counter("link.t0-s" + std::to_string(s) + ".a2b.tx_packets"));
+  SCOPED_TRACE("max OOO " + std::to_string(counter("nic.t1h0.transport.rx_max_ood")) +
+               ", fabric drops " + std::to_string(fabric_drops()) + ", t0 -> s0..s3 packets" +
+               paths);
+  EXPECT_LT(counter("nic.t1h0.transport.rx_overflow_drops"), placed / 10);
+  EXPECT_LT(counter("nic.t0h0.requester.retransmits"), 10 * fabric_drops());
+  ASSERT_FALSE(platform->outcomes().at(0).results.empty());
+  EXPECT_GT(platform->outcomes()[0].results[0].bw_gbps, 30.0);
+}
+
+TEST_F(OooTransport, ReadOnMprdmaFailsWithUnsupported) {
+  const std::string jobs = R"(
+  - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [4KiB], iterations: 10, timeout: 10}
+)";
+  // The run ends: the job failed, it did not hang or crash the simulator.
+  ASSERT_TRUE(run(scenario_text("mprdma", jobs)));
+  const auto& jobs_out = platform->outcomes();
+  ASSERT_EQ(jobs_out.size(), 1u);
+  EXPECT_TRUE(jobs_out[0].finished);
+  ASSERT_EQ(jobs_out[0].results.size(), 1u);
+  const host::SizeResult& r = jobs_out[0].results[0];
+  EXPECT_FALSE(r.data_ok);
+  EXPECT_EQ(r.error, "completion with status local QP operation error (syndrome " +
+                         std::to_string(MPR_SYN_UNSUPPORTED) + ")");
+  EXPECT_FALSE(platform->all_ok());
+  // Nothing went on the wire for it.
+  EXPECT_EQ(counter("nic.t0h0.requester.packets"), 0u);
+  EXPECT_GT(counter("nic.t0h0.requester.wqe_errors"), 0u);
+}
+
+TEST_F(OooTransport, MprdmaWithDcqcnIsRejected) {
+  const std::string text =
+      scenario_text("mprdma", kDefaultJobs, 1, "  congestion_control: dcqcn\n");
+  std::string error;
+  try {
+    load_scenario(test::write_temp("scenario.yaml", text));
+  } catch (const core::ConfigError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("nic"), std::string::npos) << error;
+  EXPECT_NE(error.find("congestion_control must be none"), std::string::npos) << error;
+  // The same scenario with gbn, or with mprdma and none, is valid.
+  EXPECT_NO_THROW(load_scenario(test::write_temp(
+      "gbn.yaml", scenario_text("gbn", kDefaultJobs, 1, "  congestion_control: dcqcn\n"))));
+  EXPECT_NO_THROW(load_scenario(test::write_temp(
+      "none.yaml", scenario_text("mprdma", kDefaultJobs, 1, "  congestion_control: none\n"))));
+}
+
+TEST_F(OooTransport, MprdmaRunsAreDeterministic) {
+  const std::string text = scenario_text("mprdma", kDefaultJobs);
+  ASSERT_TRUE(run(text));
+  expect_jobs_ok();
+  const auto first = all_counters();
+  const uint64_t t1 = platform->sim_time_ps();
+  ASSERT_GT(first.at("nic.t0h0.transport.retransmits") + first.at("nic.t0h0.transport.rtos"),
+            0u);
+
+  ASSERT_TRUE(run(text));
+  EXPECT_EQ(platform->sim_time_ps(), t1);
+  const auto second = all_counters();
+  EXPECT_EQ(first, second);
+  // The comparison sees a change: another seed gives other counters.
+  ASSERT_TRUE(run(scenario_text("mprdma", kDefaultJobs, 2)));
+  EXPECT_NE(all_counters(), first);
+}
+
+}  // namespace
+}  // namespace mprdma::platform
