@@ -87,7 +87,8 @@ void MpSender::restart(uint64_t now, std::vector<MpTx>& out) {
   clock_out(static_cast<uint32_t>(std::max<int64_t>(awnd(), 0)), -1, now, Why::start, out);
 }
 
-void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out) {
+void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out,
+                      uint32_t egress_backlog) {
   ++counters_.acks;
   burst_at_ = kNever;
   // An ACK for nothing we sent is a protocol violation: ignore it.
@@ -153,7 +154,7 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out) {
     if (a.ece) {
       ++counters_.ece_acks;
       cwnd_add_q(-static_cast<int64_t>(kOne / 2));
-    } else {
+    } else if (egress_backlog == 0) {
       cwnd_add_q(static_cast<int64_t>((uint64_t{1} << 32) / cwnd_q_));
     }
   }

@@ -83,7 +83,15 @@ class MpSender {
   void add_sync(uint32_t psn);
 
   // An ACK or NACK arrives; packets it clocks out go to `out`.
-  void on_ack(const MpAck& ack, uint64_t now, std::vector<MpTx>& out);
+  // `egress_backlog`: packets this connection clocked out earlier that the
+  // NIC has not put on the wire yet. While there are any, the NIC's own
+  // port, not the window, limits the connection, and an ACK does not grow
+  // cwnd (window validation, as RFC 7661 does for TCP; the paper is silent:
+  // without it a connection that meets no congestion, as in Fig. 11a, grows
+  // its window without bound into the NIC's queue, and every loss then
+  // overflows the bitmap by that much).
+  void on_ack(const MpAck& ack, uint64_t now, std::vector<MpTx>& out,
+              uint32_t egress_backlog = 0);
   // The next cycle at which on_timer() has work (burst timer, synchronise
   // release, RTO), or kNever.
   uint64_t wake_at() const;

@@ -70,6 +70,21 @@ TEST(MpSender, AnAckWithoutEcnGrowsCwndByOneOverCwndAndClocksOnItsPath) {
   EXPECT_EQ(out[0].vp, 0xC777);
 }
 
+TEST(MpSender, AnAckDoesNotGrowCwndWhileTheNicHoldsItsEarlierPackets) {
+  // Window validation: the NIC's port, not the window, limits the
+  // connection while packets it clocked out wait for the wire.
+  MpRandom rng(1);
+  MpSender s(params(10), 0, rng);
+  std::vector<MpTx> out;
+  s.set_snd_max(100, 0, out);
+  out.clear();
+  s.on_ack(ack(0, 0), 10, out, /*egress_backlog=*/3);
+  EXPECT_EQ(s.cwnd_q16(), 10 * kQ);
+  EXPECT_EQ(out.size(), 1u);  // still clocks out what the window allows
+  s.on_ack(ack(1, 1), 11, out, 0);
+  EXPECT_GT(s.cwnd_q16(), 10 * kQ);
+}
+
 TEST(MpSender, AnEcnAckLowersCwndByHalfASegment) {
   MpRandom rng(1);
   MpSender s(params(10), 0, rng);
