@@ -154,7 +154,8 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out,
     if (a.ece) {
       ++counters_.ece_acks;
       cwnd_add_q(-static_cast<int64_t>(kOne / 2));
-    } else if (egress_backlog == 0) {
+    } else if (egress_backlog <= p_.max_per_ack) {
+      // (A packet or two on their way to the wire is ordinary pipelining.)
       cwnd_add_q(static_cast<int64_t>((uint64_t{1} << 32) / cwnd_q_));
     }
   }

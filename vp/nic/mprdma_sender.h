@@ -83,8 +83,8 @@ class MpSender {
   void add_sync(uint32_t psn);
 
   // An ACK or NACK arrives; packets it clocks out go to `out`.
-  // `egress_backlog`: packets this connection clocked out earlier that the
-  // NIC has not put on the wire yet. While there are any, the NIC's own
+  // `egress_backlog`: packets clocked out earlier that the NIC has not put
+  // on the wire yet. While there are more than max_per_ack, the NIC's own
   // port, not the window, limits the connection, and an ACK does not grow
   // cwnd (window validation, as RFC 7661 does for TCP; the paper is silent:
   // without it a connection that meets no congestion, as in Fig. 11a, grows

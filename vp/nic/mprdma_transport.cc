@@ -165,7 +165,7 @@ AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now
   a.retx = ev.ext.retx;
   a.nack = ev.ext.nack;
   const MpSender::Counters before = c.tx->counters();
-  c.tx->on_ack(a, now, c.scratch, static_cast<uint32_t>(c.fifo.size()));
+  c.tx->on_ack(a, now, c.scratch, static_cast<uint32_t>(c.fifo.size()) + ev.egress_backlog);
   account(before, c.tx->counters());
   take(c);
   r.progress = c.tx->snd_una() != una;

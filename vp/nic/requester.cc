@@ -547,6 +547,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     AckEvent ev;
     ev.psn = f.psn;
     ev.ack_limit = ack_limit(*q);
+    ev.egress_backlog = static_cast<uint32_t>(core_.tx.backlog());
     if (f.trailer_len == net::kMpAckExtBytes) {
       net::MpAckExt x;
       if (!net::get_mp_ack_ext(net::trailer_of(held->data.data(), f), x)) {

@@ -76,6 +76,9 @@ struct AckEvent {
   uint32_t psn = 0;              // BTH PSN of the ACK/NAK/response
   bool has_ext = false;          // out-of-order engines: `ext` holds the ACK trailer
   AckExt ext;
+  // Packets the NIC has built but not yet put on the wire (its TX pipeline,
+  // all QPs): a window-limited sender sees ~0, a port-limited one more.
+  uint32_t egress_backlog = 0;
   uint64_t rnr_delay_cycles = 0; // nak_rnr: how long to wait
   // The message layer's limit: the first PSN whose READ or atomic response
   // has not arrived. A plain ACK beyond it implies that response was lost.

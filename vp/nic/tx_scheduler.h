@@ -64,6 +64,9 @@ class TxScheduler : public sc_core::sc_module {
 
   void reset();
 
+  // Packets reserved and not yet taken by the MAC (all QPs): how far the
+  // port is behind the scheduler.
+  size_t backlog() const { return pipeline_.size(); }
   // The identification the next reserved packet gets.
   uint16_t next_ip_id() const { return next_ip_id_; }
 
