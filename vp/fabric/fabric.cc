@@ -159,6 +159,75 @@ LinkChange LinkEventConfig::change() const {
   throw std::invalid_argument(what + ": unknown action");
 }
 
+void EcnOverride::bind(core::Binder& b) {
+  b.field("link", link, "Link name (the fabric's naming scheme).");
+  b.field("dir", dir,
+          "a2b or b2a: the direction of the link whose sender, a switch egress port, uses "
+          "this ECN configuration (a2b is upward in generated topologies).");
+  b.field("enabled", enabled, "true or false; empty: switch.ecn.enabled.");
+  b.field("kmin", kmin, "RED kmin of this port (e.g. 240KB); empty: switch.ecn.kmin.");
+  b.field("kmax", kmax, "RED kmax of this port; empty: switch.ecn.kmax.");
+  b.field("pmax", pmax, "Marking probability at kmax, in [0, 1]; empty: switch.ecn.pmax.");
+  b.field("queue", queue, "instantaneous or average; empty: switch.ecn.queue.");
+  b.field("weight", weight, "EWMA weight in (0, 1]; empty: switch.ecn.weight.");
+  if (!b.reading()) return;
+  if (link.empty()) b.error("an ECN override needs a link");
+  if (dir != "a2b" && dir != "b2a")
+    b.error("ECN override of link '" + link + "': dir must be a2b or b2a (got '" + dir + "')");
+  // Values that do not parse; kmin against kmax is judged by the fabric
+  // once merged with switch.ecn (FabricConfig::problems()).
+  EcnConfig wide;
+  wide.kmin = core::Bytes{0};
+  wide.kmax = core::Bytes{UINT64_MAX};
+  try {
+    apply(wide);
+  } catch (const std::invalid_argument& e) {
+    b.error(e.what());
+  }
+}
+
+EcnConfig EcnOverride::apply(const EcnConfig& base) const {
+  EcnConfig e = base;
+  const std::string what = "ECN override of link '" + link + "' " + dir;
+  auto bad = [&](const char* key, const std::string& v, const std::string& why) {
+    return std::invalid_argument(what + ": " + key + " '" + v + "' " + why);
+  };
+  if (!enabled.empty()) {
+    if (enabled == "true") e.enabled = true;
+    else if (enabled == "false") e.enabled = false;
+    else throw bad("enabled", enabled, "is not true or false");
+  }
+  auto bytes = [&](const char* key, const std::string& v, core::Bytes& out) {
+    if (v.empty()) return;
+    try {
+      out = core::parse_bytes(v);
+    } catch (const core::UnitError& err) {
+      throw bad(key, v, err.what());
+    }
+  };
+  bytes("kmin", kmin, e.kmin);
+  bytes("kmax", kmax, e.kmax);
+  auto number = [&](const char* key, const std::string& v, double& out, bool zero_ok) {
+    if (v.empty()) return;
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (*end || end == v.c_str() || !(zero_ok ? x >= 0.0 : x > 0.0) || !(x <= 1.0))
+      throw bad(key, v, zero_ok ? "is not a number in [0, 1]" : "is not a number in (0, 1]");
+    out = x;
+  };
+  number("pmax", pmax, e.pmax, true);
+  number("weight", weight, e.weight, false);
+  if (!queue.empty()) {
+    if (queue != "instantaneous" && queue != "average")
+      throw bad("queue", queue, "is not instantaneous or average");
+    e.queue = queue;
+  }
+  if (e.enabled && e.kmin.n > e.kmax.n)
+    throw std::invalid_argument(what + ": kmin (" + core::to_string(e.kmin) +
+                                ") exceeds kmax (" + core::to_string(e.kmax) + ")");
+  return e;
+}
+
 void FabricConfig::bind(core::Binder& b) {
   b.choice("topology", topology,
            {"none", "back_to_back", "mp_rdma_testbed", "leaf_spine", "fat_tree", "explicit"},
@@ -182,6 +251,10 @@ void FabricConfig::bind(core::Binder& b) {
   b.list("nodes", nodes, "explicit: the hosts and switches, hosts in host order.");
   b.list("links", links, "explicit: the links.");
   b.list("events", events, "Timeline of link changes.");
+  b.list("ecn_overrides", ecn_overrides,
+         "Per-port ECN: the switch egress port sending into one direction of a link uses the "
+         "entry's fields instead of switch.ecn (fields left empty keep switch.ecn's). "
+         "vp/fabric/fabric.md.");
   b.field("reroute", reroute,
           "Routing reacts to down/up events: switches get shortest-path routes over the links "
           "that are up (a converged routing protocol). Off: routes stay as built and traffic "
@@ -303,6 +376,38 @@ std::vector<std::string> FabricConfig::problems() const {
     for (const std::string& name : pcap_links(*topo))
       if (topo->find_link(name) < 0) out.push_back("pcap names unknown link '" + name + "'");
   }
+  std::set<std::string> overridden;
+  for (size_t i = 0; i < ecn_overrides.size(); ++i) {
+    const EcnOverride& o = ecn_overrides[i];
+    const std::string where =
+        "ecn_overrides[" + std::to_string(i) + "] (link '" + o.link + "' " + o.dir + ")";
+    if (o.dir != "a2b" && o.dir != "b2a") {
+      out.push_back(where + ": dir must be a2b or b2a");
+      continue;
+    }
+    if (!overridden.insert(o.link + "." + o.dir).second)
+      out.push_back(where + ": a second override of the same port");
+    EcnConfig e;
+    try {
+      e = o.apply(sw.ecn);
+    } catch (const std::invalid_argument& err) {
+      out.push_back("ecn_overrides[" + std::to_string(i) + "]: " + err.what());
+      continue;
+    }
+    if (e.enabled && e.kmax.n > sw.buffer.n)
+      out.push_back(where + ": kmax (" + core::to_string(e.kmax) + ") is above the buffer size (" +
+                    core::to_string(sw.buffer) + ")");
+    if (!topo) continue;
+    const int l = topo->find_link(o.link);
+    if (l < 0) {
+      out.push_back(where + " names unknown link '" + o.link + "'");
+      continue;
+    }
+    const int sender = topo->links()[l].node[o.dir == "a2b" ? 0 : 1];
+    if (topo->nodes()[sender].kind != NodeKind::kSwitch)
+      out.push_back(where + ": that direction is sent by host '" + topo->nodes()[sender].name +
+                    "'; only switch egress ports mark ECN");
+  }
   for (size_t i = 0; i < events.size(); ++i) {
     const LinkEventConfig& e = events[i];
     const std::string where = "events[" + std::to_string(i) + "]";
@@ -354,6 +459,19 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimE
     // A stream per switch: the scenario seed moves every switch's hash,
     // and adding a switch does not move the others'.
     s->set_ecmp_seed(env.random.stream("switch." + node.name + ".ecmp").next_u64());
+    for (const EcnOverride& o : cfg_.ecn_overrides) {
+      const int l = topo_.find_link(o.link);
+      const int side = o.dir == "a2b" ? 0 : 1;
+      if (topo_.links()[l].node[side] != n) continue;
+      try {
+        s->set_port_ecn(topo_.links()[l].port[side], o.apply(cfg_.sw.ecn));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("fabric: ") + e.what());
+      }
+      MPR_LOG(log_, info,
+              "switch " << node.name << " port " << topo_.links()[l].port[side] << " (link "
+                        << o.link << " " << o.dir << "): ECN overridden");
+    }
     switch_of_node_[n] = s.get();
     switches_.push_back(std::move(s));
   }
@@ -422,6 +540,28 @@ Switch* Fabric::switch_named(const std::string& name) const {
   return n < 0 ? nullptr : switch_of_node_[n];
 }
 
+std::pair<Switch*, int> Fabric::egress_port(const std::string& link,
+                                           const std::string& dir) const {
+  const int l = topo_.find_link(link);
+  if (l < 0 || (dir != "a2b" && dir != "b2a")) return {nullptr, -1};
+  const TopoLink& tl = topo_.links()[l];
+  const int side = dir == "a2b" ? 0 : 1;
+  Switch* s = switch_of_node_[tl.node[side]];
+  return s ? std::pair<Switch*, int>{s, tl.port[side]} : std::pair<Switch*, int>{nullptr, -1};
+}
+
+double link_ecn_mark_ratio(const Fabric& fabric, const core::StatsRegistry& stats,
+                           const std::string& link, const std::string& dir) {
+  const auto [sw, port] = fabric.egress_port(link, dir);
+  if (!sw) throw std::out_of_range("no switch port sends into " + link + "." + dir);
+  const std::string base =
+      "switch." + std::string(sw->basename()) + ".port" + std::to_string(port) + ".";
+  const core::Counter* marks = stats.find_counter(base + "ecn_marks");
+  const core::Counter* judged = stats.find_counter(base + "ecn_capable");
+  if (!marks || !judged) throw std::out_of_range("no ECN counters for " + base);
+  return judged->value() ? static_cast<double>(marks->value()) / judged->value() : 0.0;
+}
+
 std::vector<Hop> Fabric::path_of(const FiveTuple& ft) const {
   return routing_->trace(ft, [this](int sw, const FiveTuple& t, const std::vector<int>& group) {
     return switch_of_node_[sw]->ecmp_pick(t.src_ip, t.dst_ip, t.proto, t.sport, t.dport, group);
@@ -438,7 +578,7 @@ double link_avg_gbps(const core::StatsRegistry& stats, const std::string& link,
 void Fabric::write_port_table(std::ostream& os, const core::StatsRegistry& stats,
                               double active_s) const {
   os << "switch,port,peer,link,dir,rate_gbps,tx_gbps,utilisation,tx_packets,tx_data_bytes,"
-        "ecn_marks,pause_tx,pause_rx,drops,queue_max_bytes\n";
+        "ecn_marks,pause_tx,pause_rx,drops,queue_max_bytes,ecn_capable\n";
   const auto& nodes = topo_.nodes();
   auto value = [&](const std::string& path) -> uint64_t {
     const core::Counter* c = stats.find_counter(path);
@@ -458,7 +598,8 @@ void Fabric::write_port_table(std::ostream& os, const core::StatsRegistry& stats
          << (tl.rate.bps > 0 ? gbps / tl.rate.gbps() : 0.0) << ',' << value(base + "tx_packets")
          << ',' << value(base + "tx_data_bytes") << ',' << value(base + "ecn_marks") << ','
          << value(base + "pause_tx") << ',' << value(base + "pause_rx") << ','
-         << value(base + "drops") << ',' << value(base + "queue_max_bytes") << '\n';
+         << value(base + "drops") << ',' << value(base + "queue_max_bytes") << ','
+         << value(base + "ecn_capable") << '\n';
     }
   }
 }

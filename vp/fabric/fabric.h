@@ -9,6 +9,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,6 +60,19 @@ struct LinkEventConfig {
   LinkChange change() const;
 };
 
+// ECN of the switch egress port that sends into one direction of a link,
+// replacing the fabric's switch.ecn there (e.g. a mis-configured port). A
+// field left empty keeps the value of switch.ecn.
+struct EcnOverride {
+  std::string link;  // link name
+  std::string dir;   // a2b | b2a: the direction whose sender (a switch) marks
+  std::string enabled, kmin, kmax, pmax, queue, weight;  // "" = switch.ecn's
+  void bind(core::Binder& b);
+  // `base` with this entry's fields; throws std::invalid_argument naming
+  // the field and value that do not parse or are out of range.
+  EcnConfig apply(const EcnConfig& base) const;
+};
+
 struct FabricConfig {
   // "none": no fabric (the scenario's hosts/links cable the NICs).
   std::string topology = "none";
@@ -76,6 +90,8 @@ struct FabricConfig {
   std::vector<FabricNodeEntry> nodes;  // explicit
   std::vector<FabricLinkEntry> links;  // explicit
   std::vector<LinkEventConfig> events;
+  // Per-port ECN: the egress port sending into link.dir uses its entry.
+  std::vector<EcnOverride> ecn_overrides;
   // Routing reacts to link failures and repairs (down/up events): after
   // `reroute_delay` every switch gets shortest-path routes over the links
   // that are up, as a converged routing protocol would install.
@@ -128,6 +144,10 @@ class Fabric : public sc_core::sc_module {
   const std::vector<EthLink*>& links() const { return link_ptrs_; }
   EthLink* link(const std::string& name) const;  // nullptr if absent
   Switch* switch_named(const std::string& name) const;  // nullptr if absent
+  // The switch port that transmits into direction `dir` (a2b | b2a) of
+  // `link`: {switch, port}, or {nullptr, -1} for an unknown link or
+  // direction, or when that side is a host.
+  std::pair<Switch*, int> egress_port(const std::string& link, const std::string& dir) const;
   const std::vector<PathGroup>& paths() const { return topo_.path_groups(); }
   // The links a packet of `ft` crosses, as the switches' ECMP hashes choose.
   std::vector<Hop> path_of(const FiveTuple& ft) const;
@@ -170,5 +190,12 @@ class Fabric : public sc_core::sc_module {
 // direction divided by `active_s`, in Gb/s.
 double link_avg_gbps(const core::StatsRegistry& stats, const std::string& link,
                      const std::string& dir, double active_s);
+
+// The metric term "link.<name>.<dir>.ecn_mark_ratio": ECN marks over
+// ECN-capable frames judged by RED at the switch port sending into that
+// direction (0 when it judged none); std::out_of_range when that side is
+// not a switch port.
+double link_ecn_mark_ratio(const Fabric& fabric, const core::StatsRegistry& stats,
+                           const std::string& link, const std::string& dir);
 
 }  // namespace mprdma::fabric

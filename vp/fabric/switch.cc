@@ -135,6 +135,21 @@ namespace {
 
 std::string bytes_text(const core::Bytes& b) { return std::to_string(b.n) + " B"; }
 
+// The ECN checks of the constructor and of set_port_ecn(); `fail` throws.
+template <class Fail>
+void validate_ecn(const EcnConfig& e, const core::Bytes& buffer, Fail&& fail) {
+  if (!e.enabled) return;
+  if (!(e.pmax >= 0.0 && e.pmax <= 1.0)) fail("ecn.pmax must be in [0, 1]");
+  if (e.kmin.n > e.kmax.n)
+    fail("ecn.kmin (" + bytes_text(e.kmin) + ") exceeds ecn.kmax (" + bytes_text(e.kmax) + ")");
+  if (e.kmax.n > buffer.n)
+    fail("ecn.kmax (" + bytes_text(e.kmax) + ") exceeds the buffer (" + bytes_text(buffer) + ")");
+  if (e.queue != "instantaneous" && e.queue != "average")
+    fail("ecn.queue must be instantaneous or average (got '" + e.queue + "')");
+  if (e.queue == "average" && !(e.weight > 0.0 && e.weight <= 1.0))
+    fail("ecn.weight must be in (0, 1]");
+}
+
 // Checked before any member module exists, so a bad configuration leaves no
 // half-built hierarchy behind.
 void validate(const std::string& name, int ports, const SwitchConfig& c) {
@@ -154,19 +169,7 @@ void validate(const std::string& name, int ports, const SwitchConfig& c) {
     for (const core::Bytes& w : c.wrr_weights)
       if (w.n == 0) fail("wrr_weights must all be positive");
   }
-  const EcnConfig& e = c.ecn;
-  if (e.enabled) {
-    if (!(e.pmax >= 0.0 && e.pmax <= 1.0)) fail("ecn.pmax must be in [0, 1]");
-    if (e.kmin.n > e.kmax.n)
-      fail("ecn.kmin (" + bytes_text(e.kmin) + ") exceeds ecn.kmax (" + bytes_text(e.kmax) + ")");
-    if (e.kmax.n > c.buffer.n)
-      fail("ecn.kmax (" + bytes_text(e.kmax) + ") exceeds the buffer (" + bytes_text(c.buffer) +
-           ")");
-    if (e.queue != "instantaneous" && e.queue != "average")
-      fail("ecn.queue must be instantaneous or average (got '" + e.queue + "')");
-    if (e.queue == "average" && !(e.weight > 0.0 && e.weight <= 1.0))
-      fail("ecn.weight must be in (0, 1]");
-  }
+  validate_ecn(c.ecn, c.buffer, fail);
   const PfcConfig& p = c.pfc;
   if (p.enabled) {
     if (p.lossless_mask < 0 || p.lossless_mask > 255) fail("pfc.lossless_mask must be in [0, 255]");
@@ -204,6 +207,9 @@ struct Switch::Impl {
     std::array<uint64_t, kNumPriorities> egress{};   // bytes queued (MMU egress)
     std::array<uint64_t, kNumPriorities> ingress{};  // bytes received, not yet sent on
     std::array<double, kNumPriorities> red_avg{};
+    // RED of this egress port: the switch's ecn, or a per-port override.
+    EcnConfig ecn;
+    bool ecn_average = false;  // ecn.queue == "average"
     uint64_t egress_total = 0;
     // Egress side of PFC: the peer's PAUSE holds priority p until then.
     std::array<sc_core::sc_time, kNumPriorities> paused_until{};
@@ -232,6 +238,7 @@ struct Switch::Impl {
     core::Counter* rx_bytes = nullptr;
     core::Counter* drops = nullptr;
     core::Counter* ecn_marks = nullptr;
+    core::Counter* ecn_capable = nullptr;
     core::Counter* pause_tx = nullptr;
     core::Counter* pause_rx = nullptr;
     core::Counter* queue_max = nullptr;
@@ -242,7 +249,6 @@ struct Switch::Impl {
         name(owner.basename()),
         cfg(c),
         wrr(c.scheduler == "wrr"),
-        ecn_average(c.ecn.queue == "average"),
         env(e),
         clock(c.clock.period_ps()),
         log(core::Log::channel("switch." + name)),
@@ -256,6 +262,8 @@ struct Switch::Impl {
       Port& p = ports[static_cast<size_t>(i)];
       p.adapter.sw = this;
       p.adapter.index = i;
+      p.ecn = c.ecn;
+      p.ecn_average = c.ecn.queue == "average";
       const std::string pb = base + "port" + std::to_string(i) + ".";
       auto& st = env.stats;
       p.tx_packets =
@@ -271,6 +279,10 @@ struct Switch::Impl {
                             "frames dropped by the MMU on their way to this egress port");
       p.ecn_marks =
           &st.counter(pb + "ecn_marks", "packets", "frames marked CE by RED on this egress port");
+      p.ecn_capable = &st.counter(
+          pb + "ecn_capable", "packets",
+          "ECN-capable frames (ECT, not yet CE) RED judged on this egress port, marked or not "
+          "(0 with ECN off); ecn_marks / ecn_capable is the port's marking ratio");
       p.pause_tx = &st.counter(pb + "pause_tx", "frames", "PFC frames sent (XOFF and XON)");
       p.pause_rx = &st.counter(pb + "pause_rx", "frames", "PFC frames received");
       p.queue_max = &st.counter(pb + "queue_max_bytes", "bytes",
@@ -432,17 +444,18 @@ struct Switch::Impl {
   }
 
   void mark_ecn(int out, int prio, net::Packet& pkt) {
-    if (!cfg.ecn.enabled) return;
     Port& op = port(out);
+    if (!op.ecn.enabled) return;
     const size_t p = static_cast<size_t>(prio);
     double q = static_cast<double>(op.egress[p]);
-    if (ecn_average) {
-      op.red_avg[p] = (1.0 - cfg.ecn.weight) * op.red_avg[p] + cfg.ecn.weight * q;
+    if (op.ecn_average) {
+      op.red_avg[p] = (1.0 - op.ecn.weight) * op.red_avg[p] + op.ecn.weight * q;
       q = op.red_avg[p];
     }
     const uint8_t ecn = pkt.data[net::kIpOffset + 1] & 0x3;
     if (ecn != 1 && ecn != 2) return;  // not ECN-capable, or already CE
-    const double prob = red_mark_probability(cfg.ecn, q);
+    op.ecn_capable->add();
+    const double prob = red_mark_probability(op.ecn, q);
     // Draw only in the linear region, so the stream advances once per
     // decision that is really random.
     if (prob >= 1.0 || (prob > 0.0 && red.uniform() < prob)) {
@@ -653,7 +666,6 @@ struct Switch::Impl {
   const std::string name;
   const SwitchConfig cfg;
   const bool wrr;          // cfg.scheduler == "wrr", decided once
-  const bool ecn_average;  // cfg.ecn.queue == "average"
   core::SimEnv& env;
   core::ClockDomain clock;
   core::LogChannel& log;
@@ -751,11 +763,28 @@ bool Switch::ingress_pausing(int port, int prio) const {
 
 const SwitchConfig& Switch::config() const { return impl_->cfg; }
 
+void Switch::set_port_ecn(int port, const EcnConfig& ecn) {
+  impl_->check_port(port, "set_port_ecn");
+  validate_ecn(ecn, impl_->cfg.buffer, [&](const std::string& msg) {
+    throw std::invalid_argument("switch " + impl_->name + ": port " + std::to_string(port) +
+                                ": " + msg);
+  });
+  Impl::Port& p = impl_->port(port);
+  p.ecn = ecn;
+  p.ecn_average = ecn.queue == "average";
+  p.red_avg.fill(0.0);
+}
+
+const EcnConfig& Switch::port_ecn(int port) const {
+  impl_->check_port(port, "port_ecn");
+  return impl_->port(port).ecn;
+}
+
 double Switch::red_queue_bytes(int port, int prio) const {
   impl_->check_port(port, "red_queue_bytes");
   Impl::check_prio(prio);
   const Impl::Port& p = impl_->port(port);
-  return impl_->ecn_average ? p.red_avg[static_cast<size_t>(prio)]
+  return p.ecn_average ? p.red_avg[static_cast<size_t>(prio)]
                             : static_cast<double>(p.egress[static_cast<size_t>(prio)]);
 }
 

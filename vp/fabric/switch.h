@@ -118,6 +118,14 @@ class Switch : public sc_core::sc_module {
   // buffer dependency between an ingress and an egress: deadlock analysis).
   uint64_t queued_from(int port, int prio, int ingress) const;
   const SwitchConfig& config() const;
+  // ECN of one egress port: the switch's `ecn` unless set_port_ecn()
+  // replaced it (the fabric's ecn_overrides). Throws std::invalid_argument
+  // naming the switch, port and parameter for a bad configuration (the
+  // checks of the constructor: kmin > kmax, kmax above the buffer, pmax,
+  // queue, weight), std::out_of_range for a bad port. The RED average of
+  // the port restarts from 0.
+  void set_port_ecn(int port, const EcnConfig& ecn);
+  const EcnConfig& port_ecn(int port) const;
 
   // --- additions beyond the fabric contract ---
   // The ECMP seed in use (set_ecmp_seed(), or the default derived from the

@@ -169,6 +169,57 @@ TEST(FabricScenario, EventsAndTapsMustNameLinksAndValidValues) {
             "");
 }
 
+TEST(FabricScenario, EcnOverridesLoadAndBadEntriesAreErrorsNamingTheEntry) {
+  auto with = [](const std::string& entries) {
+    return replaced(kTestbed, "topology: mp_rdma_testbed",
+                    "topology: mp_rdma_testbed\n  ecn_overrides:\n" + entries);
+  };
+  const ScenarioConfig cfg =
+      load(with("    - {link: t0-s3, dir: a2b, kmin: 240KB, kmax: 240KB, pmax: 1.0}\n"
+                "    - {link: t1-s3, dir: b2a, enabled: false}\n"));
+  ASSERT_EQ(cfg.fabric.ecn_overrides.size(), 2u);
+  const EcnConfig e = cfg.fabric.ecn_overrides[0].apply(cfg.fabric.sw.ecn);
+  EXPECT_EQ(e.kmin.n, 240000u);
+  EXPECT_EQ(e.kmax.n, 240000u);
+  EXPECT_EQ(e.queue, "instantaneous");  // not given: the switch's
+  EXPECT_FALSE(cfg.fabric.ecn_overrides[1].apply(cfg.fabric.sw.ecn).enabled);
+
+  std::string err = error_of(with("    - {link: t0-s9, dir: a2b, kmin: 1KB}\n"));
+  EXPECT_NE(err.find("ecn_overrides[0] (link 't0-s9' a2b) names unknown link 't0-s9'"),
+            std::string::npos)
+      << err;
+  // Host t0h0 sends a2b on its access link: a NIC, not a switch port.
+  err = error_of(with("    - {link: t0-s0, dir: a2b}\n    - {link: t0h0-t0, dir: a2b, kmin: 1KB}\n"));
+  EXPECT_NE(err.find("ecn_overrides[1] (link 't0h0-t0' a2b): that direction is sent by host 't0h0'"),
+            std::string::npos)
+      << err;
+  err = error_of(with("    - {link: t0-s1, kmin: 1KB}\n"));
+  EXPECT_NE(err.find("dir must be a2b or b2a"), std::string::npos) << err;
+  err = error_of(with("    - {link: t0-s1, dir: up}\n"));
+  EXPECT_NE(err.find("dir must be a2b or b2a (got 'up')"), std::string::npos) << err;
+  err = error_of(with("    - {link: t0-s1, dir: a2b, kmin: lots}\n"));
+  EXPECT_NE(err.find("ECN override of link 't0-s1' a2b: kmin 'lots'"), std::string::npos) << err;
+  err = error_of(with("    - {link: t0-s1, dir: a2b, pmax: 1.5}\n"));
+  EXPECT_NE(err.find("pmax '1.5' is not a number in [0, 1]"), std::string::npos) << err;
+  err = error_of(with("    - {link: t0-s1, dir: a2b, enabled: maybe}\n"));
+  EXPECT_NE(err.find("enabled 'maybe' is not true or false"), std::string::npos) << err;
+  err = error_of(with("    - {link: t0-s1, dir: a2b, queue: median}\n"));
+  EXPECT_NE(err.find("queue 'median'"), std::string::npos) << err;
+  // kmin above the switch's kmax (20 KiB) once merged.
+  err = error_of(with("    - {link: t0-s1, dir: a2b, kmin: 30KB}\n"));
+  EXPECT_NE(err.find("kmin (30000B) exceeds kmax (20KiB)"), std::string::npos) << err;
+  err = error_of(with("    - {link: t0-s1, dir: a2b, kmax: 64MiB}\n"));
+  EXPECT_NE(err.find("ecn_overrides[0] (link 't0-s1' a2b): kmax (64MiB) is above the buffer"),
+            std::string::npos)
+      << err;
+  err = error_of(with("    - {link: t0-s1, dir: a2b}\n    - {link: t0-s1, dir: a2b, kmin: 1KB}\n"));
+  EXPECT_NE(err.find("ecn_overrides[1] (link 't0-s1' a2b): a second override of the same port"),
+            std::string::npos)
+      << err;
+  err = error_of(with("    - {link: t0-s1, dir: a2b, colour: red}\n"));
+  EXPECT_NE(err.find("colour"), std::string::npos) << err;
+}
+
 TEST(FabricScenario, HostsJobsLinksAndMetricsAreCheckedAgainstTheFabric) {
   std::string err = error_of(replaced(kTestbed, "{name: t1h2, kind: modeled}", "{name: h9}"));
   EXPECT_NE(err.find("host 'h9' is not a host of the fabric"), std::string::npos) << err;
@@ -349,6 +400,34 @@ TEST_F(FabricModule, EventsAreScheduledOnTheirLinks) {
   sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
   EXPECT_EQ(fabric->link("t1-s3")->rate(0).bps, 1e9);
   EXPECT_EQ(fabric->link("t1-s3")->rate(1).bps, 1e9);
+}
+
+TEST_F(FabricModule, EcnOverridesReachTheSwitchPortSendingIntoThatDirection) {
+  FabricConfig c = testbed();
+  EcnOverride up;
+  up.link = "t0-s3";
+  up.dir = "a2b";  // sent by t0 port 8 (hosts 0..4, spines 5..8)
+  up.kmin = up.kmax = "240KB";
+  EcnOverride down;
+  down.link = "t1-s2";
+  down.dir = "b2a";  // sent by spine s2 port 1 (leaf t1)
+  down.pmax = "0.25";
+  down.kmax = "200KB";
+  c.ecn_overrides = {up, down};
+  build(c);
+  EXPECT_EQ(fabric->switch_named("t0")->port_ecn(8).kmin.n, 240000u);
+  EXPECT_EQ(fabric->switch_named("t0")->port_ecn(7).kmin.n, 20u * 1024);
+  EXPECT_EQ(fabric->switch_named("s3")->port_ecn(0).kmin.n, 20u * 1024);  // the other direction
+  EXPECT_EQ(fabric->switch_named("s2")->port_ecn(1).pmax, 0.25);
+  EXPECT_EQ(fabric->switch_named("s2")->port_ecn(1).kmax.n, 200000u);
+  EXPECT_EQ(fabric->switch_named("s2")->port_ecn(1).kmin.n, 20u * 1024);
+  EXPECT_EQ(fabric->switch_named("s2")->port_ecn(0).pmax, 1.0);
+  const auto [sw, port] = fabric->egress_port("t0-s3", "a2b");
+  EXPECT_EQ(sw, fabric->switch_named("t0"));
+  EXPECT_EQ(port, 8);
+  EXPECT_EQ(fabric->egress_port("t0h0-t0", "a2b").first, nullptr);  // a host sends
+  EXPECT_EQ(fabric->egress_port("t0h0-t0", "b2a").second, 0);
+  EXPECT_EQ(fabric->egress_port("nope", "a2b").first, nullptr);
 }
 
 TEST_F(FabricModule, BadConfigurationThrowsNamingTheProblem) {

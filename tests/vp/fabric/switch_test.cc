@@ -495,11 +495,14 @@ class SwitchRedTest : public SwitchTest {
   // resumes it half a frame time later; from then on one frame leaves for
   // each that arrives (same size, same rate), so every later arrival finds
   // the same queue. `probes` frames are measured after that.
-  RedRun Run(const EcnConfig& ecn, uint64_t level, uint64_t probes, uint8_t ecn_bits) {
+  // `port1`: the ECN of egress port 1 (set_port_ecn) instead of `ecn`.
+  RedRun Run(const EcnConfig& ecn, uint64_t level, uint64_t probes, uint8_t ecn_bits,
+             const EcnConfig* port1 = nullptr) {
     Restart();
     SwitchConfig c;
     c.ecn = ecn;
     Build(2, c);
+    if (port1) sw->set_port_ecn(1, *port1);
     const uint64_t l = level + 1;
     FrameSpec s;
     s.dscp = 8;  // priority 1: lossy, so only the receiver's PAUSE holds it
@@ -571,6 +574,65 @@ TEST_F(SwitchRedTest, OnlyEcnCapablePacketsAreMarked) {
   EcnConfig off = e;
   off.enabled = false;
   EXPECT_EQ(Run(off, 100, 300, 2).marked, 0u);
+}
+
+TEST_F(SwitchRedTest, APortOverrideReplacesTheSwitchEcnOnThatPortOnly) {
+  EcnConfig step;  // the switch: DCTCP step at 20 frames
+  step.kmin = step.kmax = core::Bytes{20 * kCharge};
+  EcnConfig high = step;  // port 1: the step at 240 KB (the M7/M8 mis-configuration)
+  high.kmin = high.kmax = core::Bytes{240 * 1000};
+  // A queue of 60 frames (60 KB): above the switch's K, below the port's.
+  const RedRun plain = Run(step, 60, 400, 2);
+  EXPECT_EQ(plain.marked, 400u);
+  const RedRun over = Run(step, 60, 400, 2, &high);
+  EXPECT_EQ(over.marked, 0u);
+  EXPECT_EQ(over.mark_counter, 0u);
+  EXPECT_EQ(sw->port_ecn(1).kmin.n, 240000u);
+  EXPECT_EQ(sw->port_ecn(0).kmin.n, 20 * kCharge);  // other ports keep the switch's
+  // Every ECN-capable frame RED judged on port 1 is counted (the marking
+  // ratio's denominator): all 61 + 400 frames.
+  EXPECT_EQ(port_stat(1, "ecn_capable"), 461u);
+  // The override's own curve: RED from 40 to 140 KB with pmax 0.5 at a
+  // queue of 90 frames marks with p = 0.5 * (90540 - 40000) / 100000.
+  EcnConfig red;
+  red.kmin = core::Bytes{40000};
+  red.kmax = core::Bytes{140000};
+  red.pmax = 0.5;
+  const uint64_t n = 4000;
+  const RedRun r = Run(step, 90, n, 2, &red);
+  const double p = red_mark_probability(red, 90.0 * kCharge);
+  EXPECT_NEAR(static_cast<double>(r.marked), p * n, 5 * std::sqrt(n * p * (1 - p)));
+  // ECN off on the switch, on for the port: the port marks.
+  EcnConfig off = step;
+  off.enabled = false;
+  EXPECT_EQ(Run(off, 60, 300, 2, &step).marked, 300u);
+  EXPECT_EQ(Run(step, 60, 300, 2, &off).marked, 0u);
+  EXPECT_EQ(port_stat(1, "ecn_capable"), 0u);  // off: nothing judged
+}
+
+TEST_F(SwitchTest, APortOverrideIsValidatedNamingSwitchAndPort) {
+  Build(2, SwitchConfig{});
+  auto error_of = [&](const EcnConfig& e, int port) -> std::string {
+    try {
+      sw->set_port_ecn(port, e);
+    } catch (const std::invalid_argument& err) {
+      return err.what();
+    }
+    return "";
+  };
+  EcnConfig e;
+  e.kmin = core::Bytes{50000};
+  e.kmax = core::Bytes{40000};
+  EXPECT_NE(error_of(e, 1).find("switch sw: port 1: ecn.kmin"), std::string::npos) << error_of(e, 1);
+  e = EcnConfig{};
+  e.kmax = core::Bytes{13 * 1024 * 1024};
+  EXPECT_NE(error_of(e, 0).find("port 0: ecn.kmax"), std::string::npos);
+  e = EcnConfig{};
+  e.pmax = 2;
+  EXPECT_NE(error_of(e, 1).find("ecn.pmax"), std::string::npos);
+  e.enabled = false;  // a disabled override is not checked further
+  EXPECT_EQ(error_of(e, 1), "");
+  EXPECT_THROW(sw->set_port_ecn(2, EcnConfig{}), std::out_of_range);
 }
 
 TEST_F(SwitchRedTest, AveragedQueueLagsTheInstantaneousOne) {
