@@ -69,8 +69,23 @@ void JobConfig::bind(core::Binder& b) {
   b.field("retry_cnt", r, "Retransmissions before a WQE fails with retry exceeded.", 0, 7);
   timeout = static_cast<uint8_t>(t);
   retry_cnt = static_cast<uint8_t>(r);
+  b.field("duration", duration,
+          "Bandwidth tests (write_bw, read_bw): post messages for this long, then wait for the "
+          "outstanding ones (perftest's -D); the result's iterations are the messages posted. "
+          "0: run 'iterations' messages.");
+  b.field("udp_sport", udp_sport,
+          "RoCEv2 UDP source port of the client's QP, which ECMP hashes (0: the NIC derives it "
+          "from the QP numbers).",
+          0, 65535);
+  b.field("via", via,
+          "A fabric link the client's packets must cross, e.g. t0-s3: the platform picks the "
+          "lowest UDP source port from 0xC000 whose ECMP path (the switches' own hash, so any "
+          "seed) crosses it in the client-to-server direction; not with udp_sport.");
   if (b.reading()) {
     if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two");
+    if (duration.ps && app != "write_bw" && app != "read_bw")
+      b.error("duration applies to write_bw and read_bw only");
+    if (!via.empty() && udp_sport) b.error("give either via or udp_sport, not both");
     // As perftest does: a signal must fall inside every window of tx_depth
     // requests, or the sender would wait for a completion never asked for.
     cq_mod = std::min(cq_mod, tx_depth);
@@ -145,7 +160,8 @@ void PerfTest::setup() {
   const auto ci = client_->ctx->local_info(client_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
   const auto si = server_->ctx->local_info(server_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
   const uint8_t mtu = mtu_code(cfg_.mtu.n);
-  client_->ctx->connect(client_->qp, ci, si, mtu, access, cfg_.timeout, cfg_.retry_cnt);
+  client_->ctx->connect(client_->qp, ci, si, mtu, access, cfg_.timeout, cfg_.retry_cnt, 7, 16,
+                        static_cast<uint16_t>(cfg_.udp_sport));
   server_->ctx->connect(server_->qp, si, ci, mtu, access, cfg_.timeout, cfg_.retry_cnt);
 }
 
@@ -235,14 +251,23 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   const uint32_t ci0 = c.qp->dp.sq.ci;
   uint64_t posted = 0;
   const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  // With a duration, posting stops at the first signalled message after the
+  // deadline (so the last one posted is signalled) and that count is the
+  // run's; until then the target is unbounded.
+  const bool timed = cfg_.duration.ps != 0;
+  const sc_core::sc_time deadline = t0 + cfg_.duration.sc();
+  if (timed) r.iterations = UINT64_MAX;
   std::vector<mpr_wc> wc(64);
   while (c.qp->dp.sq.ci - ci0 < r.iterations) {
     while (posted < r.iterations && posted - (c.qp->dp.sq.ci - ci0) <
                                         static_cast<uint64_t>(cfg_.tx_depth)) {
       wr.wr_id = posted;
       wr.flags = (inl ? MPR_WQE_F_INLINE : 0);
+      const bool last = timed && sc_core::sc_time_stamp() >= deadline &&
+                        (posted + 1) % cfg_.cq_mod == 0;
       if ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations)
         wr.flags |= MPR_WQE_F_SIGNALED;
+      if (last) r.iterations = posted + 1;
       const int err = c.ctx->post_send(c.qp, wr);
       if (err) {
         r.error = "post_send failed: " + std::to_string(err);

@@ -44,6 +44,15 @@ struct JobConfig {
   bool after_previous = true;  // ...and not before the previous job ended
   uint8_t timeout = 14;        // IB local ACK timeout exponent
   uint8_t retry_cnt = 7;
+  // Bandwidth tests (write_bw, read_bw): post for this long, then drain
+  // (perftest's -D); `iterations` is then the number of messages posted.
+  // 0: run `iterations` messages.
+  core::Duration duration{0};
+  // RoCEv2 UDP source port of the client's QP (0: the NIC derives it from
+  // the QPNs). With ECMP it chooses the path; the platform sets it from
+  // `via` when that names a link.
+  int64_t udp_sport = 0;
+  std::string via;  // a link the client's packets must cross (platform.cc)
   void bind(core::Binder& b);
   bool is_latency() const;
 };

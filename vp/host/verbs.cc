@@ -266,7 +266,8 @@ VerbsContext::PeerInfo VerbsContext::local_info(const QueuePair* qp, uint32_t ps
 
 void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote,
                            uint8_t path_mtu, uint32_t access, uint8_t timeout,
-                           uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic) {
+                           uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic,
+                           uint16_t udp_sport) {
   mpr_qp_attr a{};
   a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT |
                 MPR_QP_ATTR_ACCESS_FLAGS;
@@ -288,6 +289,7 @@ void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo&
   a.min_rnr_timer = 12;  // 0.64 ms, perftest's value
   a.sgid_index = 0;
   a.hop_limit = 64;
+  a.udp_sport = udp_sport;  // 0: the NIC derives it from the QPNs
   const auto gid = ipv4_gid(remote.ip);
   std::memcpy(a.dgid, gid.data(), 16);
   std::memcpy(a.dmac, remote.mac.data(), 6);

@@ -102,7 +102,7 @@ class VerbsContext {
   PeerInfo local_info(const QueuePair* qp, uint32_t psn) const;
   void connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote, uint8_t path_mtu,
                uint32_t access, uint8_t timeout = 14, uint8_t retry_cnt = 7,
-               uint8_t rnr_retry = 7, uint8_t max_rd_atomic = 16);
+               uint8_t rnr_retry = 7, uint8_t max_rd_atomic = 16, uint16_t udp_sport = 0);
 
   AddressSpace& address_space() { return as_; }
   Driver& driver() { return driver_; }

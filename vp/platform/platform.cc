@@ -17,6 +17,7 @@
 #include "vp/nic/irn.h"
 #include "vp/nic/mprdma_receiver.h"
 #include "vp/nic/mprdma_sender.h"
+#include "vp/platform/series_metrics.h"
 
 namespace mprdma::platform {
 
@@ -155,7 +156,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     host_list_ = cfg_.effective_hosts();
     for (size_t i = 0; i < host_list_.size(); ++i) {
       const fabric::Fabric::HostPort& hp = fabric_->hosts()[i];
-      nic::NicConfig n = cfg_.nic;
+      nic::NicConfig n = cfg_.nic_of(host_list_[i].name);
       n.name = hp.name;
       n.mac = hp.mac;
       n.ip = hp.ip;
@@ -166,7 +167,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
   } else {
     host_list_ = cfg_.hosts;
     for (size_t i = 0; i < host_list_.size(); ++i) {
-      nic::NicConfig n = cfg_.nic;
+      nic::NicConfig n = cfg_.nic_of(host_list_[i].name);
       n.name = host_list_[i].name;
       n.mac = fabric::host_mac(i);
       n.ip = fabric::host_ip(i);
@@ -235,6 +236,13 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
   if (fabric_)
     for (const fabric::Fabric::HostPort& hp : fabric_->hosts())
       host(hp.name).nic().attach(hp.link, hp.side);
+  // A job's `via` becomes the lowest UDP source port from 0xC000 whose
+  // ECMP path from client to server crosses that link.
+  for (host::JobConfig& j : cfg_.jobs) {
+    if (j.via.empty()) continue;
+    if (!fabric_) throw std::invalid_argument("job '" + j.name + "': via needs a fabric");
+    j.udp_sport = via_udp_sport(j.client, j.server, j.via);
+  }
   outcomes_.resize(cfg_.jobs.size());
   for (size_t i = 0; i < cfg_.jobs.size(); ++i) outcomes_[i].name = cfg_.jobs[i].name;
   runner_ = std::make_unique<JobRunner>("jobs", *this);
@@ -291,6 +299,27 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
 }
 
 Platform::~Platform() = default;
+
+uint16_t Platform::via_udp_sport(const std::string& client, const std::string& server,
+                                 const std::string& link) const {
+  const fabric::Topology& topo = fabric_->topology();
+  const int client_node = topo.find_node(client), server_node = topo.find_node(server);
+  int link_index = -1;
+  for (size_t l = 0; l < topo.links().size(); ++l)
+    if (topo.links()[l].name == link) link_index = static_cast<int>(l);
+  if (client_node < 0 || server_node < 0 || link_index < 0)
+    throw std::invalid_argument("via: unknown host or link '" + link + "'");
+  fabric::FiveTuple ft;
+  ft.src_ip = topo.nodes()[client_node].ip;
+  ft.dst_ip = topo.nodes()[server_node].ip;
+  for (uint32_t port = 0xC000; port <= 0xFFFF; ++port) {
+    ft.sport = static_cast<uint16_t>(port);
+    for (const fabric::Hop& h : fabric_->path_of(ft))
+      if (h.link == link_index) return ft.sport;
+  }
+  throw std::invalid_argument("no UDP source port takes " + client + " -> " + server +
+                              " across link '" + link + "'");
+}
 
 host::Host& Platform::host(const std::string& name) {
   auto it = hosts_.find(name);
@@ -438,14 +467,39 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
     if (!found && missing) missing->push_back(m.name);
   }
   const double active_s = active_time_s();
+  auto series_mean_of = [&](const std::string& sname, const MetricTerm& t) -> std::optional<double> {
+    const core::TimeSeries* ts = env_.stats.find_series(sname);
+    if (!ts) return std::nullopt;
+    return series_mean(ts->points(), cfg_.sample_interval.ps, t.from.ps, t.to.ps);
+  };
+  std::vector<std::string> aggregates;
   for (const auto& [name, ref] : cfg_.metrics) {
+    if (parse_metric_aggregate(ref)) {
+      aggregates.push_back(name);
+      continue;
+    }
     // A sum is reported only if every term has a figure: a partial sum
     // would look like a real (smaller) result.
     double sum = 0;
     bool complete = true;
     for (const MetricTerm& t : parse_metric(ref)) {
       bool found = false;
-      if (t.kind == MetricTerm::Kind::kModelState) {
+      const double before = sum;
+      if (t.kind == MetricTerm::Kind::kSeriesAvg) {
+        if (const auto v = series_mean_of(t.series.at(0), t)) {
+          sum += *v;
+          found = true;
+        }
+      } else if (t.kind == MetricTerm::Kind::kJain) {
+        std::vector<double> means;
+        for (const std::string& sname : t.series)
+          if (const auto v = series_mean_of(sname, t)) means.push_back(*v);
+        const auto j = means.size() == t.series.size() ? jain_index(means) : std::nullopt;
+        if (j) {
+          sum += *j;
+          found = true;
+        }
+      } else if (t.kind == MetricTerm::Kind::kModelState) {
         // The golden models' field tables at their default sizes (bitmap
         // L = 64 slots; IRN BDP = 64 packets): see vp/nic/transport.md.
         std::vector<nic::StateField> fields;
@@ -479,10 +533,34 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
             }
         }
       }
+      sum = before + t.factor * (sum - before);
       complete &= found;
     }
     if (complete)
       out[name] = sum;
+    else if (missing)
+      missing->push_back(name);
+  }
+  // min(...)/max(...) of the sums: reported only when every metric they
+  // stand for has a figure.
+  std::vector<std::string> sums;
+  for (const auto& [name, ref] : cfg_.metrics)
+    if (!parse_metric_aggregate(ref)) sums.push_back(name);
+  for (const std::string& name : aggregates) {
+    const MetricAggregate agg = *parse_metric_aggregate(cfg_.metrics.at(name));
+    std::optional<double> v;
+    bool complete = true;
+    for (const std::string& arg : agg.args)
+      for (const std::string& m : aggregate_arg_metrics(arg, sums)) {
+        auto it = out.find(m);
+        if (it == out.end()) {
+          complete = false;
+          continue;
+        }
+        if (!v || (agg.op == "min" ? it->second < *v : it->second > *v)) v = it->second;
+      }
+    if (complete && v)
+      out[name] = *v;
     else if (missing)
       missing->push_back(name);
   }
@@ -524,6 +602,7 @@ nlohmann::json Platform::flows_json() const {
     j["app"] = cfg.app;
     j["client"] = cfg.client;
     j["server"] = cfg.server;
+    if (cfg.udp_sport) j["udp_sport"] = cfg.udp_sport;
     j["finished"] = o.finished;
     j["start_s"] = o.start_s;
     j["end_s"] = o.end_s;

@@ -105,6 +105,11 @@ class Platform {
   std::string shell_host_;
   host::QemuHost* shell_ = nullptr;
   void collect_guests();
+  // The lowest UDP source port from 0xC000 whose ECMP path from `client`
+  // to `server` crosses `link` (the switches' own hash); throws
+  // std::invalid_argument when none does.
+  uint16_t via_udp_sport(const std::string& client, const std::string& server,
+                         const std::string& link) const;
 };
 
 }  // namespace mprdma::platform

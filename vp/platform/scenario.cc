@@ -25,6 +25,11 @@ void HostEntry::bind(core::Binder& b) {
   b.field("run", run,
           "qemu hosts: shell script the guest runs after bring-up; its output is printed and "
           "kept in <out>/<host>.console.log. Empty: the guest starts a shell.");
+  b.field("nic", nic,
+          "NIC parameters of this host that differ from the scenario's nic section: key path "
+          "below nic (dots for nested keys) -> value, e.g. {transport: gbn, "
+          "congestion_control: dcqcn} or {mprdma.initial_window: 32}; checked like nic. The "
+          "two hosts of a job must use the same transport.");
   if (b.reading() && name.empty()) b.error("every host needs a name");
   if (b.reading() && !run.empty() && kind != "qemu") b.error("only qemu hosts take 'run'");
 }
@@ -45,31 +50,118 @@ void GuestMetric::bind(core::Binder& b) {
   }
 }
 
-std::vector<MetricTerm> parse_metric(const std::string& expr) {
-  std::vector<MetricTerm> terms;
+namespace {
+
+std::string trim(std::string t) {
+  t.erase(0, t.find_first_not_of(" \t"));
+  t.erase(t.find_last_not_of(" \t") + 1);
+  return t;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
   size_t start = 0;
   while (true) {
-    const size_t plus = expr.find('+', start);
-    std::string t = expr.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
-    t.erase(0, t.find_first_not_of(" \t"));
-    t.erase(t.find_last_not_of(" \t") + 1);
+    const size_t at = s.find(sep, start);
+    out.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) return out;
+    start = at + 1;
+  }
+}
+
+// "avg(<series>,<from>,<to>)" or "jain(<s>|<s>|...,<from>,<to>)".
+void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& m) {
+  const std::string form = fn == "avg" ? "avg(<series>,<from>,<to>)"
+                                       : "jain(<series>|<series>|...,<from>,<to>)";
+  const std::vector<std::string> args = split(t.substr(fn.size() + 1, t.size() - fn.size() - 2), ',');
+  if (args.size() != 3) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
+  m.kind = fn == "avg" ? MetricTerm::Kind::kSeriesAvg : MetricTerm::Kind::kJain;
+  m.series = split(args[0], '|');
+  for (const std::string& s : m.series)
+    if (s.empty()) throw std::invalid_argument("term '" + t + "' has an empty series name");
+  if (fn == "avg" && m.series.size() != 1)
+    throw std::invalid_argument("term '" + t + "': avg takes one series (jain takes several)");
+  try {
+    m.from = core::parse_duration(args[1]);
+    m.to = core::parse_duration(args[2]);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("term '" + t + "': " + e.what());
+  }
+  if (m.to.ps <= m.from.ps)
+    throw std::invalid_argument("term '" + t + "': the window ends before it starts");
+}
+
+}  // namespace
+
+std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr) {
+  const std::string e = trim(expr);
+  for (const char* op : {"min", "max"}) {
+    const std::string head = std::string(op) + "(";
+    if (e.compare(0, head.size(), head) != 0) continue;
+    if (e.back() != ')')
+      throw std::invalid_argument("'" + e + "' is not of the form " + op + "(<metric>,...)");
+    MetricAggregate a;
+    a.op = op;
+    for (std::string arg : split(e.substr(head.size(), e.size() - head.size() - 1), ',')) {
+      arg = trim(arg);
+      if (arg.empty()) throw std::invalid_argument("'" + e + "' has an empty argument");
+      a.args.push_back(arg);
+    }
+    return a;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> aggregate_arg_metrics(const std::string& arg,
+                                               const std::vector<std::string>& sums) {
+  std::vector<std::string> out;
+  const bool prefix = !arg.empty() && arg.back() == '*';
+  const std::string stem = prefix ? arg.substr(0, arg.size() - 1) : arg;
+  for (const std::string& m : sums)
+    if (prefix ? m.compare(0, stem.size(), stem) == 0 : m == arg) out.push_back(m);
+  return out;
+}
+
+std::vector<MetricTerm> parse_metric(const std::string& expr) {
+  if (parse_metric_aggregate(expr))
+    throw std::invalid_argument("'" + expr + "' is a min/max of metrics, not a sum of terms");
+  std::vector<MetricTerm> terms;
+  for (std::string t : split(expr, '+')) {
+    t = trim(t);
     if (t.empty()) throw std::invalid_argument("'" + expr + "' has an empty term");
     if (t.find_first_of(" \t") != std::string::npos)
       throw std::invalid_argument("term '" + t + "' contains a space (terms are joined by '+')");
     MetricTerm m;
+    const size_t star = t.find('*');
+    if (star != std::string::npos) {
+      const std::string num = t.substr(0, star);
+      char* endp = nullptr;
+      m.factor = std::strtod(num.c_str(), &endp);
+      if (num.empty() || *endp)
+        throw std::invalid_argument("term '" + t + "': '" + num + "' is not a number (a factor is <number>*term)");
+      t = t.substr(star + 1);
+    }
     if (t == "model.mprdma.extra_state_bytes" || t == "model.irn.extra_state_bytes") {
       m.kind = MetricTerm::Kind::kModelState;
       m.engine = t.substr(6, t.find('.', 6) - 6);
       terms.push_back(m);
-      if (plus == std::string::npos) break;
-      start = plus + 1;
       continue;
     }
     if (t == "fabric.deadlocks") {
       m.kind = MetricTerm::Kind::kDeadlocks;
       terms.push_back(m);
-      if (plus == std::string::npos) break;
-      start = plus + 1;
+      continue;
+    }
+    bool series_term = false;
+    for (const char* fn : {"avg", "jain"}) {
+      const std::string head = std::string(fn) + "(";
+      if (t.compare(0, head.size(), head) == 0 && t.back() == ')') {
+        parse_series_term(t, fn, m);
+        series_term = true;
+      }
+    }
+    if (series_term) {
+      terms.push_back(m);
       continue;
     }
     const std::string kPrefix = "link.", kSuffix = ".avg_gbps";
@@ -85,18 +177,17 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
         throw std::invalid_argument("term '" + t + "' is not of the form link.<link>.<a2b|b2a>.avg_gbps");
     } else {
       const size_t d1 = t.find('.'), d2 = t.rfind('.');
-      if (d1 == std::string::npos || d1 == d2)
+      if (d1 == std::string::npos || d1 == d2 || t.find_first_of("(),|") != std::string::npos)
         throw std::invalid_argument("term '" + t +
                                     "' is not of the form job.size.field, "
-                                    "link.<link>.<dir>.avg_gbps, fabric.deadlocks or "
-                                    "model.<mprdma|irn>.extra_state_bytes");
+                                    "link.<link>.<dir>.avg_gbps, fabric.deadlocks, "
+                                    "model.<mprdma|irn>.extra_state_bytes, "
+                                    "avg(<series>,<from>,<to>) or jain(<series>|...,<from>,<to>)");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
     }
     terms.push_back(m);
-    if (plus == std::string::npos) break;
-    start = plus + 1;
   }
   return terms;
 }
@@ -124,6 +215,12 @@ std::vector<std::string> ScenarioConfig::link_names() const {
     for (const LinkEntry& l : links) out.push_back(l.link.name);
   }
   return out;
+}
+
+const nic::NicConfig& ScenarioConfig::nic_of(const std::string& host_name) const {
+  for (const HostEntry& h : hosts)
+    if (h.name == host_name && h.nic_config) return *h.nic_config;
+  return nic;
 }
 
 bool ScenarioConfig::has_qemu_hosts() const {
@@ -173,7 +270,14 @@ void ScenarioConfig::bind(core::Binder& b) {
           "start to last job end), in Gb/s, or \"fabric.deadlocks\": the number of PFC deadlocks the "
           "fabric's detector reported (0 with PFC or the detector off), or "
           "\"model.<mprdma|irn>.extra_state_bytes\": the per-connection state that engine's "
-          "golden model adds over RoCEv2, from its field table (vp/nic/transport.md).");
+          "golden model adds over RoCEv2, from its field table (vp/nic/transport.md), or "
+          "\"avg(<series>,<from>,<to>)\": the time-weighted mean of a time series (e.g. "
+          "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
+          "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
+          "means over [from, to); a series window the run did not sample in full leaves the "
+          "metric out. Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
+          "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "
+          "argument \"prefix*\" stands for every metric whose name starts with prefix.");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
   b.section("sweep", sweep,
             "Points and seeds for `mprdma-vp-sim reproduce` (`run` runs the base scenario "
@@ -186,6 +290,24 @@ void ScenarioConfig::bind(core::Binder& b) {
           "measurement.");
   b.list("checks", checks, "Verdict rules over the sweep metrics (match, partial, mismatch).");
   if (!b.reading()) return;
+
+  // Per-host NIC overrides: the scenario's nic with the host's keys bound
+  // over it, checked like the nic section.
+  for (HostEntry& h : hosts) {
+    h.nic_config.reset();
+    if (h.nic.empty()) continue;
+    const std::string where = "hosts[" + h.name + "].nic";
+    try {
+      YAML::Node node(YAML::NodeType::Map);
+      for (const auto& [key, value] : h.nic) apply_override(node, key + "=" + value);
+      nic::NicConfig n = nic;
+      core::YamlBinder nb(node, where);
+      nb.bind_root(n);
+      h.nic_config = n;
+    } catch (const core::ConfigError& e) {
+      for (const std::string& line : e.errors()) b.error("host '" + h.name + "': nic: " + line);
+    }
+  }
 
   // Cross-references, checked once everything is read.
   std::set<std::string> host_names;
@@ -260,13 +382,56 @@ void ScenarioConfig::bind(core::Binder& b) {
                   "' is a qemu host; its applications run from its 'run' script");
     }
     if (j.client == j.server) b.error("job '" + j.name + "': client and server are the same host");
-    if (j.mtu.n > nic.mtu.n)
-      b.error("job '" + j.name + "': mtu " + std::to_string(j.mtu.n) +
-              " exceeds the NIC's mtu " + std::to_string(nic.mtu.n));
+    for (const std::string* h : {&j.client, &j.server})
+      if (j.mtu.n > nic_of(*h).mtu.n)
+        b.error("job '" + j.name + "': mtu " + std::to_string(j.mtu.n) +
+                " exceeds the NIC's mtu " + std::to_string(nic_of(*h).mtu.n) + " (host '" + *h +
+                "')");
+    if (nic_of(j.client).transport != nic_of(j.server).transport)
+      b.error("job '" + j.name + "': client '" + j.client + "' uses transport " +
+              nic_of(j.client).transport + " but server '" + j.server + "' uses " +
+              nic_of(j.server).transport + " (the two ends of a QP need one transport)");
+    if (!j.via.empty()) {
+      if (!has_fabric())
+        b.error("job '" + j.name + "': via names a fabric link, but there is no fabric");
+      else if (!link_set.count(j.via))
+        b.error("job '" + j.name + "': via names unknown link '" + j.via + "'");
+    }
+  }
+  // The series the platform samples (platform.cc), by name.
+  auto series_known = [&](const std::string& sname) {
+    auto has = [&](const std::string& prefix, const std::vector<std::string>& suffixes,
+                   const std::set<std::string>& names) {
+      if (sname.compare(0, prefix.size(), prefix) != 0) return false;
+      for (const std::string& suf : suffixes)
+        if (sname.size() > prefix.size() + suf.size() &&
+            sname.compare(sname.size() - suf.size(), suf.size(), suf) == 0 &&
+            names.count(sname.substr(prefix.size(), sname.size() - prefix.size() - suf.size())))
+          return true;
+      return false;
+    };
+    return has("link.", {".a2b.gbps", ".b2a.gbps"}, link_set) ||
+           has("nic.", {".mac.tx_gbps", ".mac.rx_gbps"}, host_names) ||
+           has("pcie.", {".upstream.gbps", ".downstream.gbps"}, host_names) ||
+           (has_fabric() && sname.compare(0, 7, "switch.") == 0);
+  };
+  std::vector<std::string> sum_metrics;
+  for (const auto& [metric, ref] : metrics) {
+    try {
+      if (!parse_metric_aggregate(ref)) sum_metrics.push_back(metric);
+    } catch (const std::invalid_argument&) {
+    }
   }
   for (const auto& [metric, ref] : metrics) {
     std::vector<MetricTerm> terms;
     try {
+      if (const auto agg = parse_metric_aggregate(ref)) {
+        for (const std::string& arg : agg->args)
+          if (aggregate_arg_metrics(arg, sum_metrics).empty())
+            b.error("metric '" + metric + "': '" + arg +
+                    "' names no metric of the scenario that is a sum of terms");
+        continue;
+      }
       terms = parse_metric(ref);
     } catch (const std::invalid_argument& e) {
       b.error("metric '" + metric + "': " + e.what());
@@ -274,6 +439,18 @@ void ScenarioConfig::bind(core::Binder& b) {
     }
     for (const MetricTerm& t : terms) {
       if (t.kind == MetricTerm::Kind::kModelState) continue;
+      if (t.kind == MetricTerm::Kind::kSeriesAvg || t.kind == MetricTerm::Kind::kJain) {
+        if (!sample_interval.ps)
+          b.error("metric '" + metric + "' reads time series, but sample_interval is 0");
+        for (const std::string& sname : t.series)
+          if (!series_known(sname))
+            b.error("metric '" + metric + "' names unknown series '" + sname +
+                    "' (link.<link>.<a2b|b2a>.gbps, nic.<host>.mac.<tx|rx>_gbps, "
+                    "pcie.<host>.<upstream|downstream>.gbps or switch.*)");
+        if (t.to.ps > end_time.ps)
+          b.error("metric '" + metric + "': its window ends after end_time");
+        continue;
+      }
       if (t.kind == MetricTerm::Kind::kDeadlocks) {
         if (!has_fabric()) b.error("metric '" + metric + "': fabric.deadlocks needs a fabric");
         continue;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ struct HostEntry {
   // qemu hosts: shell script the guest runs after bring-up (its output is
   // printed and kept); empty: the guest starts a shell on its console.
   std::string run;
+  // Per-host NIC parameters over the scenario's nic section: key path below
+  // nic (dots for nested keys, e.g. mprdma.initial_window) -> value.
+  std::map<std::string, std::string> nic;
+  // The host's effective NIC configuration when `nic` is not empty; set by
+  // ScenarioConfig::bind (the scenario's nic with these keys applied).
+  std::optional<nic::NicConfig> nic_config;
   void bind(core::Binder& b);
 };
 
@@ -80,6 +87,8 @@ struct ScenarioConfig {
   // With a fabric, builds its topology (throws std::invalid_argument for a
   // bad one).
   std::vector<HostEntry> effective_hosts() const;
+  // The NIC configuration of host `name`: its hosts: entry's, or nic.
+  const nic::NicConfig& nic_of(const std::string& name) const;
   // Names of the links (the fabric's or the links: entries).
   std::vector<std::string> link_names() const;
 };
@@ -100,16 +109,44 @@ const std::vector<std::string>& metric_fields();
 //   fabric.deadlocks               the number of PFC deadlocks the fabric's
 //                                  detector reported (0 when PFC or the
 //                                  detector is off); needs a fabric.
+//   avg(<series>,<from>,<to>)      the time-weighted mean of a time series
+//                                  (e.g. link.t0-s3.a2b.gbps,
+//                                  nic.t0h1.mac.tx_gbps) over the simulated
+//                                  time [from, to) (series_metrics.h);
+//                                  needs sample_interval.
+//   jain(<s1>|<s2>|...,<from>,<to>)  Jain's fairness index of those series'
+//                                  means over [from, to).
+// Any term may carry a factor, "<number>*term" (e.g. "-1*avg(...)" to
+// subtract). A series window the run did not sample in full leaves the
+// metric out (missing), like a failed job.
+//
+// A metric may instead be "min(<metric>,<metric>,...)" or "max(...)" of
+// other metrics of the scenario (sums, not min/max themselves); an argument
+// "prefix*" stands for every such metric whose name starts with prefix.
 struct MetricTerm {
-  enum class Kind { kJob, kLink, kDeadlocks, kModelState };
+  enum class Kind { kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kJain };
   Kind kind = Kind::kJob;
-  std::string job, size, field;  // kJob
-  std::string link, dir;         // kLink
-  std::string engine;            // kModelState: mprdma | irn
+  double factor = 1;
+  std::string job, size, field;     // kJob
+  std::string link, dir;            // kLink
+  std::string engine;               // kModelState: mprdma | irn
+  std::vector<std::string> series;  // kSeriesAvg (one), kJain (one or more)
+  core::Duration from, to;          // kSeriesAvg, kJain: the window [from, to)
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is
-// neither form (it does not check that jobs, sizes or links exist).
+// no known form (it does not check that jobs, sizes, links or series exist).
+// A min/max metric is not a sum: parse it with parse_metric_aggregate.
 std::vector<MetricTerm> parse_metric(const std::string& expr);
+
+// A "min(a,b,...)" / "max(...)" metric; empty when `expr` is a sum.
+struct MetricAggregate {
+  std::string op;                 // min | max
+  std::vector<std::string> args;  // metric names, or "prefix*"
+};
+std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr);
+// The metrics (names in `sums`) an aggregate argument stands for.
+std::vector<std::string> aggregate_arg_metrics(const std::string& arg,
+                                               const std::vector<std::string>& sums);
 
 // Loads and validates a scenario file; throws core::ConfigError naming the
 // file, line and key of every problem. With a sweep, every point (the file

@@ -130,6 +130,108 @@ TEST(Scenario, CrossReferencesAreChecked) {
   EXPECT_NE(error_of(text).find("client and server are the same host"), std::string::npos);
 }
 
+TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
+  const auto t = parse_metric("avg(link.t0-s3.a2b.gbps,1ms,2.5ms) + -1*avg(nic.h0.mac.tx_gbps,1ms,2.5ms)");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].kind, MetricTerm::Kind::kSeriesAvg);
+  EXPECT_EQ(t[0].series, std::vector<std::string>{"link.t0-s3.a2b.gbps"});
+  EXPECT_EQ(t[0].from.ps, 1000000000u);
+  EXPECT_EQ(t[0].to.ps, 2500000000u);
+  EXPECT_DOUBLE_EQ(t[0].factor, 1.0);
+  EXPECT_DOUBLE_EQ(t[1].factor, -1.0);
+  EXPECT_EQ(t[1].series.at(0), "nic.h0.mac.tx_gbps");
+  const auto j = parse_metric("jain(a.gbps|b.gbps|c.gbps,0s,10us)").at(0);
+  EXPECT_EQ(j.kind, MetricTerm::Kind::kJain);
+  EXPECT_EQ(j.series.size(), 3u);
+  EXPECT_EQ(parse_metric("0.5*w.4096.bw_gbps").at(0).factor, 0.5);
+  EXPECT_EQ(parse_metric("0.5*w.4096.bw_gbps").at(0).job, "w");
+
+  const auto agg = parse_metric_aggregate(" min(jain.n1, jain.up.*) ");
+  ASSERT_TRUE(agg);
+  EXPECT_EQ(agg->op, "min");
+  EXPECT_EQ(agg->args, (std::vector<std::string>{"jain.n1", "jain.up.*"}));
+  EXPECT_FALSE(parse_metric_aggregate("w.4096.bw_gbps"));
+  EXPECT_EQ(aggregate_arg_metrics("jain.up.*", {"jain.n1", "jain.up.1", "jain.up.2", "x"}),
+            (std::vector<std::string>{"jain.up.1", "jain.up.2"}));
+  EXPECT_EQ(aggregate_arg_metrics("x", {"x", "xy"}), std::vector<std::string>{"x"});
+
+  for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
+                          "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
+                          "min(w.4096.bw_gbps)"})
+    EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
+}
+
+TEST(Scenario, SeriesMetricsAreChecked) {
+  auto with_metric = [](const std::string& m) {
+    return std::string(kGood) + "  x: " + m + "\n";
+  };
+  EXPECT_EQ(error_of(with_metric("avg(link.wire.a2b.gbps,0s,1ms) + avg(nic.h1.mac.rx_gbps,0s,1ms)")), "");
+  EXPECT_EQ(error_of(with_metric("jain(nic.h0.mac.tx_gbps|pcie.h1.upstream.gbps,0s,1ms)")), "");
+  EXPECT_NE(error_of(with_metric("avg(link.nowire.a2b.gbps,0s,1ms)")).find("unknown series 'link.nowire.a2b.gbps'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("avg(nic.h7.mac.tx_gbps,0s,1ms)")).find("unknown series"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("avg(nic.h0.mac.tx_gbps,0s,1ms)") + "sample_interval: 0s\n")
+                .find("sample_interval is 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("avg(nic.h0.mac.tx_gbps,0s,20s)")).find("ends after end_time"),
+            std::string::npos);
+  EXPECT_EQ(error_of(with_metric("max(bw)")), "");
+  EXPECT_EQ(error_of(with_metric("min(b*)")), "");
+  EXPECT_NE(error_of(with_metric("min(bw, nothing)")).find("'nothing' names no metric"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("min(x)")).find("'x' names no metric"), std::string::npos);
+}
+
+const char* kFabric = R"(name: t
+fabric: {topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 2}
+nic: {transport: mprdma}
+hosts:
+  - {name: t0h1, nic: {transport: gbn, congestion_control: dcqcn, mprdma.initial_window: 8}}
+  - {name: t1h1, nic: {transport: gbn}}
+jobs:
+  - {name: mp, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB]}
+  - {name: sp, app: write_bw, client: t0h1, server: t1h1, sizes: [64KiB], via: t0-s3, duration: 1ms}
+)";
+
+TEST(Scenario, PerHostNicKeysApplyOverTheNicSection) {
+  const ScenarioConfig cfg = load_scenario(write_temp("hostnic.yaml", kFabric));
+  EXPECT_EQ(cfg.nic_of("t0h0").transport, "mprdma");
+  EXPECT_EQ(cfg.nic_of("t0h1").transport, "gbn");
+  EXPECT_EQ(cfg.nic_of("t0h1").congestion_control, "dcqcn");
+  EXPECT_EQ(cfg.nic_of("t0h1").mprdma.initial_window, 8);
+  EXPECT_EQ(cfg.nic_of("t1h1").congestion_control, cfg.nic.congestion_control);
+  EXPECT_EQ(cfg.nic_of("t1h1").mtu.n, cfg.nic.mtu.n);  // unnamed keys follow nic
+  EXPECT_EQ(cfg.jobs.at(1).via, "t0-s3");
+  EXPECT_EQ(cfg.jobs.at(1).duration.ps, 1000000000u);
+}
+
+TEST(Scenario, PerHostNicKeysViaAndDurationAreChecked) {
+  auto err = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return error_of(text);
+  };
+  std::string e = err(kFabric, "mprdma.initial_window: 8", "colour: red");
+  EXPECT_NE(e.find("host 't0h1': nic:"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'colour'"), std::string::npos) << e;
+  e = err(kFabric, "congestion_control: dcqcn,", "congestion_control: fast,");
+  EXPECT_NE(e.find("host 't0h1': nic:"), std::string::npos) << e;
+  // MP-RDMA has its own congestion control: the nic section's rule holds per host.
+  e = err(kFabric, "{transport: gbn}", "{congestion_control: dcqcn}");
+  EXPECT_NE(e.find("host 't1h1': nic:"), std::string::npos) << e;
+  e = err(kFabric, "{transport: gbn}", "{transport: irn}");
+  EXPECT_NE(e.find("client 't0h1' uses transport gbn but server 't1h1' uses irn"),
+            std::string::npos) << e;
+  e = err(kFabric, "via: t0-s3", "via: t0-s9");
+  EXPECT_NE(e.find("via names unknown link 't0-s9'"), std::string::npos) << e;
+  e = err(kFabric, "via: t0-s3", "via: t0-s3, udp_sport: 50000");
+  EXPECT_NE(e.find("either via or udp_sport"), std::string::npos) << e;
+  e = err(kFabric, "app: write_bw, client: t0h1", "app: send_bw, client: t0h1");
+  EXPECT_NE(e.find("duration applies to write_bw and read_bw only"), std::string::npos) << e;
+  e = err(kGood, "sizes: [4KiB]", "sizes: [4KiB], via: wire");
+  EXPECT_NE(e.find("no fabric"), std::string::npos) << e;
+}
+
 TEST(Scenario, EveryShippedScenarioValidates) {
   int seen = 0;
   for (const auto& entry :

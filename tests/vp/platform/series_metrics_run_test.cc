@@ -1,0 +1,122 @@
+// Platform features the path-avoidance and fairness rows (M9, M10) rely on,
+// run on the MP-RDMA testbed: a job forced onto one spine with `via`, a
+// per-host NIC override (go-back-N hosts beside MP-RDMA ones), jobs that run
+// for a `duration`, and metrics over the time series (avg, jain, factors,
+// min/max).
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "support/files.h"
+#include "support/sim_test.h"
+#include "vp/platform/platform.h"
+#include "vp/platform/scenario.h"
+
+namespace mprdma::platform {
+namespace {
+
+const char* kBase = R"(name: t
+end_time: 2ms
+nic: {transport: mprdma, mprdma: {initial_window: 16, base_rtt: 3us}}
+fabric: {topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 2}
+hosts:
+  - {name: t0h1, nic: {transport: gbn}}
+  - {name: t1h1, nic: {transport: gbn}}
+)";
+
+const char* kSpJob =
+    "  - {name: sp, app: write_bw, client: t0h1, server: t1h1, sizes: [64KiB], iterations: 1,\n"
+    "     tx_depth: 16, cq_mod: 2, duration: 200us, after_previous: false, via: VIA}\n";
+
+class SeriesMetricsRun : public test::SimTest {
+ protected:
+  std::unique_ptr<Platform> run(const std::string& text) {
+    cfg = load_scenario(test::write_temp("run.yaml", text));
+    auto p = std::make_unique<Platform>(cfg, *env);
+    EXPECT_TRUE(p->run());
+    EXPECT_TRUE(p->all_ok());
+    return p;
+  }
+  uint64_t counter(const std::string& path) {
+    const core::Counter* c = env->stats.find_counter(path);
+    return c ? c->value() : 0;
+  }
+  ScenarioConfig cfg;
+};
+
+std::string sp_job(const std::string& via) {
+  std::string j = kSpJob;
+  j.replace(j.find("VIA"), 3, via);
+  return j;
+}
+
+// The go-back-N flow takes the spine its `via` names, for two spines (a
+// fixed default port would land on one spine for both), and every metric
+// form reads the series.
+class ViaSpine : public SeriesMetricsRun, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
+  const int spine = GetParam();
+  const std::string on = "link.t0-s" + std::to_string(spine) + ".a2b";
+  const std::string off = "link.t0-s" + std::to_string((spine + 1) % 4) + ".a2b";
+  const std::string text = std::string(kBase) + "jobs:\n" + sp_job("t0-s" + std::to_string(spine)) +
+                           "metrics:\n"
+                           "  on: avg(" + on + ".gbps,100us,200us)\n"
+                           "  off: avg(" + off + ".gbps,100us,200us)\n"
+                           "  diff: avg(" + on + ".gbps,100us,200us) + -1*avg(" + off + ".gbps,100us,200us)\n"
+                           "  fair: jain(" + on + ".gbps|" + off + ".gbps,100us,200us)\n"
+                           "  lo: min(on, off)\n"
+                           "  hi: max(o*)\n"
+                           "  late: avg(" + on + ".gbps,100us,1900us)\n";
+  auto p = run(text);
+  const auto& o = p->outcomes().at(0);
+  ASSERT_EQ(o.results.size(), 1u);
+  const host::SizeResult& r = o.results[0];
+  // Duration: posting stopped at 200 us (after ~60 us of QP set-up) and the
+  // count posted is the run's.
+  EXPECT_GT(r.iterations, 20u);
+  EXPECT_GE(r.seconds, 200e-6);
+  EXPECT_LT(r.seconds, 200e-6 + 16 * 65536 * 8 / 30e9);  // at most tx_depth to drain
+  EXPECT_TRUE(r.data_ok);
+  const double payload = double(r.iterations) * 65536;
+  for (int s = 0; s < 4; ++s) {
+    const uint64_t bytes = counter("link.t0-s" + std::to_string(s) + ".a2b.tx_bytes");
+    if (s == spine)
+      EXPECT_GT(double(bytes), payload) << "spine " << s;
+    else
+      EXPECT_LT(double(bytes), 0.01 * payload) << "spine " << s;
+  }
+  std::vector<std::string> missing;
+  const auto m = p->metrics(&missing);
+  EXPECT_GT(m.at("on"), 35.0);
+  EXPECT_LT(m.at("off"), 0.5);
+  EXPECT_NEAR(m.at("diff"), m.at("on") - m.at("off"), 1e-9);
+  EXPECT_NEAR(m.at("fair"), 0.5, 0.01);  // one of two series has everything
+  EXPECT_DOUBLE_EQ(m.at("lo"), m.at("off"));
+  EXPECT_DOUBLE_EQ(m.at("hi"), m.at("on"));
+  // The run ended before 1.9 ms: that window was not sampled in full.
+  EXPECT_FALSE(m.count("late"));
+  EXPECT_EQ(missing, std::vector<std::string>{"late"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Spines, ViaSpine, ::testing::Values(1, 2));
+
+TEST_F(SeriesMetricsRun, PerHostNicOverrideRunsGoBackNBesideMpRdma) {
+  const std::string text =
+      std::string(kBase) + "jobs:\n" + sp_job("t0-s3") +
+      "  - {name: mp, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], iterations: 30,\n"
+      "     after_previous: false}\n";
+  auto p = run(text);
+  EXPECT_EQ(p->host("t0h0").nic().config().transport, "mprdma");
+  EXPECT_EQ(p->host("t0h1").nic().config().transport, "gbn");
+  EXPECT_EQ(p->host("t1h1").nic().config().transport, "gbn");
+  // MP-RDMA's NIC-wide counters move only on the MP-RDMA hosts.
+  EXPECT_GT(counter("nic.t0h0.transport.acks"), 0u);
+  EXPECT_GT(counter("nic.t1h0.transport.rx_placed"), 0u);
+  EXPECT_EQ(counter("nic.t0h1.transport.acks"), 0u);
+  EXPECT_EQ(counter("nic.t1h1.transport.rx_placed"), 0u);
+  EXPECT_GT(counter("nic.t0h1.requester.acks"), 0u);
+}
+
+}  // namespace
+}  // namespace mprdma::platform

@@ -1,0 +1,33 @@
+#include "vp/platform/series_metrics.h"
+
+#include <algorithm>
+
+namespace mprdma::platform {
+
+std::optional<double> series_mean(const std::vector<core::TimeSeries::Point>& points,
+                                  uint64_t interval_ps, uint64_t from_ps, uint64_t to_ps) {
+  if (to_ps <= from_ps || interval_ps == 0) return std::nullopt;
+  double weighted = 0;
+  uint64_t covered = 0;
+  for (const core::TimeSeries::Point& p : points) {
+    const uint64_t begin = p.time_ps >= interval_ps ? p.time_ps - interval_ps : 0;
+    const uint64_t lo = std::max(begin, from_ps), hi = std::min(p.time_ps, to_ps);
+    if (hi <= lo) continue;
+    weighted += p.value * static_cast<double>(hi - lo);
+    covered += hi - lo;
+  }
+  if (covered < to_ps - from_ps) return std::nullopt;
+  return weighted / static_cast<double>(covered);
+}
+
+std::optional<double> jain_index(const std::vector<double>& x) {
+  double sum = 0, squares = 0;
+  for (double v : x) {
+    sum += v;
+    squares += v * v;
+  }
+  if (x.empty() || squares == 0) return std::nullopt;
+  return sum * sum / (static_cast<double>(x.size()) * squares);
+}
+
+}  // namespace mprdma::platform

@@ -1,0 +1,30 @@
+// Figures computed from the platform's time series (rate_sampler.h), for
+// the scenario metric terms avg(...) and jain(...) (scenario.h): the mean of
+// a series over a window of simulated time and Jain's fairness index.
+// Plain functions over sample points, so they can be tested on hand-made
+// series.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "vp/core/stats.h"
+
+namespace mprdma::platform {
+
+// The time-weighted mean of a sampled series over [from_ps, to_ps). Sample
+// k, taken at time t_k, stands for the interval (t_k - interval_ps, t_k]
+// (the RateSampler's convention: a rate over the interval that ends at its
+// time); a sample partly inside the window counts with the overlap. Empty
+// when the samples do not cover the whole window (the run ended, or
+// sampling was off, before `to_ps`) or the window is empty.
+std::optional<double> series_mean(const std::vector<core::TimeSeries::Point>& points,
+                                  uint64_t interval_ps, uint64_t from_ps, uint64_t to_ps);
+
+// Jain's fairness index of `x`: (sum x)^2 / (n * sum x^2), in [1/n, 1]; 1
+// when every value is equal, 1/n when one value has everything. Empty for
+// no values or when every value is zero (no share to judge).
+std::optional<double> jain_index(const std::vector<double>& x);
+
+}  // namespace mprdma::platform
