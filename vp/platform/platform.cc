@@ -518,6 +518,31 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           sum += d ? static_cast<double>(d->deadlocks().size()) : 0.0;
           found = true;
         }
+      } else if (t.kind == MetricTerm::Kind::kEcnRatio) {
+        if (fabric_ && fabric_->egress_port(t.link, t.dir).first) {
+          sum += fabric::link_ecn_mark_ratio(*fabric_, env_.stats, t.link, t.dir);
+          found = true;
+        }
+      } else if (t.kind == MetricTerm::Kind::kCounter) {
+        if (const core::Counter* c = env_.stats.find_counter(t.counter)) {
+          sum += static_cast<double>(c->value());
+          found = true;
+        }
+      } else if (t.kind == MetricTerm::Kind::kGoodput) {
+        // Every job's every size must have completed (as for job terms).
+        double bytes = 0;
+        bool all_ok = !outcomes_.empty();
+        for (const JobOutcome& o : outcomes_) {
+          all_ok &= o.finished && !o.results.empty();
+          for (const host::SizeResult& r : o.results) {
+            all_ok &= r.error.empty();
+            bytes += static_cast<double>(r.bytes) * static_cast<double>(r.iterations);
+          }
+        }
+        if (all_ok && active_s > 0) {
+          sum += bytes * 8.0 / active_s / 1e9;
+          found = true;
+        }
       } else if (t.kind == MetricTerm::Kind::kLink) {
         if (env_.stats.find_counter("link." + t.link + "." + t.dir + ".tx_bytes")) {
           sum += fabric::link_avg_gbps(env_.stats, t.link, t.dir, active_s);

@@ -152,6 +152,37 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       terms.push_back(m);
       continue;
     }
+    if (t == "jobs.goodput_gbps") {
+      m.kind = MetricTerm::Kind::kGoodput;
+      terms.push_back(m);
+      continue;
+    }
+    if (t.compare(0, 4, "nic.") == 0) {
+      const size_t host_end = t.find('.', 4);
+      if (host_end == std::string::npos || host_end == 4 || host_end + 1 >= t.size())
+        throw std::invalid_argument("term '" + t + "' is not of the form nic.<host>.<counter>");
+      m.kind = MetricTerm::Kind::kCounter;
+      m.counter = t;
+      m.link = t.substr(4, host_end - 4);  // the host
+      terms.push_back(m);
+      continue;
+    }
+    {
+      const std::string kPre = "link.", kSuf = ".ecn_mark_ratio";
+      if (t.size() > kPre.size() + kSuf.size() && t.compare(0, kPre.size(), kPre) == 0 &&
+          t.compare(t.size() - kSuf.size(), kSuf.size(), kSuf) == 0) {
+        const std::string mid = t.substr(kPre.size(), t.size() - kPre.size() - kSuf.size());
+        const size_t dot = mid.rfind('.');
+        m.kind = MetricTerm::Kind::kEcnRatio;
+        m.link = dot == std::string::npos ? std::string() : mid.substr(0, dot);
+        m.dir = dot == std::string::npos ? mid : mid.substr(dot + 1);
+        if (m.link.empty() || (m.dir != "a2b" && m.dir != "b2a"))
+          throw std::invalid_argument("term '" + t +
+                                      "' is not of the form link.<link>.<a2b|b2a>.ecn_mark_ratio");
+        terms.push_back(m);
+        continue;
+      }
+    }
     bool series_term = false;
     for (const char* fn : {"avg", "jain"}) {
       const std::string head = std::string(fn) + "(";
@@ -275,7 +306,11 @@ void ScenarioConfig::bind(core::Binder& b) {
           "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
           "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
           "means over [from, to); a series window the run did not sample in full leaves the "
-          "metric out. Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
+          "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
+          "ECN-capable frames RED judged at the switch port sending into that direction, or \"nic.<host>.<counter>\": "
+          "a NIC counter at the end of the run (e.g. nic.t1h0.transport.rx_max_ood), or "
+          "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
+          "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
           "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "
           "argument \"prefix*\" stands for every metric whose name starts with prefix.");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
@@ -458,6 +493,42 @@ void ScenarioConfig::bind(core::Binder& b) {
       if (t.kind == MetricTerm::Kind::kLink) {
         if (!link_set.count(t.link))
           b.error("metric '" + metric + "' names unknown link '" + t.link + "'");
+        continue;
+      }
+      if (t.kind == MetricTerm::Kind::kGoodput) {
+        if (jobs.empty()) b.error("metric '" + metric + "': jobs.goodput_gbps needs jobs");
+        continue;
+      }
+      if (t.kind == MetricTerm::Kind::kCounter) {
+        if (!host_names.count(t.link))
+          b.error("metric '" + metric + "' term '" + t.counter + "' names unknown host '" +
+                  t.link + "'");
+        if (std::any_of(jobs.begin(), jobs.end(),
+                        [](const host::JobConfig& j) { return j.name == "nic"; }))
+          b.error("metric '" + metric + "': a job named 'nic' makes '" + t.counter +
+                  "' ambiguous (nic.<host>.<counter> is a NIC counter)");
+        continue;
+      }
+      if (t.kind == MetricTerm::Kind::kEcnRatio) {
+        if (!has_fabric()) {
+          b.error("metric '" + metric + "': ecn_mark_ratio needs a fabric");
+          continue;
+        }
+        if (!link_set.count(t.link)) {
+          b.error("metric '" + metric + "' names unknown link '" + t.link + "'");
+          continue;
+        }
+        try {
+          const fabric::Topology topo = fabric.build_topology();
+          const int l = topo.find_link(t.link);
+          const int sender = topo.links()[l].node[t.dir == "a2b" ? 0 : 1];
+          if (topo.nodes()[sender].kind != fabric::NodeKind::kSwitch)
+            b.error("metric '" + metric + "': link '" + t.link + "' " + t.dir +
+                    " is sent by host '" + topo.nodes()[sender].name +
+                    "'; ecn_mark_ratio needs a switch port");
+        } catch (const std::invalid_argument&) {
+          // the fabric reported it
+        }
         continue;
       }
       auto it = std::find_if(jobs.begin(), jobs.end(),

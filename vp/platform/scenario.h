@@ -116,6 +116,18 @@ const std::vector<std::string>& metric_fields();
 //                                  needs sample_interval.
 //   jain(<s1>|<s2>|...,<from>,<to>)  Jain's fairness index of those series'
 //                                  means over [from, to).
+//   link.<link>.<dir>.ecn_mark_ratio  ECN marks over the ECN-capable
+//                                  frames RED judged at the switch port
+//                                  sending into that direction (a switch
+//                                  must send it); needs a fabric.
+//   nic.<host>.<counter>           a NIC counter's value at the end, e.g.
+//                                  nic.t1h0.transport.rx_max_ood (a job
+//                                  named "nic" is not allowed in terms).
+//   jobs.goodput_gbps              payload bytes of every job's completed
+//                                  messages over the run's active time,
+//                                  in Gb/s: the aggregate goodput when
+//                                  jobs end at different times (a sum of
+//                                  their bw_gbps would overstate it).
 // Any term may carry a factor, "<number>*term" (e.g. "-1*avg(...)" to
 // subtract). A series window the run did not sample in full leaves the
 // metric out (missing), like a failed job.
@@ -124,11 +136,14 @@ const std::vector<std::string>& metric_fields();
 // other metrics of the scenario (sums, not min/max themselves); an argument
 // "prefix*" stands for every such metric whose name starts with prefix.
 struct MetricTerm {
-  enum class Kind { kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kJain };
+  enum class Kind {
+    kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kJain, kEcnRatio, kCounter, kGoodput
+  };
   Kind kind = Kind::kJob;
   double factor = 1;
   std::string job, size, field;     // kJob
-  std::string link, dir;            // kLink
+  std::string link, dir;            // kLink, kEcnRatio
+  std::string counter;              // kCounter: the statistic's full path
   std::string engine;               // kModelState: mprdma | irn
   std::vector<std::string> series;  // kSeriesAvg (one), kJain (one or more)
   core::Duration from, to;          // kSeriesAvg, kJain: the window [from, to)

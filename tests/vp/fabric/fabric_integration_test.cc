@@ -166,6 +166,70 @@ TEST_F(FabricRun, ARateChangeShowsInTransferTime) {
               counter(doc, "h0-h1", "a2b.tx_bytes") * 8.0 / active / 1e9, 1e-9);
 }
 
+// Two senders into one receiver through one switch (an 80 Gb/s incast on
+// a 40 Gb/s port; go-back-N without rate control keeps the queue standing
+// under PFC): the switch's ECN is a step at 20 KB, so every frame joining
+// the standing queue is marked; an override of the congested port (sw's
+// egress into sw-r, b2a) moves the step to 240 KB, above anything PFC
+// lets build up there (XOFF 96 KiB per ingress), so nothing is marked. The
+// metric terms ecn_mark_ratio, nic.<host>.<counter> and jobs.goodput_gbps
+// read the switch and NIC counters and the jobs' bytes.
+const char* kIncastEcn = R"(name: incast-ecn
+seed: 1
+end_time: 50ms
+fabric:
+  topology: explicit
+  nodes:
+    - {name: a}
+    - {name: b}
+    - {name: r}
+    - {name: sw, kind: switch}
+  links:
+    - {a: a, b: sw}
+    - {a: b, b: sw}
+    - {a: r, b: sw}
+  switch: {ecn: {kmin: 20KB, kmax: 20KB}, pfc: {lossless_mask: 1}}
+jobs:
+  - {name: x, app: write_bw, client: a, server: r, sizes: [64KiB], iterations: 100, after_previous: false}
+  - {name: y, app: write_bw, client: b, server: r, sizes: [64KiB], iterations: 100, after_previous: false}
+metrics:
+  ratio: link.r-sw.b2a.ecn_mark_ratio
+  ce_rx: nic.r.mac.ce_rx
+  goodput: jobs.goodput_gbps
+)";
+
+TEST_F(FabricRun, AnEcnOverrideSetsTheMarkingOfItsPortAndTheRatioTermReadsIt) {
+  ScenarioConfig cfg = load_text(kIncastEcn);
+  nlohmann::json doc = run(cfg);
+  const nlohmann::json& sw = doc["switches"]["sw"];
+  const double marks = sw["port2.ecn_marks"].get<double>();
+  const double judged = sw["port2.ecn_capable"].get<double>();
+  EXPECT_EQ(judged, 2 * 100 * 64);  // every data frame (and no ACK) goes out of port 2, once
+  EXPECT_GT(marks / judged, 0.5);   // a standing queue above the 20 KB step
+  EXPECT_NEAR(doc["metrics"]["ratio"].get<double>(), marks / judged, 1e-12);
+  EXPECT_EQ(doc["metrics"]["ce_rx"].get<double>(), doc["nics"]["r"]["mac.ce_rx"].get<double>());
+  EXPECT_EQ(doc["metrics"]["ce_rx"].get<double>(), marks);
+  // Aggregate goodput: all payload over first start to last end, below the
+  // 40 Gb/s port and at most the sum of the two jobs' own rates.
+  const double active = doc["fabric"]["active_time_s"].get<double>();
+  EXPECT_NEAR(doc["metrics"]["goodput"].get<double>(), 2 * 100 * 65536 * 8.0 / active / 1e9, 1e-9);
+  EXPECT_LT(doc["metrics"]["goodput"].get<double>(), 40.0);
+  EXPECT_LE(doc["metrics"]["goodput"].get<double>(), bw("x") + bw("y") + 1e-9);
+
+  fabric::EcnOverride o;
+  o.link = "r-sw";
+  o.dir = "b2a";
+  o.kmin = o.kmax = "240KB";
+  cfg.fabric.ecn_overrides = {o};
+  doc = run(cfg);
+  EXPECT_EQ(doc["switches"]["sw"]["port2.ecn_marks"].get<double>(), 0);
+  EXPECT_EQ(doc["switches"]["sw"]["port2.ecn_capable"].get<double>(), 2 * 100 * 64);
+  EXPECT_EQ(doc["metrics"]["ratio"].get<double>(), 0.0);
+  EXPECT_EQ(doc["metrics"]["ce_rx"].get<double>(), 0.0);
+  // The other ports keep the switch's ECN (their queues are empty).
+  EXPECT_EQ(doc["switches"]["sw"]["port0.ecn_marks"].get<double>(), 0);
+}
+
 // The testbed permutation, shortened: every data frame captured on a
 // ToR0 uplink belongs to a flow whose predicted path (Fabric::path_of, the
 // switches' own ECMP picks) uses that uplink.

@@ -220,6 +220,32 @@ TEST(FabricScenario, EcnOverridesLoadAndBadEntriesAreErrorsNamingTheEntry) {
   EXPECT_NE(err.find("colour"), std::string::npos) << err;
 }
 
+TEST(FabricScenario, EcnRatioCounterAndGoodputTermsParseAndAreChecked) {
+  const std::vector<platform::MetricTerm> t = platform::parse_metric(
+      "link.t0-s3.a2b.ecn_mark_ratio + 0.5*nic.t1h2.transport.rx_max_ood + jobs.goodput_gbps");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].kind, platform::MetricTerm::Kind::kEcnRatio);
+  EXPECT_EQ(t[0].link, "t0-s3");
+  EXPECT_EQ(t[0].dir, "a2b");
+  EXPECT_EQ(t[1].kind, platform::MetricTerm::Kind::kCounter);
+  EXPECT_EQ(t[1].counter, "nic.t1h2.transport.rx_max_ood");
+  EXPECT_EQ(t[1].factor, 0.5);
+  EXPECT_EQ(t[2].kind, platform::MetricTerm::Kind::kGoodput);
+  EXPECT_THROW(platform::parse_metric("link.t0-s3.up.ecn_mark_ratio"), std::invalid_argument);
+  EXPECT_THROW(platform::parse_metric("nic.t1h2"), std::invalid_argument);
+  auto metric = [](const std::string& expr) {
+    return std::string(kTestbed) + "  m: " + expr + "\n";
+  };
+  EXPECT_EQ(error_of(metric("link.t0-s3.a2b.ecn_mark_ratio + nic.t1h2.mac.ce_rx + jobs.goodput_gbps")),
+            "");
+  std::string err = error_of(metric("link.t0-s9.a2b.ecn_mark_ratio"));
+  EXPECT_NE(err.find("unknown link 't0-s9'"), std::string::npos) << err;
+  err = error_of(metric("link.t0h0-t0.a2b.ecn_mark_ratio"));
+  EXPECT_NE(err.find("link 't0h0-t0' a2b is sent by host 't0h0'"), std::string::npos) << err;
+  err = error_of(metric("nic.t9h9.mac.ce_rx"));
+  EXPECT_NE(err.find("names unknown host 't9h9'"), std::string::npos) << err;
+}
+
 TEST(FabricScenario, HostsJobsLinksAndMetricsAreCheckedAgainstTheFabric) {
   std::string err = error_of(replaced(kTestbed, "{name: t1h2, kind: modeled}", "{name: h9}"));
   EXPECT_NE(err.find("host 'h9' is not a host of the fabric"), std::string::npos) << err;
