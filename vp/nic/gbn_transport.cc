@@ -2,12 +2,7 @@
 
 namespace mprdma::nic {
 
-size_t GbnTransport::state_bytes() const {
-  // What a hardware GBN context holds: una, nxt, max, high, epsn (3 B each),
-  // retry and RNR counters (1 B each), timer deadline (4 B of cycle-coarse
-  // time), RNR wait end (4 B), flags (1 B), ACK coalescing counter (2 B).
-  return 5 * 3 + 2 + 4 + 4 + 1 + 2;
-}
+size_t GbnTransport::state_bytes() const { return kStateBytes; }
 
 void GbnTransport::open(const ConnParams& p) {
   Conn& c = conns_[p.qpn];

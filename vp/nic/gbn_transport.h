@@ -13,6 +13,12 @@ namespace mprdma::nic {
 
 class GbnTransport : public TransportEngine {
  public:
+  // What a hardware GBN context holds: una, nxt, max, high, epsn (3 B each),
+  // retry and RNR counters (1 B each), timer deadline (4 B of cycle-coarse
+  // time), RNR wait end (4 B), flags (1 B), ACK coalescing counter (2 B).
+  // The out-of-order engines extend this context.
+  static constexpr size_t kStateBytes = 5 * 3 + 2 + 4 + 4 + 1 + 2;
+
   const char* name() const override { return "gbn"; }
   size_t state_bytes() const override;
 

@@ -2,14 +2,12 @@
 
 #include <stdexcept>
 
+#include "vp/nic/gbn_transport.h"
+
 namespace mprdma::nic {
 
-namespace {
-constexpr size_t kGbnStateBytes = 28;  // gbn_transport.cc
-}  // namespace
-
 size_t IrnTransport::state_bytes() const {
-  size_t n = kGbnStateBytes;
+  size_t n = GbnTransport::kStateBytes;
   for (const StateField& f : IrnSender::extra_state(p_.bdp_packets)) n += f.bytes;
   for (const StateField& f : IrnReceiver::extra_state(p_.bdp_packets)) n += f.bytes;
   return n;

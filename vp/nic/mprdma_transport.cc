@@ -2,11 +2,11 @@
 
 #include <stdexcept>
 
+#include "vp/nic/gbn_transport.h"
+
 namespace mprdma::nic {
 
 namespace {
-// The RoCEv2 go-back-N context this engine extends (gbn_transport.cc).
-constexpr size_t kGbnStateBytes = 28;
 
 struct TxStat {
   const char* name;
@@ -80,7 +80,7 @@ void MprdmaTransport::account(const MpReceiver::Counters& a, const MpReceiver::C
 }
 
 size_t MprdmaTransport::state_bytes() const {
-  size_t n = kGbnStateBytes;
+  size_t n = GbnTransport::kStateBytes;
   for (const StateField& f : MpSender::extra_state()) n += f.bytes;
   for (const StateField& f : MpReceiver::extra_state(p_.bitmap_slots)) n += f.bytes;
   return n;
