@@ -1,5 +1,6 @@
 #include "vp/nic/irn.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -63,11 +64,11 @@ bool IrnSender::next(IrnTx& tx) {
   return true;
 }
 
-void IrnSender::on_sent(const IrnTx& tx, uint64_t now) {
+void IrnSender::on_sent(const IrnTx& tx, uint64_t now, uint32_t npsn) {
   if (tx.retx) {
     ++counters_.retransmits;
   } else if (tx.psn == nxt_) {
-    nxt_ = psn_add(nxt_, 1);
+    nxt_ = psn_add(nxt_, std::max<uint32_t>(npsn, 1));
   }
   arm(now);
 }
@@ -136,9 +137,10 @@ std::vector<StateField> IrnReceiver::extra_state(uint32_t bdp_packets) {
           {"message-tail bitmap (1 bit per BDP packet)", (bdp_packets + 7) / 8}};
 }
 
-IrnRxResult IrnReceiver::on_data(uint32_t psn, bool tail) {
+IrnRxResult IrnReceiver::on_data(uint32_t psn, bool tail, uint32_t npsn) {
   IrnRxResult r;
   psn &= kPsnMask;
+  npsn = std::max<uint32_t>(npsn, 1);
   const int32_t d = psn_diff(psn, nxt_);
   const size_t n = got_.size();
   if (d < 0 || (static_cast<size_t>(d) < n && got_[psn % n])) {
@@ -147,15 +149,26 @@ IrnRxResult IrnReceiver::on_data(uint32_t psn, bool tail) {
     r.ack = {nxt_, false, 0};
     return r;
   }
-  if (static_cast<size_t>(d) >= n) {
+  if (static_cast<size_t>(d) >= n || (d > 0 && static_cast<size_t>(d) + npsn > n)) {
     // BDP-FC keeps a sender within the bitmap; a packet beyond it is a
-    // protocol violation (or a sender without BDP-FC): dropped.
+    // protocol violation (or a sender without BDP-FC): dropped. So is an
+    // early READ whose responses' PSNs would not fit: its requester asks
+    // again.
     r.verdict = IrnRxResult::Verdict::drop;
     return r;
   }
-  got_[psn % n] = tail ? 2 : 1;
   r.verdict = IrnRxResult::Verdict::place;
   const bool in_order = d == 0;
+  if (in_order && npsn > 1) {
+    // A READ at the head: its PSNs need no slots, the head moves past them.
+    for (uint32_t i = 0; i + 1 < npsn && i < n; ++i) got_[psn_add(psn, i) % n] = 0;
+    nxt_ = psn_add(psn, npsn - 1);
+    psn = nxt_;
+  } else {
+    for (uint32_t i = 0; i + 1 < npsn; ++i) got_[psn_add(psn, i) % n] = 1;
+    psn = psn_add(psn, npsn - 1);
+  }
+  got_[psn % n] = tail ? 2 : 1;
   // Advance over everything now contiguous, completing messages in order.
   while (got_[nxt_ % n]) {
     const bool t = got_[nxt_ % n] == 2;

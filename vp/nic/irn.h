@@ -53,7 +53,8 @@ class IrnSender {
   // The next packet this connection may send now: a retransmission of a
   // PSN inferred lost first, then new data within BDP-FC. False when none.
   bool next(IrnTx& tx);
-  void on_sent(const IrnTx& tx, uint64_t now);
+  // `npsn`: PSNs the packet covers (a READ request covers its responses').
+  void on_sent(const IrnTx& tx, uint64_t now, uint32_t npsn = 1);
   void on_ack(const IrnAck& ack, uint64_t now);
   uint64_t wake_at() const { return rto_at_; }
   // A timeout: retransmit from snd_una (the PSNs not SACKed).
@@ -100,8 +101,10 @@ struct IrnRxResult {
 class IrnReceiver {
  public:
   IrnReceiver(uint32_t bdp_packets, uint32_t epsn);
-  // `tail`: last packet of its message.
-  IrnRxResult on_data(uint32_t psn, bool tail);
+  // `tail`: last packet of its message. `npsn`: PSNs the packet covers (a
+  // READ request covers its responses', its last being the message tail);
+  // out of order, the whole range must fit the bitmap.
+  IrnRxResult on_data(uint32_t psn, bool tail, uint32_t npsn = 1);
   uint32_t epsn() const { return nxt_; }
   static std::vector<StateField> extra_state(uint32_t bdp_packets);
 

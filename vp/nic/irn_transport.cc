@@ -46,9 +46,9 @@ TxGrant IrnTransport::next_tx(uint32_t qpn, uint64_t) {
   return g;
 }
 
-void IrnTransport::on_sent(uint32_t qpn, uint32_t psn, uint32_t, uint64_t now) {
+void IrnTransport::on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) {
   Conn& c = conns_.at(qpn);
-  if (c.granted && c.granted->psn == psn) c.tx->on_sent(*c.granted, now);
+  if (c.granted && c.granted->psn == psn) c.tx->on_sent(*c.granted, now, npsn);
   c.granted.reset();
 }
 
@@ -59,13 +59,41 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
     r.error = AckResult::Error::fatal_nak;
     return r;
   }
-  if (ev.kind != AckEvent::Kind::ack || !ev.has_ext) return r;
   const uint32_t una = c.tx->snd_una();
   const bool recovering = c.tx->in_recovery();
   IrnAck a;
-  a.cum = psn_add(ev.ext.aack, 1);
-  a.nack = ev.ext.nack;
-  a.sack = ev.ext.sack;
+  if (ev.kind == AckEvent::Kind::read_response || ev.kind == AckEvent::Kind::atomic_ack) {
+    // A response acknowledges its own PSN, selectively: the requester is
+    // the receiver of READ data. New ones are placed; a response that
+    // arrives out of order is a NACK (the ones before it were lost, on one
+    // path), and recovery asks again for just those (the message layer
+    // re-requests one response per retransmitted PSN).
+    const uint32_t k = ev.psn;
+    if (psn_diff(k, una) < 0 || psn_diff(k, c.tx->snd_nxt()) >= 0 || c.tx->sacked(k)) return r;
+    r.accept = true;
+    if (k == una) {
+      a.cum = psn_add(k, 1);
+      while (a.cum != c.tx->snd_nxt() && c.tx->sacked(a.cum)) a.cum = psn_add(a.cum, 1);
+    } else {
+      a.cum = una;
+      a.nack = true;
+      a.sack = k;
+    }
+  } else if (ev.kind == AckEvent::Kind::ack && ev.has_ext) {
+    a.cum = psn_add(ev.ext.aack, 1);
+    a.nack = ev.ext.nack;
+    a.sack = ev.ext.sack;
+    if (psn_diff(a.cum, ev.ack_limit) > 0 && psn_diff(ev.ack_limit, una) >= 0) {
+      // The ACK covers PSNs whose READ/atomic responses are missing: the
+      // responder sent them before this ACK on the same path, so they were
+      // lost. Acknowledge up to them, and what the ACK names selectively.
+      a.nack = true;
+      a.sack = psn_add(a.cum, -1);
+      a.cum = ev.ack_limit;
+    }
+  } else {
+    return r;
+  }
   c.tx->on_ack(a, now);
   r.progress = c.tx->snd_una() != una;
   if (r.progress) {
@@ -115,7 +143,7 @@ AckDecision IrnTransport::commit(uint32_t, uint32_t, bool, bool, uint64_t) {
 
 RxOutcome IrnTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t) {
   Conn& c = conns_.at(qpn);
-  IrnRxResult m = c.rx->on_data(p.psn, p.tail);
+  IrnRxResult m = c.rx->on_data(p.psn, p.tail, p.npsn);
   RxOutcome o;
   o.verdict = m.verdict == IrnRxResult::Verdict::place       ? RxOutcome::Verdict::place
               : m.verdict == IrnRxResult::Verdict::duplicate ? RxOutcome::Verdict::duplicate

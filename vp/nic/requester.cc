@@ -274,7 +274,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   };
   if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
-  if (core_.engine.out_of_order() &&
+  if (!core_.engine.carries_read_atomic() &&
       (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode))) {
     MPR_LOG(log_, warn, "QP " << qp.qpn << " WQE " << index << ": the " << core_.engine.name()
                               << " transport carries RDMA WRITE and SEND only");
@@ -464,12 +464,18 @@ bool Requester::try_emit(uint32_t qpn) {
       break;
     }
     case MPR_WQE_RDMA_READ:
-      // A retried READ asks only for the responses still missing.
+      // A retried READ asks only for the responses still missing: from the
+      // PSN on (go-back-N), or that one response (selective retransmission
+      // of an out-of-order engine).
       f.opcode = Opcode::RDMA_READ_REQUEST;
       f.reth_va = m->remote_va + uint64_t(k) * mtu;
       f.reth_rkey = m->rkey;
       f.reth_dma_len = static_cast<uint32_t>(m->length - std::min<uint64_t>(m->length, uint64_t(k) * mtu));
       npsn = m->npsn - k;
+      if (g.retransmit && core_.engine.out_of_order()) {
+        f.reth_dma_len = std::min<uint32_t>(f.reth_dma_len, mtu);
+        npsn = 1;
+      }
       f.ack_req = true;
       break;
     case MPR_WQE_ATOMIC_CAS:
@@ -483,7 +489,8 @@ bool Requester::try_emit(uint32_t qpn) {
       break;
   }
   std::vector<uint8_t> trailer;
-  if (core_.engine.out_of_order()) build_ooo(*m, k, g.retransmit, trailer);
+  if (core_.engine.out_of_order() && net::mp_trailer_bytes(f.opcode))
+    build_ooo(*m, k, g.retransmit, trailer);
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   if (qp->rp) {
     const size_t frame = net::roce_frame_bytes(f.opcode, plen + trailer.size());
@@ -618,7 +625,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
         const uint64_t orig = f.atomic_ack_orig;
         core_.dma.scatter(subject->local, reinterpret_cast<const uint8_t*>(&orig),
                           DmaPurpose::atomic);
-        subject->resp_next = psn_add(subject->resp_next, 1);
+        response_arrived(*subject, f.psn);
       }
     }
     if (r.error != AckResult::Error::none) {
@@ -650,9 +657,12 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
                       : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
                       : last        ? Opcode::RDMA_READ_RESPONSE_LAST
                                     : Opcode::RDMA_READ_RESPONSE_MIDDLE;
-  // A retried READ restarts with FIRST (or ONLY) at any PSN of the message.
+  // A retried READ restarts with FIRST (or ONLY) at any PSN of the message;
+  // with an out-of-order engine a re-requested response is an ONLY.
   const bool restart_ok = (f.opcode == Opcode::RDMA_READ_RESPONSE_FIRST && !last) ||
-                          (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY && last);
+                          (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY && last) ||
+                          (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY &&
+                           core_.engine.out_of_order());
   if (f.payload_len != expect || (f.opcode != want && !restart_ok)) {
     ++bad_responses_;
     fail(qp, &m, MPR_CQE_BAD_RESP_ERR, MPR_SYN_BAD_RESPONSE);
@@ -661,7 +671,20 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
   std::vector<Segment> segs;
   slice_segments(m.local, offset, expect, segs);
   core_.dma.scatter(segs, pkt.data.data() + f.payload_offset, DmaPurpose::payload);
-  m.resp_next = psn_add(f.psn, 1);
+  response_arrived(m, f.psn);
+}
+
+void Requester::response_arrived(Message& m, uint32_t psn) {
+  if (!core_.engine.out_of_order()) {
+    m.resp_next = psn_add(psn, 1);
+    return;
+  }
+  if (m.resp_got.size() != m.npsn) m.resp_got.assign(m.npsn, false);
+  const int32_t k = psn_diff(psn, m.first_psn);
+  if (k >= 0 && static_cast<uint32_t>(k) < m.npsn) m.resp_got[static_cast<size_t>(k)] = true;
+  uint32_t i = static_cast<uint32_t>(psn_diff(m.resp_next, m.first_psn));
+  while (i < m.npsn && m.resp_got[i]) ++i;
+  m.resp_next = psn_add(m.first_psn, i);
 }
 
 void Requester::build_ooo(const Message& m, uint32_t k, bool retx,

@@ -74,6 +74,9 @@ class Requester : public sc_core::sc_module, public TxSource {
     uint32_t first_psn = 0;
     uint32_t npsn = 0;       // PSNs it occupies (0 for a WQE that failed locally)
     uint32_t resp_next = 0;  // READ/atomic: next response PSN expected
+    // READ/atomic on an out-of-order engine: which responses arrived (they
+    // may come in any order); resp_next is then the first missing one.
+    std::vector<bool> resp_got;
     // Out-of-order engines: the number of this message among the QP's
     // messages that consume a RECV (SEND, WRITE with immediate), carried by
     // every packet so the responder places it in the right RECV WQE.
@@ -127,6 +130,8 @@ class Requester : public sc_core::sc_module, public TxSource {
   uint32_t ack_limit(const Qp& qp) const;
   Message* message_at(Qp& qp, uint32_t psn);
   void place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt);
+  // A response for PSN `psn` of READ/atomic `m` was accepted.
+  void response_arrived(Message& m, uint32_t psn);
   // Out-of-order engines: the data trailer of packet `k` of `m` (message
   // number, index, ReTx, synchronise, tail). WRITE packets are each a WRITE
   // ONLY with their own RETH (try_emit).

@@ -444,67 +444,95 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
 
   if (op == Opcode::RDMA_READ_REQUEST) {
     Out o;
-    o.kind = Out::Kind::read;
-    if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ, o.segs)) {
-      fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
-            "READ rkey check failed");
-      return Step::done;
-    }
-    if (qp.rd_atomic_out >= qp.max_dest_rd_atomic) {
-      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
-            "more outstanding READ/atomics than max_dest_rd_atomic");
-      return Step::done;
-    }
-    o.psn = f.psn;
-    o.len = f.reth_dma_len;
-    o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);
+    if (!check_read(qp, f, o)) return Step::done;
     core_.engine.commit(qp.qpn, o.npkts, false, true, now);
-    qp.msn = psn_add(qp.msn, 1);
-    o.msn = qp.msn;
-    ++qp.rd_atomic_out;
-    ++packets_;
-    ++messages_;
-    qp.out.push_back(std::move(o));
-    core_.tx.activate(qp.qpn);
+    queue_read(qp, std::move(o), true);
     return Step::done;
   }
 
   if (op == Opcode::COMPARE_SWAP || op == Opcode::FETCH_ADD) {
     std::vector<Segment> segs;
-    if (f.atomic_va & 7) {
-      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
-            "atomic address not 8-byte aligned");
-      return Step::done;
-    }
-    if (!check_rkey(qp, f.atomic_rkey, f.atomic_va, 8, MPR_ACCESS_REMOTE_ATOMIC, segs)) {
-      fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
-            "atomic rkey check failed");
-      return Step::done;
-    }
-    if (qp.rd_atomic_out >= qp.max_dest_rd_atomic) {
-      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
-            "more outstanding READ/atomics than max_dest_rd_atomic");
-      return Step::done;
-    }
+    if (!check_atomic(qp, f, segs)) return Step::done;
     core_.engine.commit(qp.qpn, 1, false, true, now);
-    qp.msn = psn_add(qp.msn, 1);
-    Out o;
-    o.kind = Out::Kind::atomic;
-    o.psn = f.psn;
-    o.msn = qp.msn;
-    qp.out.push_back(o);
-    ++qp.rd_atomic_out;
-    ++packets_;
-    ++messages_;
-    atomics_.push_back(AtomicJob{qp.qpn, qp.generation, f.psn, segs.front().pa,
-                                 op == Opcode::COMPARE_SWAP, f.atomic_swap_add,
-                                 f.atomic_compare});
-    run_atomics();
+    queue_atomic(qp, f, segs.front().pa, true);
     return Step::done;
   }
 
   fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR, "unsupported opcode");
   return Step::done;
+}
+
+bool Responder::check_read(Qp& qp, const net::RoceFields& f, Out& o) {
+  o.kind = Out::Kind::read;
+  if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ, o.segs)) {
+    fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+          "READ rkey check failed");
+    return false;
+  }
+  // (Out-of-order engines: the requester asks again for single responses
+  // of a READ whose request was lost, each a request here; it enforces the
+  // limit per message itself.)
+  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.out_of_order()) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "more outstanding READ/atomics than max_dest_rd_atomic");
+    return false;
+  }
+  o.psn = f.psn;
+  o.len = f.reth_dma_len;
+  o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);
+  return true;
+}
+
+void Responder::queue_read(Qp& qp, Out o, bool count_message) {
+  if (count_message) {
+    qp.msn = psn_add(qp.msn, 1);
+    ++messages_;
+  }
+  o.msn = qp.msn;
+  ++qp.rd_atomic_out;
+  ++packets_;
+  qp.out.push_back(std::move(o));
+  core_.tx.activate(qp.qpn);
+}
+
+bool Responder::check_atomic(Qp& qp, const net::RoceFields& f, std::vector<Segment>& segs) {
+  if (f.atomic_va & 7) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "atomic address not 8-byte aligned");
+    return false;
+  }
+  if (!check_rkey(qp, f.atomic_rkey, f.atomic_va, 8, MPR_ACCESS_REMOTE_ATOMIC, segs)) {
+    fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+          "atomic rkey check failed");
+    return false;
+  }
+  // (Out-of-order engines: the requester asks again for single responses
+  // of a READ whose request was lost, each a request here; it enforces the
+  // limit per message itself.)
+  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.out_of_order()) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "more outstanding READ/atomics than max_dest_rd_atomic");
+    return false;
+  }
+  return true;
+}
+
+void Responder::queue_atomic(Qp& qp, const net::RoceFields& f, uint64_t pa, bool count_message) {
+  if (count_message) {
+    qp.msn = psn_add(qp.msn, 1);
+    ++messages_;
+  }
+  Out o;
+  o.kind = Out::Kind::atomic;
+  o.psn = f.psn;
+  o.msn = qp.msn;
+  qp.out.push_back(o);
+  ++qp.rd_atomic_out;
+  ++packets_;
+  atomics_.push_back(AtomicJob{qp.qpn, qp.generation, f.psn, pa,
+                               f.opcode == Opcode::COMPARE_SWAP, f.atomic_swap_add,
+                               f.atomic_compare});
+  run_atomics();
 }
 
 void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
@@ -521,15 +549,19 @@ void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
     o.kind = Out::Kind::read;
     if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ, o.segs))
       return;  // it passed once; a duplicate that does not is garbage
-    std::deque<Out> keep;
-    for (Out& x : qp.out) {
-      if (x.kind == Out::Kind::read && psn_diff(x.psn, f.psn) >= 0) {
-        --qp.rd_atomic_out;
-        continue;
+    // (Out-of-order engines ask again for single responses they miss: the
+    // queued responses of other READs stay.)
+    if (!core_.engine.out_of_order()) {
+      std::deque<Out> keep;
+      for (Out& x : qp.out) {
+        if (x.kind == Out::Kind::read && psn_diff(x.psn, f.psn) >= 0) {
+          --qp.rd_atomic_out;
+          continue;
+        }
+        keep.push_back(std::move(x));
       }
-      keep.push_back(std::move(x));
+      qp.out.swap(keep);
     }
-    qp.out.swap(keep);
     o.psn = f.psn;
     o.len = f.reth_dma_len;
     o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);

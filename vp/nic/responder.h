@@ -139,7 +139,17 @@ class Responder : public sc_core::sc_module, public TxSource {
   // done: none posted).
   Step recv_for(Qp& qp, uint32_t msn, const RecvWqe*& wqe);
   void complete_ooo(Qp& qp, uint32_t tail_psn);
+  // Out-of-order engines that carry READ and atomics (IRN).
+  void read_atomic_ooo(Qp& qp, const net::RoceFields& f);
   void duplicate(Qp& qp, const net::RoceFields& f);
+  // READ and atomic requests: the checks (false: failed, a fatal NAK is
+  // queued) and the queueing of the responses once the transport accepted
+  // the request. `count_message`: the request completes its message now
+  // (in order); an out-of-order engine reports completions itself.
+  bool check_read(Qp& qp, const net::RoceFields& f, Out& o);
+  void queue_read(Qp& qp, Out o, bool count_message);
+  bool check_atomic(Qp& qp, const net::RoceFields& f, std::vector<Segment>& segs);
+  void queue_atomic(Qp& qp, const net::RoceFields& f, uint64_t pa, bool count_message);
   Step take_recv(Qp& qp, const net::RoceFields& f, bool& have);
   void drain_stalled(Qp& qp);
   void fetch_recv(Qp& qp);

@@ -40,6 +40,12 @@ Responder::Step Responder::recv_for(Qp& qp, uint32_t msn, const RecvWqe*& wqe) {
 
 Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
   const Opcode op = f.opcode;
+  if ((op == Opcode::RDMA_READ_REQUEST || op == Opcode::COMPARE_SWAP ||
+       op == Opcode::FETCH_ADD) &&
+      core_.engine.carries_read_atomic()) {
+    read_atomic_ooo(qp, f);
+    return Step::done;
+  }
   net::MpDataExt x;
   if (!(is_send(op) || is_write(op)) || f.trailer_len != net::kMpDataExtBytes ||
       !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x)) {
@@ -139,6 +145,48 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     if (qp.error) break;
   }
   return Step::done;
+}
+
+void Responder::read_atomic_ooo(Qp& qp, const net::RoceFields& f) {
+  // A READ request covers the PSNs of its responses, an atomic one PSN;
+  // both are answered by their responses, never by an ACK. A duplicate (a
+  // re-request of responses the requester missed) is answered again.
+  const bool read = f.opcode == Opcode::RDMA_READ_REQUEST;
+  RxPacket p;
+  p.psn = f.psn;
+  p.vp = f.udp_sport;
+  p.ce = f.ecn == 3;
+  p.tail = true;
+  p.npsn = read ? std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{f.reth_dma_len} + qp.mtu - 1) /
+                                                                qp.mtu))
+                : 1;
+  RxOutcome r = core_.engine.on_data(qp.qpn, p, core_.now_cycle());
+  switch (r.verdict) {
+    case RxOutcome::Verdict::place: {
+      // A check that fails moves the QP to ERR: what the engine recorded no
+      // longer matters.
+      Out o;
+      std::vector<Segment> segs;
+      if (!(read ? check_read(qp, f, o) : check_atomic(qp, f, segs))) return;
+      Tail& t = qp.tails[psn_add(f.psn, p.npsn - 1)];
+      t.consumes_recv = false;
+      t.f = f;
+      if (read)
+        queue_read(qp, std::move(o), false);
+      else
+        queue_atomic(qp, f, segs.front().pa, false);
+      break;
+    }
+    case RxOutcome::Verdict::duplicate:
+      ++duplicates_;
+      duplicate(qp, f);
+      break;
+    case RxOutcome::Verdict::drop: ++ooo_drops_; break;
+  }
+  for (const auto& c : r.completed) {
+    complete_ooo(qp, c.first);
+    if (qp.error) break;
+  }
 }
 
 void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {

@@ -112,6 +112,7 @@ struct RxPacket {
   bool completion = false;  // tail of a message that needs a completion (consumes a RECV)
   bool sync = false;        // part of a synchronise message
   uint32_t ipsn = 0;        // packet index within its message
+  uint32_t npsn = 1;        // PSNs it covers (a READ request: its responses')
 };
 
 struct RxOutcome {
@@ -171,6 +172,9 @@ class TransportEngine {
   // and intra-message PSN of SEND packets) and the trailer of mp_ext.h, and
   // the responder calls on_data() instead of classify()/commit().
   virtual bool out_of_order() const { return false; }
+  // Out-of-order engines that carry RDMA READ and atomics (IRN; not MP-RDMA,
+  // whose READ responses would need a multi-path sender at the responder).
+  virtual bool carries_read_atomic() const { return !out_of_order(); }
   // The message starting at `psn` has the synchronise flag.
   virtual void mark_sync(uint32_t /*qpn*/, uint32_t /*psn*/) {}
   virtual RxOutcome on_data(uint32_t /*qpn*/, const RxPacket& /*p*/, uint64_t /*now*/) {

@@ -111,6 +111,39 @@ TEST(Irn, ReceiverDropsBeyondItsBitmapAndAcksDuplicates) {
   EXPECT_THROW(IrnReceiver(12, 0), std::invalid_argument);
 }
 
+TEST(Irn, AReadRequestCoversItsResponsesPsns) {
+  // Sender: a READ of 40 responses moves snd_nxt by 40, even with a
+  // bitmap of 16 (BDP-FC then waits for the responses).
+  IrnParams p;
+  p.bdp_packets = 16;
+  IrnSender s(p, 0);
+  s.set_snd_max(50);
+  IrnTx tx;
+  ASSERT_TRUE(s.next(tx));
+  s.on_sent(tx, 0, 40);
+  EXPECT_EQ(s.snd_nxt(), 40u);
+  EXPECT_FALSE(s.next(tx));  // 40 in flight >= 16
+  // Receiver: in order, the head moves past all of them at once, and the
+  // READ's last PSN is its message tail.
+  IrnReceiver r(16, 0);
+  const IrnRxResult a = r.on_data(0, true, 40);
+  EXPECT_EQ(a.verdict, IrnRxResult::Verdict::place);
+  EXPECT_EQ(r.epsn(), 40u);
+  ASSERT_EQ(a.completed.size(), 1u);
+  EXPECT_EQ(a.completed[0], 39u);
+  // Out of order, a READ must fit the bitmap: 3 PSNs at 45 fit (45..47 <
+  // 40 + 16), 10 at 50 do not.
+  EXPECT_EQ(r.on_data(45, true, 3).verdict, IrnRxResult::Verdict::place);
+  EXPECT_EQ(r.on_data(50, true, 10).verdict, IrnRxResult::Verdict::drop);
+  // A re-request of one response of the first READ is a duplicate.
+  EXPECT_EQ(r.on_data(7, true, 1).verdict, IrnRxResult::Verdict::duplicate);
+  // Filling 40..44 completes through the READ at 45..47.
+  const IrnRxResult b = r.on_data(40, true, 5);
+  EXPECT_EQ(r.epsn(), 48u);
+  ASSERT_EQ(b.completed.size(), 2u);
+  EXPECT_EQ(b.completed[1], 47u);
+}
+
 TEST(Irn, ExtraStateIsTheBitmapsAndThreePsns) {
   uint32_t bytes = 0;
   for (const auto& f : IrnSender::extra_state(64)) bytes += f.bytes;
