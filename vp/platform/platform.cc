@@ -490,6 +490,14 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           sum += *v;
           found = true;
         }
+      } else if (t.kind == MetricTerm::Kind::kSeriesStdev) {
+        const core::TimeSeries* ts = env_.stats.find_series(t.series.at(0));
+        const auto v = ts ? series_stdev(ts->points(), cfg_.sample_interval.ps, t.from.ps, t.to.ps)
+                          : std::nullopt;
+        if (v) {
+          sum += *v;
+          found = true;
+        }
       } else if (t.kind == MetricTerm::Kind::kJain) {
         std::vector<double> means;
         for (const std::string& sname : t.series)

@@ -69,18 +69,21 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-// "avg(<series>,<from>,<to>)" or "jain(<s>|<s>|...,<from>,<to>)".
+// "avg(<series>,<from>,<to>)", "stdev(<series>,<from>,<to>)" or
+// "jain(<s>|<s>|...,<from>,<to>)".
 void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& m) {
-  const std::string form = fn == "avg" ? "avg(<series>,<from>,<to>)"
-                                       : "jain(<series>|<series>|...,<from>,<to>)";
+  const std::string form = fn == "jain" ? "jain(<series>|<series>|...,<from>,<to>)"
+                                        : fn + "(<series>,<from>,<to>)";
   const std::vector<std::string> args = split(t.substr(fn.size() + 1, t.size() - fn.size() - 2), ',');
   if (args.size() != 3) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
-  m.kind = fn == "avg" ? MetricTerm::Kind::kSeriesAvg : MetricTerm::Kind::kJain;
+  m.kind = fn == "avg"     ? MetricTerm::Kind::kSeriesAvg
+           : fn == "stdev" ? MetricTerm::Kind::kSeriesStdev
+                           : MetricTerm::Kind::kJain;
   m.series = split(args[0], '|');
   for (const std::string& s : m.series)
     if (s.empty()) throw std::invalid_argument("term '" + t + "' has an empty series name");
-  if (fn == "avg" && m.series.size() != 1)
-    throw std::invalid_argument("term '" + t + "': avg takes one series (jain takes several)");
+  if (fn != "jain" && m.series.size() != 1)
+    throw std::invalid_argument("term '" + t + "': " + fn + " takes one series (jain takes several)");
   try {
     m.from = core::parse_duration(args[1]);
     m.to = core::parse_duration(args[2]);
@@ -184,7 +187,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       }
     }
     bool series_term = false;
-    for (const char* fn : {"avg", "jain"}) {
+    for (const char* fn : {"avg", "stdev", "jain"}) {
       const std::string head = std::string(fn) + "(";
       if (t.compare(0, head.size(), head) == 0 && t.back() == ')') {
         parse_series_term(t, fn, m);
@@ -213,7 +216,8 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "' is not of the form job.size.field, "
                                     "link.<link>.<dir>.avg_gbps, fabric.deadlocks, "
                                     "model.<mprdma|irn>.extra_state_bytes, "
-                                    "avg(<series>,<from>,<to>) or jain(<series>|...,<from>,<to>)");
+                                    "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>) "
+                                    "or jain(<series>|...,<from>,<to>)");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
@@ -304,6 +308,8 @@ void ScenarioConfig::bind(core::Binder& b) {
           "golden model adds over RoCEv2, from its field table (vp/nic/transport.md), or "
           "\"avg(<series>,<from>,<to>)\": the time-weighted mean of a time series (e.g. "
           "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
+          "\"stdev(<series>,<from>,<to>)\": its time-weighted standard deviation over [from, to) "
+          "(e.g. of a queue, switch.<s>.port<p>.queue_bytes), or "
           "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
           "means over [from, to); a series window the run did not sample in full leaves the "
           "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
@@ -474,7 +480,8 @@ void ScenarioConfig::bind(core::Binder& b) {
     }
     for (const MetricTerm& t : terms) {
       if (t.kind == MetricTerm::Kind::kModelState) continue;
-      if (t.kind == MetricTerm::Kind::kSeriesAvg || t.kind == MetricTerm::Kind::kJain) {
+      if (t.kind == MetricTerm::Kind::kSeriesAvg || t.kind == MetricTerm::Kind::kSeriesStdev ||
+          t.kind == MetricTerm::Kind::kJain) {
         if (!sample_interval.ps)
           b.error("metric '" + metric + "' reads time series, but sample_interval is 0");
         for (const std::string& sname : t.series)

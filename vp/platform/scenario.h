@@ -114,6 +114,10 @@ const std::vector<std::string>& metric_fields();
 //                                  nic.t0h1.mac.tx_gbps) over the simulated
 //                                  time [from, to) (series_metrics.h);
 //                                  needs sample_interval.
+//   stdev(<series>,<from>,<to>)    the time-weighted standard deviation
+//                                  of a time series over [from, to)
+//                                  (series_metrics.h), e.g. a switch
+//                                  queue's oscillation.
 //   jain(<s1>|<s2>|...,<from>,<to>)  Jain's fairness index of those series'
 //                                  means over [from, to).
 //   link.<link>.<dir>.ecn_mark_ratio  ECN marks over the ECN-capable
@@ -137,7 +141,8 @@ const std::vector<std::string>& metric_fields();
 // "prefix*" stands for every such metric whose name starts with prefix.
 struct MetricTerm {
   enum class Kind {
-    kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kJain, kEcnRatio, kCounter, kGoodput
+    kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kSeriesStdev, kJain, kEcnRatio, kCounter,
+    kGoodput
   };
   Kind kind = Kind::kJob;
   double factor = 1;
@@ -145,8 +150,8 @@ struct MetricTerm {
   std::string link, dir;            // kLink, kEcnRatio
   std::string counter;              // kCounter: the statistic's full path
   std::string engine;               // kModelState: mprdma | irn
-  std::vector<std::string> series;  // kSeriesAvg (one), kJain (one or more)
-  core::Duration from, to;          // kSeriesAvg, kJain: the window [from, to)
+  std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
+  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain: the window [from, to)
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is
 // no known form (it does not check that jobs, sizes, links or series exist).

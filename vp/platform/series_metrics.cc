@@ -1,6 +1,7 @@
 #include "vp/platform/series_metrics.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mprdma::platform {
 
@@ -18,6 +19,22 @@ std::optional<double> series_mean(const std::vector<core::TimeSeries::Point>& po
   }
   if (covered < to_ps - from_ps) return std::nullopt;
   return weighted / static_cast<double>(covered);
+}
+
+std::optional<double> series_stdev(const std::vector<core::TimeSeries::Point>& points,
+                                   uint64_t interval_ps, uint64_t from_ps, uint64_t to_ps) {
+  const std::optional<double> mean = series_mean(points, interval_ps, from_ps, to_ps);
+  if (!mean) return std::nullopt;
+  double weighted = 0, covered = 0;
+  for (const core::TimeSeries::Point& p : points) {
+    const uint64_t begin = p.time_ps >= interval_ps ? p.time_ps - interval_ps : 0;
+    const uint64_t lo = std::max(begin, from_ps), hi = std::min(p.time_ps, to_ps);
+    if (hi <= lo) continue;
+    const double d = p.value - *mean;
+    weighted += d * d * static_cast<double>(hi - lo);
+    covered += static_cast<double>(hi - lo);
+  }
+  return std::sqrt(weighted / covered);
 }
 
 std::optional<double> jain_index(const std::vector<double>& x) {

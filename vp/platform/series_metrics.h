@@ -1,6 +1,7 @@
 // Figures computed from the platform's time series (rate_sampler.h), for
-// the scenario metric terms avg(...) and jain(...) (scenario.h): the mean of
-// a series over a window of simulated time and Jain's fairness index.
+// the scenario metric terms avg(...), stdev(...) and jain(...)
+// (scenario.h): the mean and the standard deviation of a series over a
+// window of simulated time and Jain's fairness index.
 // Plain functions over sample points, so they can be tested on hand-made
 // series.
 #pragma once
@@ -21,6 +22,16 @@ namespace mprdma::platform {
 // sampling was off, before `to_ps`) or the window is empty.
 std::optional<double> series_mean(const std::vector<core::TimeSeries::Point>& points,
                                   uint64_t interval_ps, uint64_t from_ps, uint64_t to_ps);
+
+// The time-weighted (population) standard deviation of a sampled series
+// over [from_ps, to_ps): sqrt(sum w_k (x_k - m)^2 / sum w_k), with w_k the
+// overlap of sample k's interval with the window (as in series_mean) and m
+// that weighted mean; 0 for a constant series. A sample stands for its
+// whole interval, so variation within an interval is not seen: the sample
+// interval must be short against the oscillation it measures. Empty when
+// series_mean is.
+std::optional<double> series_stdev(const std::vector<core::TimeSeries::Point>& points,
+                                   uint64_t interval_ps, uint64_t from_ps, uint64_t to_ps);
 
 // Jain's fairness index of `x`: (sum x)^2 / (n * sum x^2), in [1/n, 1]; 1
 // when every value is equal, 1/n when one value has everything. Empty for

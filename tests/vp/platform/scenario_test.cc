@@ -140,6 +140,12 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_DOUBLE_EQ(t[0].factor, 1.0);
   EXPECT_DOUBLE_EQ(t[1].factor, -1.0);
   EXPECT_EQ(t[1].series.at(0), "nic.h0.mac.tx_gbps");
+  const auto sd = parse_metric("0.5*stdev(switch.a.port8.queue_bytes,5ms,25ms)").at(0);
+  EXPECT_EQ(sd.kind, MetricTerm::Kind::kSeriesStdev);
+  EXPECT_EQ(sd.series, std::vector<std::string>{"switch.a.port8.queue_bytes"});
+  EXPECT_EQ(sd.from.ps, 5000000000u);
+  EXPECT_EQ(sd.to.ps, 25000000000u);
+  EXPECT_DOUBLE_EQ(sd.factor, 0.5);
   const auto j = parse_metric("jain(a.gbps|b.gbps|c.gbps,0s,10us)").at(0);
   EXPECT_EQ(j.kind, MetricTerm::Kind::kJain);
   EXPECT_EQ(j.series.size(), 3u);
@@ -157,7 +163,8 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
 
   for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
                           "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
-                          "min(w.4096.bw_gbps)"})
+                          "min(w.4096.bw_gbps)", "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)",
+                          "stdev(a.gbps,1ms,1ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 }
 
@@ -175,6 +182,15 @@ TEST(Scenario, SeriesMetricsAreChecked) {
                 .find("sample_interval is 0"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("avg(nic.h0.mac.tx_gbps,0s,20s)")).find("ends after end_time"),
+            std::string::npos);
+  // stdev(...) is checked like avg(...).
+  EXPECT_EQ(error_of(with_metric("stdev(link.wire.a2b.gbps,0s,1ms)")), "");
+  EXPECT_NE(error_of(with_metric("stdev(link.nowire.a2b.gbps,0s,1ms)")).find("unknown series 'link.nowire.a2b.gbps'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("stdev(nic.h0.mac.tx_gbps,0s,1ms)") + "sample_interval: 0s\n")
+                .find("sample_interval is 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("stdev(nic.h0.mac.tx_gbps,0s,20s)")).find("ends after end_time"),
             std::string::npos);
   EXPECT_EQ(error_of(with_metric("max(bw)")), "");
   EXPECT_EQ(error_of(with_metric("min(b*)")), "");

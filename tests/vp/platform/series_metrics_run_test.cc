@@ -1,9 +1,11 @@
 // Platform features the path-avoidance and fairness rows (M9, M10) rely on,
 // run on the MP-RDMA testbed: a job forced onto one spine with `via`, a
 // per-host NIC override (go-back-N hosts beside MP-RDMA ones), jobs that run
-// for a `duration`, and metrics over the time series (avg, jain, factors,
-// min/max).
+// for a `duration`, and metrics over the time series (avg, stdev, jain,
+// factors, min/max).
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +67,7 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
                            "  off: avg(" + off + ".gbps,100us,200us)\n"
                            "  diff: avg(" + on + ".gbps,100us,200us) + -1*avg(" + off + ".gbps,100us,200us)\n"
                            "  fair: jain(" + on + ".gbps|" + off + ".gbps,100us,200us)\n"
+                           "  sd: stdev(" + on + ".gbps,100us,200us)\n"
                            "  lo: min(on, off)\n"
                            "  hi: max(o*)\n"
                            "  late: avg(" + on + ".gbps,100us,1900us)\n";
@@ -92,6 +95,19 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
   EXPECT_LT(m.at("off"), 0.5);
   EXPECT_NEAR(m.at("diff"), m.at("on") - m.at("off"), 1e-9);
   EXPECT_NEAR(m.at("fair"), 0.5, 0.01);  // one of two series has everything
+  // stdev reads the named series over the window: the samples at 110..200
+  // us (10 us apart, each standing for the 10 us before it) by hand.
+  const core::TimeSeries* ts = env->stats.find_series(on + ".gbps");
+  ASSERT_NE(ts, nullptr);
+  std::vector<double> in;
+  for (const core::TimeSeries::Point& pt : ts->points())
+    if (pt.time_ps > 100000000u && pt.time_ps <= 200000000u) in.push_back(pt.value);
+  ASSERT_EQ(in.size(), 10u);
+  double mean = 0, var = 0;
+  for (double v : in) mean += v / 10;
+  for (double v : in) var += (v - mean) * (v - mean) / 10;
+  EXPECT_NEAR(mean, m.at("on"), 1e-9);
+  EXPECT_NEAR(m.at("sd"), std::sqrt(var), 1e-9);
   EXPECT_DOUBLE_EQ(m.at("lo"), m.at("off"));
   EXPECT_DOUBLE_EQ(m.at("hi"), m.at("on"));
   // The run ended before 1.9 ms: that window was not sampled in full.

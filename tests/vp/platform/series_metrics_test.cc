@@ -1,5 +1,8 @@
-// Time-series figures behind the avg(...) and jain(...) metric terms:
-// window means weighted by each sample's interval, and Jain's index.
+// Time-series figures behind the avg(...), stdev(...) and jain(...) metric
+// terms: window means and standard deviations weighted by each sample's
+// interval, and Jain's index.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "vp/platform/series_metrics.h"
@@ -31,6 +34,35 @@ TEST(SeriesMean, AWindowNotSampledInFullHasNoMean) {
   EXPECT_FALSE(series_mean({}, 10 * kUs, 0, 10 * kUs));
   EXPECT_FALSE(series_mean(staircase(), 10 * kUs, 20 * kUs, 20 * kUs));  // empty window
   EXPECT_FALSE(series_mean(staircase(), 0, 0, 10 * kUs));
+}
+
+TEST(SeriesStdev, WholeIntervalsGiveThePopulationDeviation) {
+  // 1, 2, 3, 4 for equal times: mean 2.5, variance (2.25 + 0.25) / 2 = 1.25.
+  EXPECT_DOUBLE_EQ(*series_stdev(staircase(), 10 * kUs, 0, 40 * kUs), std::sqrt(1.25));
+  // 2 and 3: 0.5 either side.
+  EXPECT_DOUBLE_EQ(*series_stdev(staircase(), 10 * kUs, 10 * kUs, 30 * kUs), 0.5);
+  // One sample, or a constant series: no spread.
+  EXPECT_DOUBLE_EQ(*series_stdev(staircase(), 10 * kUs, 30 * kUs, 40 * kUs), 0.0);
+  const Points flat = {{10 * kUs, 7}, {20 * kUs, 7}, {30 * kUs, 7}};
+  EXPECT_DOUBLE_EQ(*series_stdev(flat, 10 * kUs, 0, 30 * kUs), 0.0);
+}
+
+TEST(SeriesStdev, PartlyCoveredSamplesWeighWithTheirOverlap) {
+  // 5..20 us: 5 us of 1 and 10 us of 2; mean 5/3, weights 1/3 and 2/3:
+  // variance (1/3)(2/3)^2 + (2/3)(1/3)^2 = 2/9.
+  EXPECT_NEAR(*series_stdev(staircase(), 10 * kUs, 5 * kUs, 20 * kUs), std::sqrt(2.0 / 9.0), 1e-12);
+  // An oscillation 0, 10, 0, 10: deviation 5 (a square wave's half swing),
+  // and its mean 5 (the mean alone does not see it).
+  const Points square = {{10 * kUs, 0}, {20 * kUs, 10}, {30 * kUs, 0}, {40 * kUs, 10}};
+  EXPECT_DOUBLE_EQ(*series_stdev(square, 10 * kUs, 0, 40 * kUs), 5.0);
+  EXPECT_DOUBLE_EQ(*series_mean(square, 10 * kUs, 0, 40 * kUs), 5.0);
+}
+
+TEST(SeriesStdev, AWindowNotSampledInFullHasNoDeviation) {
+  EXPECT_FALSE(series_stdev(staircase(), 10 * kUs, 30 * kUs, 45 * kUs));
+  EXPECT_FALSE(series_stdev({}, 10 * kUs, 0, 10 * kUs));
+  EXPECT_FALSE(series_stdev(staircase(), 10 * kUs, 20 * kUs, 20 * kUs));
+  EXPECT_FALSE(series_stdev(staircase(), 0, 0, 10 * kUs));
 }
 
 TEST(JainIndex, EqualSharesAreOneAndOneHogIsOneOverN) {
