@@ -31,6 +31,12 @@ double Histogram::bucket_mid(int bucket) {
   return 0.5 * (lo + hi);
 }
 
+void Histogram::set_exact_below(double cap) {
+  if (!(cap > 0.0)) throw std::invalid_argument("histogram " + info_.path + ": exact cap must be > 0");
+  if (count_) throw std::logic_error("histogram " + info_.path + ": exact cap set after samples");
+  exact_below_ = cap;
+}
+
 void Histogram::record(double value) {
   if (value < 0.0 || std::isnan(value))
     throw std::invalid_argument("histogram " + info_.path + ": negative or NaN sample");
@@ -42,7 +48,10 @@ void Histogram::record(double value) {
   }
   ++count_;
   sum_ += value;
-  ++buckets_[bucket_of(value)];
+  if (value < exact_below_)
+    ++exact_[value];
+  else
+    ++buckets_[bucket_of(value)];
 }
 
 double Histogram::percentile(double p) const {
@@ -50,9 +59,18 @@ double Histogram::percentile(double p) const {
   if (p <= 0.0) return min_;
   if (p >= 100.0) return max_;
   // Nearest-rank definition: the smallest value with at least p % at or below.
-  uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+  // p / 100 is not exact in binary: 99.9 / 100 * 1000 is 999.0000000000001,
+  // and a plain ceil would take rank 1000. A relative slack of 1e-9 keeps
+  // whole ranks whole (counts far below 10^9 are unaffected otherwise).
+  const double r = p / 100.0 * static_cast<double>(count_);
+  uint64_t rank = static_cast<uint64_t>(std::ceil(r - 1e-9 * r));
   if (rank == 0) rank = 1;
   uint64_t seen = 0;
+  // Exact values all lie below the bucketed ones.
+  for (const auto& [value, n] : exact_) {
+    seen += n;
+    if (seen >= rank) return value;
+  }
   for (const auto& [bucket, n] : buckets_) {
     seen += n;
     if (seen >= rank) return std::min(max_, std::max(min_, bucket_mid(bucket)));

@@ -43,9 +43,18 @@ class Counter {
 // Log-linear histogram of non-negative values: 64 sub-buckets per power of
 // two, so a percentile is within 1.6 % of the true value; count, sum, min
 // and max are exact.
+//
+// With set_exact_below(cap), every distinct value below cap gets its own
+// count, so percentiles that fall there are exact (nearest rank): meant for
+// integer values such as packet counts, where the memory is one map entry
+// per distinct value (at most cap). Values at or above cap still go to the
+// log-linear buckets.
 class Histogram {
  public:
   explicit Histogram(StatInfo info) : info_(std::move(info)) {}
+  // Before the first sample (throws std::logic_error after it); cap > 0.
+  void set_exact_below(double cap);
+  double exact_below() const { return exact_below_; }
   void record(double value);
   uint64_t count() const { return count_; }
   double sum() const { return sum_; }
@@ -61,6 +70,8 @@ class Histogram {
   static double bucket_mid(int bucket);
   StatInfo info_;
   std::map<int, uint64_t> buckets_;
+  std::map<double, uint64_t> exact_;  // values below exact_below_
+  double exact_below_ = 0.0;
   uint64_t count_ = 0;
   double sum_ = 0.0, min_ = 0.0, max_ = 0.0;
 };

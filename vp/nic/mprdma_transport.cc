@@ -66,6 +66,12 @@ MprdmaTransport::MprdmaTransport(const MprdmaEngineParams& params, core::StatsRe
     rx_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
   max_ood_ = &stats->counter(prefix + "rx_max_ood", "packets",
                              "Largest out-of-order degree (PSN - rcv_nxt) seen by a receiver");
+  ood_ = &stats->histogram(prefix + "rx_ood", "packets",
+                           "Out-of-order degree (PSN - rcv_nxt) of each arriving data packet, "
+                           "0 in order; duplicates left out");
+  // One count per integer OOD up to the largest bitmap (2^20 slots): exact
+  // percentiles. Only PSNs beyond that (overflow drops) share log buckets.
+  if (ood_->count() == 0 && ood_->exact_below() == 0.0) ood_->set_exact_below(double(1u << 20));
 }
 
 void MprdmaTransport::account(const MpSender::Counters& a, const MpSender::Counters& b) {
@@ -228,8 +234,12 @@ RxOutcome MprdmaTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*n
   d.sync = p.sync;
   d.ipsn = p.ipsn;
   const MpReceiver::Counters before = c.rx->counters();
+  const int32_t ood = psn_diff(p.psn & kPsnMask, c.rx->rcv_nxt());
   MpRxResult m = c.rx->on_data(d);
   account(before, c.rx->counters());
+  // The packets rx_max_ood looks at: every one but duplicates (which
+  // include every PSN below rcv_nxt).
+  if (ood_ && ood >= 0 && m.verdict != MpRxResult::Verdict::duplicate) ood_->record(ood);
   RxOutcome o;
   o.verdict = m.verdict == MpRxResult::Verdict::place       ? RxOutcome::Verdict::place
               : m.verdict == MpRxResult::Verdict::duplicate ? RxOutcome::Verdict::duplicate

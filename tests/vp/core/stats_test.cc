@@ -12,10 +12,11 @@
 namespace mprdma::core {
 namespace {
 
-// Nearest-rank percentile of the exact samples.
+// Nearest-rank percentile of the exact samples (rank = ceil(p N / 100),
+// with p N / 100 formed so that whole ranks stay whole for the p used here).
 double exact_percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  size_t rank = static_cast<size_t>(std::ceil(p * 10.0 * static_cast<double>(v.size()) / 1000.0));
   return v[std::max<size_t>(rank, 1) - 1];
 }
 
@@ -44,6 +45,59 @@ TEST(Stats, HistogramPercentilesWithin1Point6Percent) {
   expect_accurate(expo, "exponential");
   expect_accurate(wide, "log-uniform");
   expect_accurate(tiny, "tiny");
+}
+
+TEST(Stats, HistogramExactBelowCapGivesExactIntegerPercentiles) {
+  // 1000 samples: 0 x 900, 1 x 50, 300 x 40, 1001 x 9, 5000 x 1. Nearest
+  // rank: p90 -> rank 900 -> 0, p95 -> 950 -> 1, p99 -> 990 -> 300,
+  // p99.9 -> 999 -> 1001, p100 -> 5000.
+  std::vector<double> v;
+  for (int i = 0; i < 900; ++i) v.push_back(0);
+  for (int i = 0; i < 50; ++i) v.push_back(1);
+  for (int i = 0; i < 40; ++i) v.push_back(300);
+  for (int i = 0; i < 9; ++i) v.push_back(1001);
+  v.push_back(5000);
+  Histogram exact(StatInfo{"ood", "packets", ""});
+  exact.set_exact_below(65536);
+  EXPECT_EQ(exact.exact_below(), 65536.0);
+  Histogram coarse(StatInfo{"ood", "packets", ""});
+  for (double x : v) {
+    exact.record(x);
+    coarse.record(x);
+  }
+  EXPECT_EQ(exact.percentile(90), 0.0);
+  EXPECT_EQ(exact.percentile(95), 1.0);
+  EXPECT_EQ(exact.percentile(95.1), 300.0);
+  EXPECT_EQ(exact.percentile(99), 300.0);
+  EXPECT_EQ(exact.percentile(99.1), 1001.0);
+  EXPECT_EQ(exact.percentile(99.9), 1001.0);
+  EXPECT_EQ(exact.percentile(99.95), 5000.0);
+  EXPECT_EQ(exact.percentile(100), 5000.0);
+  for (double p : {50.0, 95.0, 99.0, 99.9})
+    EXPECT_EQ(exact.percentile(p), exact_percentile(v, p)) << "p" << p;
+  // The log-linear buckets alone only come within 1.6 %: the bucket of 1001
+  // is 8 wide.
+  EXPECT_NE(coarse.percentile(99.9), 1001.0);
+  EXPECT_NEAR(coarse.percentile(99.9), 1001.0, 0.016 * 1001);
+  EXPECT_EQ(exact.count(), 1000u);
+  EXPECT_EQ(exact.sum(), coarse.sum());
+  EXPECT_THROW(exact.set_exact_below(10), std::logic_error);  // after samples
+  Histogram bad(StatInfo{"b", "", ""});
+  EXPECT_THROW(bad.set_exact_below(0), std::invalid_argument);
+}
+
+TEST(Stats, HistogramValuesAtOrAboveTheExactCapStillCount) {
+  // Exact below 100; 100.. go to the log-linear buckets, and a percentile
+  // there is within 1.6 %.
+  Histogram h(StatInfo{"h", "", ""});
+  h.set_exact_below(100);
+  for (int i = 0; i < 98; ++i) h.record(7);
+  h.record(1000);
+  h.record(200000);
+  EXPECT_EQ(h.percentile(98), 7.0);
+  EXPECT_NEAR(h.percentile(99), 1000.0, 16.0);
+  EXPECT_EQ(h.percentile(100), 200000.0);
+  EXPECT_EQ(h.min(), 7.0);
 }
 
 TEST(Stats, HistogramExactMoments) {

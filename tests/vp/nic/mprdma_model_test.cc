@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include "vp/core/stats.h"
 #include "vp/nic/mprdma_receiver.h"
 #include "vp/nic/mprdma_sender.h"
+#include "vp/nic/mprdma_transport.h"
 
 namespace mprdma::nic {
 namespace {
@@ -439,6 +441,54 @@ TEST(MpReceiver, TheBitmapWrapsWithThePsnSpace) {
   EXPECT_EQ(r.rcv_nxt(), 3u);
   EXPECT_EQ(r.counters().messages, 1u);
   EXPECT_THROW(MpReceiver(48, 0), std::invalid_argument);
+}
+
+// The engine's NIC-wide OOD histogram: PSN - rcv_nxt of every arriving
+// packet before the receiver sees it, 0 in order, overflow drops included,
+// duplicates (and PSNs below rcv_nxt) left out; its maximum is rx_max_ood.
+TEST(MprdmaTransport, RecordsTheOutOfOrderDegreeOfEveryNewPacket) {
+  core::StatsRegistry stats;
+  MprdmaEngineParams ep;
+  ep.bitmap_slots = 8;
+  MprdmaTransport t(ep, &stats, "nic.x.transport.");
+  ConnParams cp;
+  cp.qpn = 5;
+  t.open(cp);
+  auto rx = [&](uint32_t psn) {
+    RxPacket p;
+    p.psn = psn;
+    p.tail = psn == 6;
+    return t.on_data(5, p, 0).verdict;
+  };
+  using V = RxOutcome::Verdict;
+  EXPECT_EQ(rx(0), V::place);      // ood 0, rcv_nxt 1
+  EXPECT_EQ(rx(5), V::place);      // 4
+  EXPECT_EQ(rx(2), V::place);      // 1
+  EXPECT_EQ(rx(1), V::place);      // 0, rcv_nxt 3
+  EXPECT_EQ(rx(5), V::duplicate);  // left out
+  EXPECT_EQ(rx(0), V::duplicate);  // below rcv_nxt: left out
+  EXPECT_EQ(rx(3), V::place);      // 0, rcv_nxt 4
+  EXPECT_EQ(rx(4), V::place);      // 0, rcv_nxt 6
+  EXPECT_EQ(rx(20), V::drop);      // 14, beyond L = 8: overflow drop
+  const core::Histogram* h = stats.find_histogram("nic.x.transport.rx_ood");
+  ASSERT_NE(h, nullptr);
+  // 0, 0, 0, 0, 1, 4, 14.
+  EXPECT_EQ(h->count(), 7u);
+  EXPECT_EQ(h->sum(), 19.0);
+  EXPECT_EQ(h->percentile(50), 0.0);
+  EXPECT_EQ(h->percentile(100.0 * 5 / 7), 1.0);
+  EXPECT_EQ(h->percentile(80), 4.0);
+  EXPECT_EQ(h->percentile(99.9), 14.0);
+  EXPECT_EQ(h->max(), double(stats.find_counter("nic.x.transport.rx_max_ood")->value()));
+  EXPECT_EQ(stats.find_counter("nic.x.transport.rx_duplicates")->value(), 2u);
+  // Exact per integer value, not the log-linear buckets' midpoints.
+  EXPECT_GT(h->exact_below(), 65536.0);
+  // Without a registry nothing is recorded, and nothing breaks.
+  MprdmaTransport quiet(ep);
+  quiet.open(cp);
+  RxPacket p;
+  p.psn = 3;
+  EXPECT_EQ(quiet.on_data(5, p, 0).verdict, V::place);
 }
 
 TEST(MpState, ExtraBytesOverRoceAreAccountedFieldByField) {
