@@ -536,6 +536,11 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           sum += static_cast<double>(c->value());
           found = true;
         }
+      } else if (t.kind == MetricTerm::Kind::kHistPct) {
+        if (const auto v = histogram_percentile(env_.stats.find_histogram(t.counter), t.pct)) {
+          sum += *v;
+          found = true;
+        }
       } else if (t.kind == MetricTerm::Kind::kGoodput) {
         // Every job's every size must have completed (as for job terms).
         double bytes = 0;

@@ -94,6 +94,26 @@ void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& 
     throw std::invalid_argument("term '" + t + "': the window ends before it starts");
 }
 
+// "pct(<histogram>,<p>)".
+void parse_pct_term(const std::string& t, MetricTerm& m) {
+  const std::string form = "pct(<histogram>,<percentile>)";
+  const std::vector<std::string> args = split(t.substr(4, t.size() - 5), ',');
+  if (args.size() != 2) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
+  const std::string& path = args[0];
+  if (path.empty() || path.find_first_of("()|*") != std::string::npos ||
+      path.find('.') == std::string::npos || path.front() == '.' || path.back() == '.')
+    throw std::invalid_argument("term '" + t + "': '" + path +
+                                "' is not a statistic path (e.g. nic.<host>.transport.rx_ood)");
+  char* endp = nullptr;
+  const double p = std::strtod(args[1].c_str(), &endp);
+  if (args[1].empty() || *endp || !(p >= 0.0 && p <= 100.0))
+    throw std::invalid_argument("term '" + t + "': the percentile '" + args[1] +
+                                "' is not a number in [0, 100]");
+  m.kind = MetricTerm::Kind::kHistPct;
+  m.counter = path;
+  m.pct = p;
+}
+
 }  // namespace
 
 std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr) {
@@ -186,6 +206,11 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
         continue;
       }
     }
+    if (t.compare(0, 4, "pct(") == 0 && t.back() == ')') {
+      parse_pct_term(t, m);
+      terms.push_back(m);
+      continue;
+    }
     bool series_term = false;
     for (const char* fn : {"avg", "stdev", "jain"}) {
       const std::string head = std::string(fn) + "(";
@@ -216,8 +241,8 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "' is not of the form job.size.field, "
                                     "link.<link>.<dir>.avg_gbps, fabric.deadlocks, "
                                     "model.<mprdma|irn>.extra_state_bytes, "
-                                    "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>) "
-                                    "or jain(<series>|...,<from>,<to>)");
+                                    "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
+                                    "jain(<series>|...,<from>,<to>) or pct(<histogram>,<percentile>)");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
@@ -315,6 +340,10 @@ void ScenarioConfig::bind(core::Binder& b) {
           "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
           "ECN-capable frames RED judged at the switch port sending into that direction, or \"nic.<host>.<counter>\": "
           "a NIC counter at the end of the run (e.g. nic.t1h0.transport.rx_max_ood), or "
+          "\"pct(<histogram>,<p>)\": the p-th percentile (nearest rank, p in [0, 100]) of a "
+          "histogram statistic at the end of the run (e.g. pct(nic.t1h0.transport.rx_ood,99.9); "
+          "for nic.<host>., pcie.<host>. and flow.<job>. paths the host or job must exist; no "
+          "such histogram or no samples leaves the metric out), or "
           "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
           "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
           "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "
@@ -514,6 +543,27 @@ void ScenarioConfig::bind(core::Binder& b) {
                         [](const host::JobConfig& j) { return j.name == "nic"; }))
           b.error("metric '" + metric + "': a job named 'nic' makes '" + t.counter +
                   "' ambiguous (nic.<host>.<counter> is a NIC counter)");
+        continue;
+      }
+      if (t.kind == MetricTerm::Kind::kHistPct) {
+        // Which histograms a run registers is known only when it runs; the
+        // owner named by the path's second part is checked here.
+        const size_t d1 = t.counter.find('.');
+        const size_t d2 = t.counter.find('.', d1 + 1);
+        const std::string group = t.counter.substr(0, d1);
+        const std::string owner =
+            d2 == std::string::npos ? std::string() : t.counter.substr(d1 + 1, d2 - d1 - 1);
+        if (group == "nic" || group == "pcie") {
+          if (d2 == std::string::npos || !host_names.count(owner))
+            b.error("metric '" + metric + "' term pct(" + t.counter + ",...) names unknown host '" +
+                    owner + "'");
+        } else if (group == "flow") {
+          if (d2 == std::string::npos ||
+              std::none_of(jobs.begin(), jobs.end(),
+                           [&](const host::JobConfig& j) { return j.name == owner; }))
+            b.error("metric '" + metric + "' term pct(" + t.counter + ",...) names unknown job '" +
+                    owner + "'");
+        }
         continue;
       }
       if (t.kind == MetricTerm::Kind::kEcnRatio) {

@@ -127,6 +127,12 @@ const std::vector<std::string>& metric_fields();
 //   nic.<host>.<counter>           a NIC counter's value at the end, e.g.
 //                                  nic.t1h0.transport.rx_max_ood (a job
 //                                  named "nic" is not allowed in terms).
+//   pct(<histogram>,<p>)           the p-th percentile (nearest rank, p in
+//                                  [0, 100], e.g. 99.9) of a histogram
+//                                  statistic at the end of the run, e.g.
+//                                  pct(nic.t1h0.transport.rx_ood,99.9);
+//                                  missing if there is no such histogram or
+//                                  it has no samples.
 //   jobs.goodput_gbps              payload bytes of every job's completed
 //                                  messages over the run's active time,
 //                                  in Gb/s: the aggregate goodput when
@@ -142,13 +148,14 @@ const std::vector<std::string>& metric_fields();
 struct MetricTerm {
   enum class Kind {
     kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kSeriesStdev, kJain, kEcnRatio, kCounter,
-    kGoodput
+    kGoodput, kHistPct
   };
   Kind kind = Kind::kJob;
   double factor = 1;
   std::string job, size, field;     // kJob
   std::string link, dir;            // kLink, kEcnRatio
-  std::string counter;              // kCounter: the statistic's full path
+  std::string counter;              // kCounter, kHistPct: the statistic's full path
+  double pct = 0;                   // kHistPct: the percentile, [0, 100]
   std::string engine;               // kModelState: mprdma | irn
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
   core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain: the window [from, to)

@@ -47,4 +47,9 @@ std::optional<double> jain_index(const std::vector<double>& x) {
   return sum * sum / (static_cast<double>(x.size()) * squares);
 }
 
+std::optional<double> histogram_percentile(const core::Histogram* h, double p) {
+  if (!h || h->count() == 0) return std::nullopt;
+  return h->percentile(p);
+}
+
 }  // namespace mprdma::platform

@@ -1,7 +1,8 @@
 // Figures computed from the platform's time series (rate_sampler.h), for
 // the scenario metric terms avg(...), stdev(...) and jain(...)
 // (scenario.h): the mean and the standard deviation of a series over a
-// window of simulated time and Jain's fairness index.
+// window of simulated time and Jain's fairness index; and the percentile of
+// a histogram statistic behind pct(...).
 // Plain functions over sample points, so they can be tested on hand-made
 // series.
 #pragma once
@@ -37,5 +38,11 @@ std::optional<double> series_stdev(const std::vector<core::TimeSeries::Point>& p
 // when every value is equal, 1/n when one value has everything. Empty for
 // no values or when every value is zero (no share to judge).
 std::optional<double> jain_index(const std::vector<double>& x);
+
+// The p-th percentile (nearest rank, core::Histogram::percentile) of a
+// histogram statistic, for the metric term pct(<histogram>,<p>). Empty when
+// there is no histogram or it has no samples (no figure to report, rather
+// than the histogram's 0).
+std::optional<double> histogram_percentile(const core::Histogram* h, double p);
 
 }  // namespace mprdma::platform

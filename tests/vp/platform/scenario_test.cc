@@ -161,6 +161,22 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
             (std::vector<std::string>{"jain.up.1", "jain.up.2"}));
   EXPECT_EQ(aggregate_arg_metrics("x", {"x", "xy"}), std::vector<std::string>{"x"});
 
+  const auto pc = parse_metric("2*pct(nic.t1h0.transport.rx_ood,99.9) + pct(pcie.h0.dma_read_latency,50)");
+  ASSERT_EQ(pc.size(), 2u);
+  EXPECT_EQ(pc[0].kind, MetricTerm::Kind::kHistPct);
+  EXPECT_EQ(pc[0].counter, "nic.t1h0.transport.rx_ood");
+  EXPECT_DOUBLE_EQ(pc[0].pct, 99.9);
+  EXPECT_DOUBLE_EQ(pc[0].factor, 2.0);
+  EXPECT_EQ(pc[1].counter, "pcie.h0.dma_read_latency");
+  EXPECT_DOUBLE_EQ(pc[1].pct, 50.0);
+  EXPECT_DOUBLE_EQ(parse_metric("pct(a.b,0)").at(0).pct, 0.0);
+  EXPECT_DOUBLE_EQ(parse_metric("pct(a.b,100)").at(0).pct, 100.0);
+  for (const char* bad : {"pct(nic.a.b)", "pct(nic.a.b,99.9,1)", "pct(nic.a.b,)", "pct(,99)",
+                          "pct(nic.a.b,100.1)", "pct(nic.a.b,-1)", "pct(nic.a.b,p99)",
+                          "pct(nic.a.b,99.9x)", "pct(rx_ood,99)", "pct(nic.a.,99)",
+                          "pct(a.b|c.d,99)"})
+    EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
+
   for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
                           "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
                           "min(w.4096.bw_gbps)", "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)",
@@ -191,6 +207,17 @@ TEST(Scenario, SeriesMetricsAreChecked) {
                 .find("sample_interval is 0"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("stdev(nic.h0.mac.tx_gbps,0s,20s)")).find("ends after end_time"),
+            std::string::npos);
+  // pct(...): the host (nic., pcie.) or job (flow.) the path names must exist.
+  EXPECT_EQ(error_of(with_metric("pct(nic.h1.transport.rx_ood,99.9)")), "");
+  EXPECT_EQ(error_of(with_metric("pct(pcie.h0.dma_read_latency,50) + pct(flow.w.latency_us_4096,99)")), "");
+  EXPECT_NE(error_of(with_metric("pct(nic.h7.transport.rx_ood,99.9)")).find("unknown host 'h7'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("pct(pcie.h7.dma_read_latency,99.9)")).find("unknown host 'h7'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("pct(flow.nojob.latency_us_4096,99)")).find("unknown job 'nojob'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("pct(nic.h1.transport.rx_ood,101)")).find("not a number in [0, 100]"),
             std::string::npos);
   EXPECT_EQ(error_of(with_metric("max(bw)")), "");
   EXPECT_EQ(error_of(with_metric("min(b*)")), "");

@@ -121,7 +121,11 @@ TEST_F(SeriesMetricsRun, PerHostNicOverrideRunsGoBackNBesideMpRdma) {
   const std::string text =
       std::string(kBase) + "jobs:\n" + sp_job("t0-s3") +
       "  - {name: mp, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], iterations: 30,\n"
-      "     after_previous: false}\n";
+      "     after_previous: false}\n"
+      "metrics:\n"
+      "  ood_max: pct(nic.t1h0.transport.rx_ood,100)\n"
+      "  ood_p50: pct(nic.t1h0.transport.rx_ood,50)\n"
+      "  ood_gbn: pct(nic.t1h1.transport.rx_ood,99.9)\n";
   auto p = run(text);
   EXPECT_EQ(p->host("t0h0").nic().config().transport, "mprdma");
   EXPECT_EQ(p->host("t0h1").nic().config().transport, "gbn");
@@ -132,6 +136,20 @@ TEST_F(SeriesMetricsRun, PerHostNicOverrideRunsGoBackNBesideMpRdma) {
   EXPECT_EQ(counter("nic.t0h1.transport.acks"), 0u);
   EXPECT_EQ(counter("nic.t1h1.transport.rx_placed"), 0u);
   EXPECT_GT(counter("nic.t0h1.requester.acks"), 0u);
+  // The MP-RDMA receiver's OOD histogram: one sample per new data packet,
+  // its top the rx_max_ood counter; the go-back-N host has none.
+  const core::Histogram* ood = env->stats.find_histogram("nic.t1h0.transport.rx_ood");
+  ASSERT_NE(ood, nullptr);
+  EXPECT_EQ(ood->count(), counter("nic.t1h0.transport.rx_placed") +
+                              counter("nic.t1h0.transport.rx_overflow_drops") +
+                              counter("nic.t1h0.transport.rx_sync_drops"));
+  std::vector<std::string> missing;
+  const auto m = p->metrics(&missing);
+  EXPECT_EQ(m.at("ood_max"), double(counter("nic.t1h0.transport.rx_max_ood")));
+  EXPECT_EQ(m.at("ood_p50"), ood->percentile(50));
+  EXPECT_EQ(m.at("ood_p50"), std::floor(m.at("ood_p50")));  // exact: an integer
+  EXPECT_EQ(env->stats.find_histogram("nic.t1h1.transport.rx_ood"), nullptr);
+  EXPECT_EQ(missing, std::vector<std::string>{"ood_gbn"});
 }
 
 }  // namespace

@@ -78,5 +78,33 @@ TEST(JainIndex, NoValuesOrAllZeroHaveNoIndex) {
   EXPECT_FALSE(jain_index({0, 0}));
 }
 
+// pct(<histogram>,<p>): nearest rank over a hand-made histogram of integer
+// OOD values, exact per value.
+TEST(HistogramPercentile, NearestRankOfAHandMadeHistogram) {
+  core::Histogram h(core::StatInfo{"nic.a.transport.rx_ood", "packets", ""});
+  h.set_exact_below(1 << 20);
+  // 2000 samples: 0 x 1900, 3 x 80, 17 x 18, 250 x 1, 4000 x 1.
+  for (int i = 0; i < 1900; ++i) h.record(0);
+  for (int i = 0; i < 80; ++i) h.record(3);
+  for (int i = 0; i < 18; ++i) h.record(17);
+  h.record(250);
+  h.record(4000);
+  EXPECT_EQ(*histogram_percentile(&h, 50), 0.0);
+  EXPECT_EQ(*histogram_percentile(&h, 95), 0.0);    // rank 1900
+  EXPECT_EQ(*histogram_percentile(&h, 95.05), 3.0); // rank 1901
+  EXPECT_EQ(*histogram_percentile(&h, 99), 3.0);    // rank 1980
+  EXPECT_EQ(*histogram_percentile(&h, 99.5), 17.0); // rank 1990
+  EXPECT_EQ(*histogram_percentile(&h, 99.9), 17.0); // rank 1998
+  EXPECT_EQ(*histogram_percentile(&h, 99.95), 250.0);  // rank 1999
+  EXPECT_EQ(*histogram_percentile(&h, 100), 4000.0);
+  EXPECT_EQ(*histogram_percentile(&h, 0), 0.0);
+}
+
+TEST(HistogramPercentile, NoHistogramOrNoSamplesHaveNoPercentile) {
+  EXPECT_FALSE(histogram_percentile(nullptr, 99.9));
+  const core::Histogram empty(core::StatInfo{"h", "", ""});
+  EXPECT_FALSE(histogram_percentile(&empty, 99.9));
+}
+
 }  // namespace
 }  // namespace mprdma::platform
