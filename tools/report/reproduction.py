@@ -71,8 +71,9 @@ def plot_row(row_id, res, path):
     fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(metrics) + 1.5), 3.6))
     xs = list(range(len(metrics)))
     values = [m["value"] for _, m in metrics]
-    lo = [m["value"] - m["min"] for _, m in metrics]
-    hi = [m["max"] - m["value"] for _, m in metrics]
+    # Clamped: a mean of identical values may differ from them in the last bit.
+    lo = [max(0.0, m["value"] - m["min"]) for _, m in metrics]
+    hi = [max(0.0, m["max"] - m["value"]) for _, m in metrics]
     ax.bar(xs, values, color="#4c72b0", alpha=0.8, yerr=[lo, hi], capsize=4,
            label="reduced over seeds (whiskers: min..max)")
     for x, (_, m) in zip(xs, metrics):
