@@ -6,6 +6,45 @@
 
 namespace mprdma::nic {
 
+namespace {
+struct TxStat {
+  const char* name;
+  uint64_t IrnSender::Counters::*field;
+  const char* unit;
+  const char* desc;
+};
+const TxStat kTxStats[] = {
+    {"nacks", &IrnSender::Counters::nacks, "packets",
+     "NACKs (and READ responses after a gap) received"},
+    {"recoveries", &IrnSender::Counters::recoveries, "events", "Recovery mode entered"},
+    {"retransmits", &IrnSender::Counters::retransmits, "packets",
+     "Retransmissions of PSNs inferred lost"},
+    {"rto_low", &IrnSender::Counters::rto_low, "events",
+     "Timeouts with at most N packets in flight (RTO_low)"},
+    {"rto_high", &IrnSender::Counters::rto_high, "events", "Timeouts otherwise (RTO_high)"},
+    {"bdp_stalls", &IrnSender::Counters::bdp_stalls, "events",
+     "Sends held by BDP-FC (packets in flight at the BDP cap)"},
+};
+}  // namespace
+
+IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
+                           const std::string& prefix)
+    : p_(params) {
+  if (!stats) return;
+  for (const TxStat& t : kTxStats)
+    tx_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
+  rx_placed_ = &stats->counter(prefix + "rx_placed", "packets", "Requests placed (new PSNs)");
+  rx_duplicates_ = &stats->counter(prefix + "rx_duplicates", "packets",
+                                   "Requests for PSNs already here (ACKed or answered again)");
+  rx_drops_ = &stats->counter(prefix + "rx_drops", "packets",
+                              "Requests beyond the bitmap, dropped");
+}
+
+void IrnTransport::account(const IrnSender::Counters& a, const IrnSender::Counters& b) {
+  for (size_t i = 0; i < tx_stats_.size(); ++i)
+    tx_stats_[i]->add(b.*kTxStats[i].field - a.*kTxStats[i].field);
+}
+
 size_t IrnTransport::state_bytes() const {
   size_t n = GbnTransport::kStateBytes;
   for (const StateField& f : IrnSender::extra_state(p_.bdp_packets)) n += f.bytes;
@@ -37,7 +76,10 @@ TxGrant IrnTransport::next_tx(uint32_t qpn, uint64_t) {
   Conn& c = conns_.at(qpn);
   TxGrant g;
   IrnTx t;
-  if (!c.tx->next(t)) return g;
+  const IrnSender::Counters before = c.tx->counters();
+  const bool any = c.tx->next(t);
+  account(before, c.tx->counters());
+  if (!any) return g;
   c.granted = t;
   g.send = true;
   g.psn = t.psn;
@@ -48,7 +90,11 @@ TxGrant IrnTransport::next_tx(uint32_t qpn, uint64_t) {
 
 void IrnTransport::on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) {
   Conn& c = conns_.at(qpn);
-  if (c.granted && c.granted->psn == psn) c.tx->on_sent(*c.granted, now, npsn);
+  if (c.granted && c.granted->psn == psn) {
+    const IrnSender::Counters before = c.tx->counters();
+    c.tx->on_sent(*c.granted, now, npsn);
+    account(before, c.tx->counters());
+  }
   c.granted.reset();
 }
 
@@ -94,7 +140,9 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
   } else {
     return r;
   }
+  const IrnSender::Counters before = c.tx->counters();
   c.tx->on_ack(a, now);
+  account(before, c.tx->counters());
   r.progress = c.tx->snd_una() != una;
   if (r.progress) {
     c.retry_left = c.params.retry_cnt;
@@ -116,7 +164,9 @@ AckResult IrnTransport::on_timer(uint32_t qpn, uint64_t now) {
   if (!c.tx || now < c.tx->wake_at()) return r;
   const uint32_t una = c.tx->snd_una();
   const bool due = una != c.tx->snd_nxt();
+  const IrnSender::Counters before = c.tx->counters();
   c.tx->on_timer(now);
+  account(before, c.tx->counters());
   if (!due) return r;
   // A timeout with no progress since the previous one spends a retry.
   if (c.timed_out && c.una_at_timeout == una) {
@@ -144,6 +194,11 @@ AckDecision IrnTransport::commit(uint32_t, uint32_t, bool, bool, uint64_t) {
 RxOutcome IrnTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t) {
   Conn& c = conns_.at(qpn);
   IrnRxResult m = c.rx->on_data(p.psn, p.tail, p.npsn);
+  if (rx_placed_) {
+    if (m.verdict == IrnRxResult::Verdict::place) ++*rx_placed_;
+    if (m.verdict == IrnRxResult::Verdict::duplicate) ++*rx_duplicates_;
+    if (m.verdict == IrnRxResult::Verdict::drop) ++*rx_drops_;
+  }
   RxOutcome o;
   o.verdict = m.verdict == IrnRxResult::Verdict::place       ? RxOutcome::Verdict::place
               : m.verdict == IrnRxResult::Verdict::duplicate ? RxOutcome::Verdict::duplicate

@@ -8,7 +8,11 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "vp/core/stats.h"
 
 #include "vp/nic/irn.h"
 #include "vp/nic/transport_engine.h"
@@ -17,7 +21,10 @@ namespace mprdma::nic {
 
 class IrnTransport : public TransportEngine {
  public:
-  explicit IrnTransport(const IrnParams& params) : p_(params) {}
+  // `stats`: where the NIC-wide sums of the models' counters go, under
+  // `prefix` (null: nowhere).
+  explicit IrnTransport(const IrnParams& params, core::StatsRegistry* stats = nullptr,
+                        const std::string& prefix = "");
 
   const char* name() const override { return "irn"; }
   // Go-back-N's 28 bytes plus the sender's and receiver's bitmaps and pointers.
@@ -58,8 +65,15 @@ class IrnTransport : public TransportEngine {
     uint32_t una_at_timeout = 0;
     bool timed_out = false;
   };
+  // Adds what a call changed in a sender's counters to the NIC-wide ones.
+  void account(const IrnSender::Counters& before, const IrnSender::Counters& after);
+
   IrnParams p_;
   std::unordered_map<uint32_t, Conn> conns_;
+  std::vector<core::Counter*> tx_stats_;
+  core::Counter* rx_placed_ = nullptr;
+  core::Counter* rx_duplicates_ = nullptr;
+  core::Counter* rx_drops_ = nullptr;
 };
 
 }  // namespace mprdma::nic

@@ -41,7 +41,7 @@ std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimE
     p.rto_low_cycles = cycles(cfg.irn.rto_low);
     p.rto_high_cycles = cycles(cfg.irn.rto_high);
     p.rto_low_threshold = static_cast<uint32_t>(cfg.irn.rto_low_threshold);
-    return std::make_unique<IrnTransport>(p);
+    return std::make_unique<IrnTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
   return std::make_unique<GbnTransport>();
 }
