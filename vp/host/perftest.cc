@@ -81,8 +81,26 @@ void JobConfig::bind(core::Binder& b) {
           "A fabric link the client's packets must cross, e.g. t0-s3: the platform picks the "
           "lowest UDP source port from 0xC000 whose ECMP path (the switches' own hash, so any "
           "seed) crosses it in the client-to-server direction; not with udp_sport.");
+  b.field("rate", rate,
+          "Bandwidth tests: offered load, the payload rate at which messages are posted "
+          "(message i no earlier than i * size * 8 / rate after the first post; tx_depth still "
+          "bounds the outstanding ones, so a run that cannot keep up becomes closed-loop). "
+          "Not set (0bps): unpaced, as perftest.");
+  b.field("sync_ratio", sync_ratio,
+          "write_bw: fraction of the messages posted as synchronise messages, each chosen with "
+          "this probability from the seeded stream job.<name>.sync (deterministic per seed).",
+          0.0, 1.0);
+  b.choice("sync_mode", sync_mode, {"flag", "stop_wait"},
+           "How a synchronise message is sent: flag = the WRITE carries MPR_WQE_F_SYNC (MP-RDMA "
+           "delays it by its synchronise interval; go-back-N ignores the flag); stop_wait = the "
+           "application posts it only after every earlier message of the connection has "
+           "completed, without the flag (the paper's MP-RDMA (Stop-Wait)).");
   if (b.reading()) {
     if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two");
+    if (rate.bps < 0) b.error("rate must not be negative");
+    if (rate.bps > 0 && app != "write_bw" && app != "read_bw" && app != "send_bw")
+      b.error("rate applies to write_bw, read_bw and send_bw only");
+    if (sync_ratio > 0 && app != "write_bw") b.error("sync_ratio applies to write_bw only");
     if (duration.ps && app != "write_bw" && app != "read_bw")
       b.error("duration applies to write_bw and read_bw only");
     if (!via.empty() && udp_sport) b.error("give either via or udp_sport, not both");
@@ -191,6 +209,22 @@ void PerfTest::run() {
   }
 }
 
+int PerfTest::wait_completions_until(Side& s, CompletionQueue* cq, int n, mpr_wc* wc,
+                                     const sc_core::sc_time& until) {
+  for (;;) {
+    const int got = s.ctx->poll_cq(cq, n, wc);
+    if (got) return got;
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (now >= until) return 0;
+    if (cfg_.events) {
+      s.ctx->arm_cq(cq, false);
+      sc_core::wait(until - now, cq->event);
+    } else {
+      sc_core::wait(until - now, cq->written);
+    }
+  }
+}
+
 int PerfTest::wait_completions(Side& s, CompletionQueue* cq, int n, mpr_wc* wc) {
   if (!cfg_.events) return s.ctx->wait_poll(cq, n, wc);
   for (;;) {
@@ -257,15 +291,50 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   const bool timed = cfg_.duration.ps != 0;
   const sc_core::sc_time deadline = t0 + cfg_.duration.sc();
   if (timed) r.iterations = UINT64_MAX;
+  // Offered load: message i is due at t0 + i * size * 8 / rate.
+  const bool paced = cfg_.rate.bps > 0;
+  const double interval_ps = paced ? double(size) * 8.0 / cfg_.rate.bps * 1e12 : 0.0;
+  auto due = [&](uint64_t i) {
+    return t0 + sc_core::sc_time::from_value(static_cast<uint64_t>(double(i) * interval_ps + 0.5));
+  };
+  // Synchronise messages: one draw per message posted, one ahead, so that
+  // stop_wait can signal the message before a synchronise one.
+  const bool stop_wait = cfg_.sync_mode == "stop_wait";
+  core::RandomStream* sync_rng =
+      cfg_.sync_ratio > 0 ? &env_.random.stream("job." + cfg_.name + ".sync") : nullptr;
+  auto draw_sync = [&] { return sync_rng != nullptr && sync_rng->bernoulli(cfg_.sync_ratio); };
+  bool cur_sync = draw_sync();
+  bool stalled = false;
+  sc_core::sc_time stall_since;
   std::vector<mpr_wc> wc(64);
   while (c.qp->dp.sq.ci - ci0 < r.iterations) {
+    bool wait_due = false;
     while (posted < r.iterations && posted - (c.qp->dp.sq.ci - ci0) <
                                         static_cast<uint64_t>(cfg_.tx_depth)) {
+      if (paced && sc_core::sc_time_stamp() < due(posted)) {
+        wait_due = true;
+        break;
+      }
+      if (stop_wait && cur_sync && posted != c.qp->dp.sq.ci - ci0) {
+        if (!stalled) stall_since = sc_core::sc_time_stamp();
+        stalled = true;
+        break;
+      }
+      if (stalled) {
+        r.sync_wait_us += (sc_core::sc_time_stamp() - stall_since).to_seconds() * 1e6;
+        stalled = false;
+      }
+      const bool next_sync = draw_sync();
       wr.wr_id = posted;
       wr.flags = (inl ? MPR_WQE_F_INLINE : 0);
+      if (cur_sync) {
+        ++r.sync_messages;
+        if (!stop_wait) wr.flags |= MPR_WQE_F_SYNC;
+      }
       const bool last = timed && sc_core::sc_time_stamp() >= deadline &&
                         (posted + 1) % cfg_.cq_mod == 0;
-      if ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations)
+      if ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations ||
+          (stop_wait && next_sync))
         wr.flags |= MPR_WQE_F_SIGNALED;
       if (last) r.iterations = posted + 1;
       const int err = c.ctx->post_send(c.qp, wr);
@@ -274,8 +343,13 @@ SizeResult PerfTest::run_bw(uint64_t size) {
         return r;
       }
       ++posted;
+      cur_sync = next_sync;
     }
-    const int n = wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
+    if (c.qp->dp.sq.ci - ci0 >= r.iterations) break;
+    const int n =
+        wait_due ? wait_completions_until(c, c.scq, static_cast<int>(wc.size()), wc.data(),
+                                          due(posted))
+                 : wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
     for (int i = 0; i < n; ++i)
       if (wc[i].status != MPR_CQE_SUCCESS) {
         r.error = std::string("completion with status ") + status_name(wc[i].status) +

@@ -53,6 +53,21 @@ struct JobConfig {
   // `via` when that names a link.
   int64_t udp_sport = 0;
   std::string via;  // a link the client's packets must cross (platform.cc)
+  // Bandwidth tests: offered load. Message i is posted no earlier than
+  // i * size * 8 / rate after the first post (periodic arrivals of the
+  // payload at `rate`); a message that finds tx_depth outstanding waits as
+  // before, so a run that cannot keep up becomes closed-loop. 0: unpaced
+  // (perftest); the key cannot be set to 0, leave it out.
+  core::Bandwidth rate{0};
+  // write_bw: each message is a synchronise message with probability
+  // sync_ratio, drawn from the seeded stream "job.<name>.sync" (one draw per
+  // message posted, in order). sync_mode "flag": the WRITE carries
+  // MPR_WQE_F_SYNC (MP-RDMA delays it in the NIC; go-back-N ignores it);
+  // "stop_wait": the application posts it only once every earlier message
+  // of the connection has completed (the message before it is signalled for
+  // that) and does not set the flag (the paper's MP-RDMA (Stop-Wait)).
+  double sync_ratio = 0;
+  std::string sync_mode = "flag";
   void bind(core::Binder& b);
   bool is_latency() const;
 };
@@ -64,6 +79,8 @@ struct SizeResult {
   double bw_gbps = 0;        // payload bits per second / 1e9
   double bw_MBps = 0;        // payload bytes per second / 2^20 (perftest's MB)
   double msg_rate_mpps = 0;  // messages per second / 1e6
+  uint64_t sync_messages = 0;  // messages posted as synchronise (sync_ratio)
+  double sync_wait_us = 0;     // stop_wait: time posting waited for completions
   // Latency in microseconds (latency tests).
   double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, t_p99 = 0, t_p999 = 0;
   bool data_ok = false;
@@ -90,6 +107,9 @@ class PerfTest {
   SizeResult run_atomic(uint64_t size);
   void server_recv_loop(uint64_t count, uint64_t& received, std::string& error);
   int wait_completions(Side& s, CompletionQueue* cq, int n, mpr_wc* wc);
+  // Like wait_completions, but returns 0 once `until` has come.
+  int wait_completions_until(Side& s, CompletionQueue* cq, int n, mpr_wc* wc,
+                             const sc_core::sc_time& until);
   void finish_latency(SizeResult& r, std::vector<double>& samples_us);
   uint64_t buffer_bytes() const;
 

@@ -440,6 +440,8 @@ double field_of(const host::SizeResult& r, const std::string& f) {
   if (f == "t_p99") return r.t_p99;
   if (f == "t_p999") return r.t_p999;
   if (f == "iterations") return static_cast<double>(r.iterations);
+  if (f == "sync_messages") return static_cast<double>(r.sync_messages);
+  if (f == "sync_wait_us") return r.sync_wait_us;
   throw std::invalid_argument("unknown result field '" + f + "'");
 }
 }  // namespace

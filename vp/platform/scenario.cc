@@ -13,7 +13,8 @@ namespace mprdma::platform {
 const std::vector<std::string>& metric_fields() {
   static const std::vector<std::string> kFields = {
       "bw_gbps", "bw_MBps", "msg_rate_mpps", "seconds", "t_min",  "t_max",
-      "t_typical", "t_avg", "t_stdev",       "t_p99",   "t_p999", "iterations"};
+      "t_typical", "t_avg", "t_stdev",       "t_p99",   "t_p999", "iterations",
+      "sync_messages", "sync_wait_us"};
   return kFields;
 }
 
@@ -324,7 +325,8 @@ void ScenarioConfig::bind(core::Binder& b) {
   b.field("metrics", metrics,
           "Named figures for results.json: metric name -> a sum of terms \"t1 + t2 + ...\"; a "
           "term is \"job.size.field\", where field is one of bw_gbps, bw_MBps, msg_rate_mpps, "
-          "seconds, t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999, iterations, or "
+          "seconds, t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999, iterations, "
+          "sync_messages, sync_wait_us, or "
           "\"link.<link>.<a2b|b2a>.avg_gbps\": wire bits sent in that direction (frames with "
           "FCS, preamble and gap, lost ones included) over the run's active time (first job "
           "start to last job end), in Gb/s, or \"fabric.deadlocks\": the number of PFC deadlocks the "
