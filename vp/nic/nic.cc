@@ -10,10 +10,7 @@ namespace mprdma::nic {
 namespace {
 
 std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimEnv& env) {
-  const uint64_t period = cfg.period_ps();
-  auto cycles = [period](const core::Duration& t) {
-    return std::max<uint64_t>(1, (t.ps + period / 2) / period);
-  };
+  auto cycles = [&cfg](const core::Duration& t) { return cfg.cycles(t); };
   if (cfg.transport == "mprdma") {
     const MprdmaConfig& m = cfg.mprdma;
     MprdmaEngineParams p;

@@ -119,6 +119,13 @@ struct NicConfig {
 
   void bind(core::Binder& b);
   uint64_t period_ps() const { return clock.period_ps(); }
+  // A configured duration in NIC cycles, rounded to the nearest, at least
+  // `at_least` (timers of 0 cycles would fire at once).
+  uint64_t cycles(const core::Duration& t, uint64_t at_least = 1) const {
+    const uint64_t p = period_ps();
+    const uint64_t c = (t.ps + p / 2) / p;
+    return c < at_least ? at_least : c;
+  }
 };
 
 }  // namespace mprdma::nic

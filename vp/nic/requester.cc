@@ -83,9 +83,7 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
   if (core.cfg.congestion_control == "dcqcn") {
     const DcqcnConfig& d = core.cfg.dcqcn;
     const uint64_t period = core.cfg.period_ps();
-    auto cycles = [period](const core::Duration& t) {
-      return std::max<uint64_t>(1, (t.ps + period / 2) / period);
-    };
+    auto cycles = [&core](const core::Duration& t) { return core.cfg.cycles(t); };
     rp_params_.cycles_per_second = 1e12 / static_cast<double>(period);
     rp_params_.line_rate_bps = static_cast<double>(core.cfg.port_speed_mbps) * 1e6;
     rp_params_.min_rate_bps = d.min_rate.bps;

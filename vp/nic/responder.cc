@@ -52,8 +52,7 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
           core.stat("responder.rnr_drops"), "packets",
           "Out-of-order transports: SEND packets dropped, no RECV posted for their message")) {
   if (core.cfg.congestion_control == "dcqcn") {
-    const uint64_t period = core.cfg.period_ps();
-    np_.emplace((core.cfg.dcqcn.min_cnp_interval.ps + period / 2) / period);
+    np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));
     cnp_tx_ = &core.env.stats.counter(core.stat("dcqcn.cnp_tx"), "packets",
                                       "CNPs sent (notification point)");
   }
