@@ -1,5 +1,6 @@
 #include "vp/host/driver.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -106,6 +107,7 @@ void Driver::init() {
   cmd.hdr.opcode = MPR_CMD_QUERY_DEVICE;
   CommandResult r = execute(cmd, nullptr, 0, &device_, sizeof device_);
   if (!r.ok()) throw std::runtime_error(name_ + ": QUERY_DEVICE failed");
+  map_icm();
   cmd = mpr_cmd{};
   cmd.hdr.opcode = MPR_CMD_QUERY_PORT;
   r = execute(cmd, nullptr, 0, &port_, sizeof port_);
@@ -137,6 +139,33 @@ void Driver::init() {
   ready_event_.notify(sc_core::SC_ZERO_TIME);
   MPR_LOG(log_, info, "NIC up: fw " << hex(device_.fw_version) << ", " << device_.max_qp
                                     << " QPs, port " << port_.speed_mbps << " Mb/s");
+}
+
+void Driver::map_icm() {
+  // The NIC's context tables live in host memory (ICM): give it the pages it
+  // asked for, as contiguous chunks of 2 MiB (one MAP_ICM entry each; the
+  // last chunk may reach past the end of ICM), MPR_ICM_MAP_MAX per command.
+  constexpr uint32_t kLogChunk = 21;
+  constexpr uint32_t kChunkPages = 1u << (kLogChunk - MPR_ICM_PAGE_SHIFT);
+  const uint32_t pages = device_.icm_pages;
+  const uint32_t chunks = (pages + kChunkPages - 1) / kChunkPages;
+  std::vector<uint64_t> addrs;
+  for (uint32_t i = 0; i < chunks; ++i)
+    addrs.push_back(mem_.alloc_contiguous(uint64_t{1} << kLogChunk, uint64_t{1} << kLogChunk));
+  for (uint32_t first = 0; first < chunks; first += MPR_ICM_MAP_MAX) {
+    const uint32_t n = std::min<uint32_t>(MPR_ICM_MAP_MAX, chunks - first);
+    mpr_cmd cmd{};
+    cmd.hdr.opcode = MPR_CMD_MAP_ICM;
+    cmd.u.map_icm.first_page = first * kChunkPages;
+    cmd.u.map_icm.num_chunks = n;
+    cmd.u.map_icm.log_chunk = kLogChunk;
+    const CommandResult r = execute(cmd, addrs.data() + first, n * sizeof(uint64_t));
+    if (!r.ok())
+      throw std::runtime_error(name_ + ": MAP_ICM of chunks " + std::to_string(first) + ".." +
+                               std::to_string(first + n - 1) + " failed with status " +
+                               std::to_string(r.status));
+  }
+  icm_bytes_ = uint64_t{chunks} << kLogChunk;
 }
 
 CommandResult Driver::execute(mpr_cmd& cmd, const void* in, size_t in_len, void* out,

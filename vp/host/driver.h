@@ -71,6 +71,8 @@ class Driver {
   void forget_completion_event(uint32_t cqn);
 
   const mpr_device_attr& device() const { return device_; }
+  // Host memory given to the NIC for its context tables (MAP_ICM).
+  uint64_t icm_bytes() const { return icm_bytes_; }
   const mpr_port_attr& port() const { return port_; }
   const std::vector<AsyncEvent>& async_events() const { return async_events_; }
   sc_core::sc_event& async_event() { return async_event_; }
@@ -81,6 +83,7 @@ class Driver {
   uint32_t async_eqn() const { return eqn_; }
 
  private:
+  void map_icm();
   void isr(uint64_t addr, uint32_t data);
   void drain_eq();
 
@@ -111,6 +114,7 @@ class Driver {
 
   uint32_t next_uar_ = 1;
   mpr_device_attr device_{};
+  uint64_t icm_bytes_ = 0;
   mpr_port_attr port_{};
   core::Counter& commands_;
   core::Counter& interrupts_;

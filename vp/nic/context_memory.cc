@@ -17,6 +17,7 @@ void release_all(V& v) {
 ContextMemory::ContextMemory(const NicLimits& limits) : limits_(limits) { clear(); }
 
 void ContextMemory::clear() {
+  icm_.clear();
   pds_.reset(static_cast<uint64_t>(limits_.max_pd));
   eqs_.reset(static_cast<uint64_t>(limits_.max_eq));
   cqs_.reset(static_cast<uint64_t>(limits_.max_cq));

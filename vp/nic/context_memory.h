@@ -23,6 +23,7 @@
 
 #include <mprdma/hw.h>
 
+#include "vp/nic/icm.h"
 #include "vp/nic/nic_config.h"
 #include "vp/nic/paged_table.h"
 
@@ -75,7 +76,11 @@ class ContextMemory {
   bool clear_gid(uint32_t index);
   const uint8_t* gid(uint32_t index) const;  // nullptr if unset
 
-  // Destroys every object (device reset).
+  // The host-memory layout of the tables and the driver's MAP_ICM pages.
+  Icm& icm() { return icm_; }
+  const Icm& icm() const { return icm_; }
+
+  // Destroys every object and forgets the ICM map (device reset).
   void clear();
 
   const NicLimits& limits() const { return limits_; }
@@ -107,6 +112,7 @@ class ContextMemory {
   };
 
   NicLimits limits_;
+  Icm icm_{limits_};
   // Entries per page: pages of 1 KiB (EQs) to 8 KiB (QPs).
   PagedTable<Pd, 8> pds_;
   Handles pd_used_, eq_used_, cq_used_, qp_used_, mr_used_;

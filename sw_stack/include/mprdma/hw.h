@@ -273,6 +273,7 @@ enum mpr_cmd_opcode {
 	MPR_CMD_QUERY_DEVICE = 0x01,
 	MPR_CMD_QUERY_PORT = 0x02,
 	MPR_CMD_SET_GID = 0x03,
+	MPR_CMD_MAP_ICM = 0x04,
 	MPR_CMD_ALLOC_PD = 0x10,
 	MPR_CMD_DEALLOC_PD = 0x11,
 	MPR_CMD_REG_MR = 0x12,
@@ -298,6 +299,7 @@ enum mpr_cmd_status {
 	MPR_CMD_BUSY = 0x07,         /* resource still referenced */
 	MPR_CMD_DMA_ERROR = 0x08,    /* mailbox not in host memory */
 	MPR_CMD_INTERNAL = 0x09,
+	MPR_CMD_NO_ICM = 0x0a,       /* the object's context entry lies in ICM not mapped */
 };
 
 /* Fields a command's syndrome can name when the status is BAD_PARAM or
@@ -342,6 +344,33 @@ struct mpr_cmd_set_gid {
 	uint32_t index; /* GID table index, < max_gids */
 	uint32_t rsvd;
 	uint8_t gid[16]; /* RoCEv2: IPv4-mapped IPv6 (::ffff:a.b.c.d) */
+};
+
+/* ICM (interconnect context memory): the NIC keeps its QP, CQ, MR and page
+ * translation tables in host memory that the driver gives it, and caches
+ * entries on chip; a cache miss is a DMA read of the entry, an eviction of a
+ * modified entry a DMA write. QUERY_DEVICE reports the ICM size in 4 KiB
+ * pages (icm_pages); the driver maps host pages at ICM page indices with
+ * MAP_ICM, before creating objects whose entries lie there (CREATE_CQ,
+ * CREATE_QP and REG_MR fail with MPR_CMD_NO_ICM otherwise). The layout of
+ * the tables inside ICM is the NIC's business (docs/host-interface.md).
+ *
+ * MAP_ICM input mailbox: num_chunks 8-byte host addresses (in_len =
+ * 8 * num_chunks), each of a physically contiguous chunk of 2^log_chunk
+ * bytes aligned to its size, mapped at ICM page first_page and on: chunk i
+ * covers ICM pages first_page + i * 2^(log_chunk - 12) onwards. first_page
+ * is a multiple of the pages per chunk; the last chunk may reach past the
+ * end of ICM (the excess is unused). Mapping a page again replaces the
+ * mapping; a device reset clears the map. */
+#define MPR_ICM_PAGE_SHIFT 12u
+#define MPR_ICM_MAP_MAX 512u          /* chunks per MAP_ICM: one 4 KiB mailbox */
+#define MPR_ICM_LOG_CHUNK_MAX 22u     /* chunks of 4 KiB .. 4 MiB */
+
+struct mpr_cmd_map_icm {
+	uint32_t first_page; /* ICM page index (4 KiB units), < icm_pages */
+	uint32_t num_chunks; /* 1..MPR_ICM_MAP_MAX */
+	uint32_t log_chunk;  /* MPR_ICM_PAGE_SHIFT..MPR_ICM_LOG_CHUNK_MAX */
+	uint32_t rsvd;
 };
 
 struct mpr_cmd_pd {
@@ -492,6 +521,7 @@ struct mpr_cmd {
 	union {
 		uint8_t raw[MPR_CMD_SIZE - 32];
 		struct mpr_cmd_set_gid set_gid;
+		struct mpr_cmd_map_icm map_icm;
 		struct mpr_cmd_pd pd;
 		struct mpr_cmd_reg_mr reg_mr;
 		struct mpr_cmd_dereg_mr dereg_mr;
@@ -533,7 +563,7 @@ struct mpr_device_attr {
 	uint32_t max_gids;
 	uint32_t max_msg_size;
 	uint32_t cap_flags; /* the value of the CAPS register (MPRDMA_BAR0__CAPS__*) */
-	uint32_t rsvd;
+	uint32_t icm_pages; /* 4 KiB pages of ICM the driver must map (MAP_ICM) */
 };
 
 enum mpr_port_state {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ constexpr uint64_t kInMailbox = kMemBase + 0x1000;
 constexpr uint64_t kOutMailbox = kMemBase + 0x20000;
 constexpr uint64_t kOutside = 0x80000000;  // nothing is backed there
 constexpr uint8_t kSentinel = 0xAA;
+constexpr uint64_t kIcmFake = 0x40000000;  // ICM page addresses (never accessed)
 
 struct StateChange {
   uint32_t qpn;
@@ -193,6 +195,24 @@ class FirmwareTest : public ::testing::Test {
     uint8_t ll[16] = {0xfe, 0x80};
     ll[15] = 1;
     ASSERT_TRUE(hal_->ctx.set_gid(5, ll));
+    // The driver maps the NIC's whole ICM at probe (MAP_ICM, tested below).
+    // The firmware never reads ICM itself, so fake page addresses will do.
+    for (uint32_t p = 0; p < hal_->ctx.icm().pages(); ++p)
+      ASSERT_TRUE(hal_->ctx.icm().map(p, kIcmFake + uint64_t{p} * 4096));
+  }
+
+  // MAP_ICM of `chunks` of 2^log_chunk bytes (addresses poked into the
+  // input mailbox).
+  mpr_cmd map_icm_cmd(uint32_t first, const std::vector<uint64_t>& chunks,
+                      uint32_t log_chunk = 12) {
+    if (!chunks.empty()) hal_->poke(kInMailbox, chunks.data(), chunks.size() * 8);
+    mpr_cmd c = cmd(MPR_CMD_MAP_ICM);
+    c.hdr.in_mailbox = kInMailbox;
+    c.hdr.in_len = static_cast<uint32_t>(chunks.size() * 8);
+    c.u.map_icm.first_page = first;
+    c.u.map_icm.num_chunks = static_cast<uint32_t>(chunks.size());
+    c.u.map_icm.log_chunk = log_chunk;
+    return c;
   }
 
   mpr_cmd cmd(uint16_t opcode) {
@@ -378,7 +398,7 @@ TEST_F(FirmwareTest, NopSucceedsAndEchoesCmdId) {
 }
 
 TEST_F(FirmwareTest, UnknownOpcodeIsBadOpcodeWithCmdIdEchoed) {
-  for (uint16_t op : {uint16_t{0x7f}, uint16_t{0x04}, uint16_t{0x14}, uint16_t{0x34},
+  for (uint16_t op : {uint16_t{0x7f}, uint16_t{0x05}, uint16_t{0x14}, uint16_t{0x34},
                       uint16_t{0xffff}}) {
     mpr_cmd c = cmd(op);
     c.hdr.cmd_id = static_cast<uint16_t>(0xC000 | op);
@@ -450,6 +470,9 @@ TEST_F(FirmwareTest, QueryDeviceWritesTheLimitsByteForByte) {
   want.num_uar_pages = static_cast<uint32_t>(l.num_uar_pages);
   want.max_gids = static_cast<uint32_t>(l.max_gids);
   want.max_msg_size = 1u << 31;
+  // ICM: 64 QPCs of 256 B (4 pages), 64 CQCs of 64 B (1), 64 MPTs of 64 B
+  // (1), 4096 MTT entries of 8 B (8).
+  want.icm_pages = 14;
   // What this NIC implements, as the CAPS register advertises it: RC,
   // atomics, inline data and the go-back-N engine (the only transport
   // CREATE_QP accepts); no UD, no WQE-by-MMIO, no other engines yet.
@@ -1828,6 +1851,135 @@ TEST(QpTransitionRule, SpotChecks) {
   EXPECT_FALSE(qp_transition_rule(MPR_QPS_ERR, MPR_QPS_RTS).allowed);
   EXPECT_FALSE(qp_transition_rule(7, MPR_QPS_RESET).allowed) << "no state 7";
   EXPECT_FALSE(qp_transition_rule(MPR_QPS_RESET, 7).allowed);
+}
+
+
+// ---------------------------------------------------------------------------
+// MAP_ICM: the host pages holding the NIC's context tables
+// ---------------------------------------------------------------------------
+
+class IcmTest : public FirmwareTest {
+ protected:
+  // Starts with nothing mapped, as after a device reset.
+  void SetUp() override {
+    FirmwareTest::SetUp();
+    hal_->ctx.icm().clear();
+  }
+  void map_all() {
+    std::vector<uint64_t> pages;
+    for (uint32_t p = 0; p < hal_->ctx.icm().pages(); ++p) pages.push_back(0x7000000 + p * 4096);
+    ASSERT_TRUE(HasStatus(exec(map_icm_cmd(0, pages)), MPR_CMD_OK));
+  }
+};
+
+TEST_F(IcmTest, MapIcmMapsEachPageAtItsIndex) {
+  const Icm& icm = hal_->ctx.icm();
+  ASSERT_EQ(icm.pages(), 14u);
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(4, {0x5000, 0x9000})), MPR_CMD_OK));
+  EXPECT_EQ(icm.mapped_pages(), 2u);
+  // Page 4 is the CQC table (after 4 pages of QPCs): CQ 0 at its start, CQ 1
+  // 64 B further.
+  EXPECT_EQ(icm.table_offset(IcmTable::cqc), 4u * 4096);
+  EXPECT_EQ(icm.pa(IcmTable::cqc, 0), std::optional<uint64_t>(0x5000));
+  EXPECT_EQ(icm.pa(IcmTable::cqc, 1), std::optional<uint64_t>(0x5040));
+  EXPECT_EQ(icm.pa(IcmTable::mpt, 0), std::optional<uint64_t>(0x9000));
+  EXPECT_FALSE(icm.pa(IcmTable::qpc, 0).has_value());
+  // Mapping again replaces the address.
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(4, {0xa000})), MPR_CMD_OK));
+  EXPECT_EQ(icm.pa(IcmTable::cqc, 0), std::optional<uint64_t>(0xa000));
+  EXPECT_EQ(icm.mapped_pages(), 2u);
+}
+
+TEST_F(IcmTest, MapIcmErrorsChangeNothing) {
+  const Icm& icm = hal_->ctx.icm();
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {})), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
+  std::vector<uint64_t> too_many(MPR_ICM_MAP_MAX + 1, 0x1000);
+  mpr_cmd c = map_icm_cmd(0, {0x1000});
+  c.u.map_icm.num_chunks = MPR_ICM_MAP_MAX + 1;
+  c.hdr.in_len = (MPR_ICM_MAP_MAX + 1) * 8;
+  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
+  // Beyond the ICM: pages 13 and 14 of 14.
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(13, {0x1000, 0x2000})), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_INDEX));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(14, {0x1000})), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
+  // in_len disagreeing with num_pages.
+  c = map_icm_cmd(0, {0x1000, 0x2000});
+  c.hdr.in_len = 8;
+  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
+  // One unaligned (or zero) address refuses the whole list.
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x1000, 0x2008})), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_ADDRESS));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x1000, 0})), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_ADDRESS));
+  // Chunk sizes: 4 KiB .. 4 MiB; first_page a multiple of the chunk's pages;
+  // a chunk address aligned to the chunk size; reserved word zero.
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x1000}, 11)), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_PAGE_SHIFT));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x400000}, 23)), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_PAGE_SHIFT));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(2, {0x4000}, 14)), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_INDEX));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x2000}, 14)), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_ADDRESS));
+  c = map_icm_cmd(0, {0x1000});
+  c.u.map_icm.rsvd = 1;
+  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED));
+  // The list is not in host memory.
+  c = map_icm_cmd(0, {0x1000});
+  c.hdr.in_mailbox = kOutside;
+  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_DMA_ERROR, MPR_CMD_SYN_ADDRESS));
+  EXPECT_EQ(icm.mapped_pages(), 0u);
+}
+
+TEST_F(IcmTest, ChunksMapConsecutivePagesAndMayReachPastTheEnd) {
+  const Icm& icm = hal_->ctx.icm();
+  // 16 KiB chunks (4 pages) at page 8: pages 8..11, then pages 12..13 and
+  // two pages past the end of the 14-page ICM.
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(8, {0x100000, 0x200000}, 14)), MPR_CMD_OK));
+  EXPECT_EQ(icm.mapped_pages(), 6u);
+  // The MTT table starts at page 6 (after 4 QPC, 1 CQC and 1 MPT pages): page
+  // 8 holds MTT entries 1024..1535.
+  EXPECT_EQ(icm.table_offset(IcmTable::mtt), 6u * 4096);
+  EXPECT_FALSE(icm.pa(IcmTable::mtt, 1023).has_value());
+  EXPECT_EQ(icm.pa(IcmTable::mtt, 1024), std::optional<uint64_t>(0x100000));
+  EXPECT_EQ(icm.pa(IcmTable::mtt, 4095), std::optional<uint64_t>(0x200000 + 2 * 4096 - 8));
+  // A chunk starting beyond the ICM is an error.
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(8, {0x100000, 0x200000, 0x300000}, 14)),
+                        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
+}
+
+TEST_F(IcmTest, ObjectsNeedTheirIcmEntriesMapped) {
+  const uint32_t pdn = alloc_pd();  // PDs live on chip: no ICM needed
+  const uint32_t eqn = create_eq();  // so do EQs
+  EXPECT_TRUE(HasStatus(exec(create_cq_cmd(eqn)), MPR_CMD_NO_ICM));
+  EXPECT_TRUE(HasStatus(exec(reg_mr_cmd(pdn, 0x10000, 4096, {0x20000})), MPR_CMD_NO_ICM));
+  // Nothing was left allocated by the refusals.
+  EXPECT_EQ(hal_->ctx.pd_refs(pdn), 0u);
+  // Only the CQC page: the CQ is created, the MR (MPT + MTT) still refused.
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(4, {0x3000})), MPR_CMD_OK));
+  const mpr_cmd_comp cq = exec(create_cq_cmd(eqn));
+  ASSERT_TRUE(HasStatus(cq, MPR_CMD_OK));
+  EXPECT_TRUE(HasStatus(exec(reg_mr_cmd(pdn, 0x10000, 4096, {0x20000})), MPR_CMD_NO_ICM));
+  // A QP needs its QPC page (QPN 2 is entry 0, page 0).
+  EXPECT_TRUE(HasStatus(exec(create_qp_cmd(pdn, cq.out[0], cq.out[0])), MPR_CMD_NO_ICM));
+  EXPECT_EQ(hal_->ctx.qp_count(), 0u);
+  map_all();
+  EXPECT_TRUE(HasStatus(exec(reg_mr_cmd(pdn, 0x10000, 4096, {0x20000})), MPR_CMD_OK));
+  const mpr_cmd_comp qp = exec(create_qp_cmd(pdn, cq.out[0], cq.out[0]));
+  ASSERT_TRUE(HasStatus(qp, MPR_CMD_OK));
+  EXPECT_EQ(qp.out[0], kFirstQpn);
+}
+
+TEST_F(IcmTest, DeviceResetForgetsTheMap) {
+  map_all();
+  EXPECT_EQ(hal_->ctx.icm().mapped_pages(), 14u);
+  hal_->ctx.clear();
+  EXPECT_EQ(hal_->ctx.icm().mapped_pages(), 0u);
+}
+
+TEST_F(IcmTest, OpcodeAndStatusNamesIncludeIcm) {
+  EXPECT_STREQ(Firmware::opcode_name(MPR_CMD_MAP_ICM), "MAP_ICM");
+  EXPECT_STREQ(Firmware::status_name(MPR_CMD_NO_ICM), "NO_ICM");
 }
 
 }  // namespace

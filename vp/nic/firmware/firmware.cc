@@ -83,6 +83,7 @@ const char* Firmware::opcode_name(uint16_t opcode) {
     case MPR_CMD_QUERY_DEVICE: return "QUERY_DEVICE";
     case MPR_CMD_QUERY_PORT: return "QUERY_PORT";
     case MPR_CMD_SET_GID: return "SET_GID";
+    case MPR_CMD_MAP_ICM: return "MAP_ICM";
     case MPR_CMD_ALLOC_PD: return "ALLOC_PD";
     case MPR_CMD_DEALLOC_PD: return "DEALLOC_PD";
     case MPR_CMD_REG_MR: return "REG_MR";
@@ -111,6 +112,7 @@ const char* Firmware::status_name(uint8_t status) {
     case MPR_CMD_BUSY: return "BUSY";
     case MPR_CMD_DMA_ERROR: return "DMA_ERROR";
     case MPR_CMD_INTERNAL: return "INTERNAL";
+    case MPR_CMD_NO_ICM: return "NO_ICM";
   }
   return "UNKNOWN";
 }
@@ -133,6 +135,7 @@ mpr_cmd_comp Firmware::execute(const mpr_cmd& cmd) {
     case MPR_CMD_QUERY_DEVICE: query_device(cmd, c); break;
     case MPR_CMD_QUERY_PORT: query_port(cmd, c); break;
     case MPR_CMD_SET_GID: set_gid(cmd, c); break;
+    case MPR_CMD_MAP_ICM: map_icm(cmd, c); break;
     case MPR_CMD_ALLOC_PD: alloc_pd(cmd, c); break;
     case MPR_CMD_DEALLOC_PD: dealloc_pd(cmd, c); break;
     case MPR_CMD_REG_MR: reg_mr(cmd, c); break;
@@ -181,6 +184,7 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.num_uar_pages = static_cast<uint32_t>(l.num_uar_pages);
   a.max_gids = static_cast<uint32_t>(l.max_gids);
   a.max_msg_size = 1u << 31;
+  a.icm_pages = hal_.contexts().icm().pages();
   a.cap_flags = MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UD) | MPR_RESET(CAPS, ATOMICS) |
                 MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) | MPR_RESET(CAPS, GBN) |
                 MPR_RESET(CAPS, MP_RDMA) | MPR_RESET(CAPS, DCQCN) | MPR_RESET(CAPS, IRN);
@@ -207,6 +211,36 @@ void Firmware::set_gid(const mpr_cmd& cmd, Comp& c) {
   const bool ok = all_zero(in.gid, sizeof in.gid) ? hal_.contexts().clear_gid(in.index)
                                                   : hal_.contexts().set_gid(in.index, in.gid);
   if (!ok) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX);
+}
+
+void Firmware::map_icm(const mpr_cmd& cmd, Comp& c) {
+  Icm& icm = hal_.contexts().icm();
+  const mpr_cmd_map_icm& in = cmd.u.map_icm;
+  if (in.rsvd) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  if (in.log_chunk < MPR_ICM_PAGE_SHIFT || in.log_chunk > MPR_ICM_LOG_CHUNK_MAX)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_PAGE_SHIFT);
+  if (in.num_chunks == 0 || in.num_chunks > MPR_ICM_MAP_MAX)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+  const uint64_t chunk_pages = uint64_t{1} << (in.log_chunk - MPR_ICM_PAGE_SHIFT);
+  // Every chunk must start inside ICM (the last may reach past its end).
+  if (in.first_page % chunk_pages != 0 || in.first_page >= icm.pages() ||
+      (in.num_chunks - 1) * chunk_pages >= icm.pages() - in.first_page)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX);
+  if (cmd.hdr.in_mailbox == 0 || cmd.hdr.in_len != in.num_chunks * 8u)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+  std::vector<uint64_t> list(in.num_chunks);
+  if (!hal_.dma_read(cmd.hdr.in_mailbox, list.data(), list.size() * 8))
+    return fail(c, MPR_CMD_DMA_ERROR, MPR_CMD_SYN_ADDRESS);
+  // Every address is checked before any is mapped: a bad list changes nothing.
+  const uint64_t chunk_bytes = chunk_pages * Icm::kPageBytes;
+  for (uint64_t pa : list)
+    if (pa == 0 || (pa & (chunk_bytes - 1))) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  for (uint64_t i = 0; i < list.size(); ++i)
+    for (uint64_t p = 0; p < chunk_pages; ++p) {
+      const uint64_t page = in.first_page + i * chunk_pages + p;
+      if (page >= icm.pages()) break;
+      icm.map(static_cast<uint32_t>(page), list[i] + p * Icm::kPageBytes);
+    }
 }
 
 void Firmware::alloc_pd(const mpr_cmd&, Comp& c) {
@@ -258,6 +292,12 @@ void Firmware::reg_mr(const mpr_cmd& cmd, Comp& c) {
   if (key < 0) {
     ctx.free_mtt(static_cast<uint32_t>(base), static_cast<uint32_t>(pages));
     return fail(c, MPR_CMD_NO_RESOURCES);
+  }
+  if (!ctx.icm().mapped(IcmTable::mpt, static_cast<uint64_t>(key) >> 8, 1) ||
+      !ctx.icm().mapped(IcmTable::mtt, static_cast<uint64_t>(base), pages)) {
+    ctx.free_mr(static_cast<uint32_t>(key));
+    ctx.free_mtt(static_cast<uint32_t>(base), static_cast<uint32_t>(pages));
+    return fail(c, MPR_CMD_NO_ICM);
   }
   for (uint64_t i = 0; i < pages; ++i) ctx.set_mtt(static_cast<uint32_t>(base + i), list[i]);
   mpr_mpt* m = ctx.mr(static_cast<uint32_t>(key));
@@ -320,6 +360,10 @@ void Firmware::create_cq(const mpr_cmd& cmd, Comp& c) {
   if (!e) return fail(c, MPR_CMD_BAD_HANDLE);
   int64_t cqn = ctx.alloc_cq();
   if (cqn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  if (!ctx.icm().mapped(IcmTable::cqc, static_cast<uint64_t>(cqn), 1)) {
+    ctx.free_cq(static_cast<uint32_t>(cqn));
+    return fail(c, MPR_CMD_NO_ICM);
+  }
   mpr_cqc* q = ctx.cq(static_cast<uint32_t>(cqn));
   q->base = in.base;
   q->dbrec = in.dbrec;
@@ -369,6 +413,10 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
 
   int64_t qpn = ctx.alloc_qp();
   if (qpn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  if (!ctx.icm().mapped(IcmTable::qpc, static_cast<uint64_t>(qpn) - kFirstQpn, 1)) {
+    ctx.free_qp(static_cast<uint32_t>(qpn));
+    return fail(c, MPR_CMD_NO_ICM);
+  }
   mpr_qpc* q = ctx.qp(static_cast<uint32_t>(qpn));
   q->sq_base = in.sq_base;
   q->rq_base = in.rq_base;

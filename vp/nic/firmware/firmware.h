@@ -27,6 +27,7 @@ class Firmware {
   void query_device(const mpr_cmd& cmd, Comp& c);
   void query_port(const mpr_cmd& cmd, Comp& c);
   void set_gid(const mpr_cmd& cmd, Comp& c);
+  void map_icm(const mpr_cmd& cmd, Comp& c);
   void alloc_pd(const mpr_cmd& cmd, Comp& c);
   void dealloc_pd(const mpr_cmd& cmd, Comp& c);
   void reg_mr(const mpr_cmd& cmd, Comp& c);
