@@ -6,7 +6,7 @@
 namespace mprdma::nic {
 namespace {
 const char* purpose_name(int p) {
-  static const char* kNames[] = {"wqe", "payload", "recv_wqe", "atomic", "completion"};
+  static const char* kNames[] = {"wqe", "payload", "recv_wqe", "atomic", "completion", "icm"};
   return kNames[p];
 }
 }  // namespace

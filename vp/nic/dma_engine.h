@@ -13,7 +13,7 @@
 
 namespace mprdma::nic {
 
-enum class DmaPurpose { wqe, payload, recv_wqe, atomic, completion, count_ };
+enum class DmaPurpose { wqe, payload, recv_wqe, atomic, completion, icm, count_ };
 
 class DmaEngine {
  public:

@@ -26,6 +26,9 @@ Mac::Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx)
                                        "Frames dropped by the receive checks")),
       rx_queue_max_(core.env.stats.counter(core.stat("mac.rx_queue_max"), "packets",
                                            "Largest receive queue seen")),
+      rx_stalls_(core.env.stats.counter(core.stat("mac.rx_stalls"), "packets",
+                                        "Received packets that stalled the receive pipeline "
+                                        "(their QP context was not on chip)")),
       pause_rx_(core.env.stats.counter(core.stat("mac.pause_rx"), "frames",
                                        "PFC PAUSE frames received (XOFF and XON)")),
       ce_rx_(core.env.stats.counter(core.stat("mac.ce_rx"), "packets",
@@ -131,6 +134,16 @@ void Mac::receive(net::PacketPtr pkt) {
   }
 }
 
+void Mac::resume_rx() {
+  if (!rx_busy_) return;  // a device reset came first
+  if (rx_queue_.empty()) {
+    rx_busy_ = false;
+    return;
+  }
+  calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_packet)),
+               [this] { rx_step(); });
+}
+
 void Mac::rx_step() {
   if (rx_queue_.empty()) {  // emptied by a device reset
     rx_busy_ = false;
@@ -159,7 +172,10 @@ void Mac::rx_step() {
     ++rx_packets_;
     rx_bytes_.add(pkt->data.size());
     if (f.ecn == 3) ++ce_rx_;
-    if (rx_) rx_(std::move(pkt), f);
+    if (rx_ && !rx_(std::move(pkt), f)) {
+      ++rx_stalls_;
+      return;  // rx_busy_ stays set until resume_rx()
+    }
   }
   if (rx_queue_.empty()) {
     rx_busy_ = false;

@@ -30,7 +30,10 @@ namespace mprdma::nic {
 
 class Mac : public sc_core::sc_module, public fabric::EthPortIf {
  public:
-  using RxHandler = std::function<void(net::PacketPtr pkt, const net::RoceFields& f)>;
+  // Takes a received packet. False: the handler kept the packet but cannot
+  // finish with it yet (a context-cache miss); the receive pipeline stalls
+  // until resume_rx().
+  using RxHandler = std::function<bool(net::PacketPtr pkt, const net::RoceFields& f)>;
 
   Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx);
   void attach(fabric::EthLink* link, int side);
@@ -38,6 +41,7 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
 
   void kick();                                  // TX: a packet may be ready
   void receive(net::PacketPtr pkt) override;    // from the link
+  void resume_rx();                             // the stalled packet is done
 
   void reset();
 
@@ -55,7 +59,7 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   bool tx_waiting_ = false;  // a kick is scheduled for when the link is idle
   RxHandler rx_;
   std::deque<net::PacketPtr> rx_queue_;
-  bool rx_busy_ = false;
+  bool rx_busy_ = false;  // a packet is being parsed, or the pipeline is stalled
   uint64_t packet_ids_ = 0;
   // The packet taken from the TX scheduler but held by a PAUSE.
   net::PacketPtr held_;
@@ -71,6 +75,7 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   core::Counter& rx_bytes_;
   core::Counter& rx_drops_;
   core::Counter& rx_queue_max_;
+  core::Counter& rx_stalls_;
   core::Counter& pause_rx_;
   core::Counter& ce_rx_;
 };

@@ -1,9 +1,12 @@
 #include "vp/nic/nic.h"
 
+#include <stdexcept>
+
 #include "vp/net/cnp.h"
 #include "vp/nic/gbn_transport.h"
 #include "vp/nic/irn_transport.h"
 #include "vp/nic/mprdma_transport.h"
+#include "vp/nic/uarch/sram_budget.h"
 
 namespace mprdma::nic {
 
@@ -63,6 +66,10 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                   [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); }}),
       cq_("cq", cfg_, env, clock_, dma_, hostif_, contexts_),
       engine_(make_transport(cfg_, env)),
+      // A QPC line: struct mpr_qpc and the engine's per-connection state.
+      qpc_cache_("qpc", IcmTable::qpc,
+                 static_cast<uint32_t>(sizeof(mpr_qpc) + engine_->state_bytes()), cfg_.cache.qpc,
+                 contexts_.icm(), dma_, env, cfg_.name),
       core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, *engine_, tx_},
       tx_("tx", core_),
       requester_("requester", core_),
@@ -78,8 +85,14 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       resets_(env.stats.counter("nic." + cfg.name + ".hostif.resets", "resets",
                                 "Device resets")) {
   tx_.set_sources(&responder_, &requester_);
+  // A QP's turn to send needs its context on chip.
+  tx_.set_gate([this](uint32_t qpn) {
+    if (!contexts_.qp(qpn)) return true;  // the sources deal with a vanished QP
+    return qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this, qpn] { tx_.activate(qpn); });
+  });
+  check_sram();
   mac_.set_rx_handler([this](net::PacketPtr pkt, const net::RoceFields& f) {
-    on_packet(std::move(pkt), f);
+    return on_packet(std::move(pkt), f);
   });
   requester_.on_qp_error = [this](uint32_t qpn) { responder_.qp_to_error(qpn); };
   responder_.on_qp_error = [this](uint32_t qpn) { requester_.qp_to_error(qpn); };
@@ -92,7 +105,11 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
 void Nic::on_uar(uint32_t page, uint32_t offset, uint64_t value) {
   // Decoding a doorbell and scheduling its queue takes `doorbell` cycles.
   calendar_.at(clock_.after_cycles(static_cast<uint64_t>(cfg_.latency.doorbell)),
-               [this, page, offset, value] {
+               [this, page, offset, value] { decode_uar(page, offset, value); });
+}
+
+void Nic::decode_uar(uint32_t page, uint32_t offset, uint64_t value) {
+  {
     const uint32_t qpn = static_cast<uint32_t>(value & MPR_DB_QPN_MASK);
     const uint16_t pi = static_cast<uint16_t>((value >> MPR_DB_PI_SHIFT) & MPR_DB_PI_MASK);
     switch (offset) {
@@ -105,6 +122,10 @@ void Nic::on_uar(uint32_t page, uint32_t offset, uint64_t value) {
                                                  << " dropped (not its page or no such QP)");
           return;
         }
+        // The QP's context must be on chip: fetch it, then decode again.
+        if (!qpc_cache_.access(qpn - kFirstQpn, qpn, true,
+                               [this, page, offset, value] { decode_uar(page, offset, value); }))
+          return;
         if (offset == MPR_UAR_SQ_DB)
           requester_.sq_doorbell(qpn, pi);
         else
@@ -119,7 +140,7 @@ void Nic::on_uar(uint32_t page, uint32_t offset, uint64_t value) {
                                                      << " ignored (no register there; "
                                                         "WQE-by-MMIO is not implemented)");
     }
-  });
+  }
 }
 
 void Nic::on_reset() {
@@ -133,6 +154,8 @@ void Nic::on_reset() {
   tx_.reset();
   cq_.reset();
   mac_.reset();
+  qpc_cache_.reset();
+  rx_parked_.reset();
   for (uint32_t i = 0; i < contexts_.limits().max_qp; ++i)
     if (contexts_.qp(i + kFirstQpn)) engine_->close(i + kFirstQpn);
   contexts_.clear();
@@ -163,12 +186,66 @@ void Nic::on_qp_state(uint32_t qpn, uint8_t from, uint8_t to) {
 }
 
 void Nic::on_qp_destroyed(uint32_t qpn) {
+  qpc_cache_.invalidate(qpn - kFirstQpn);
   requester_.qp_removed(qpn);
   responder_.qp_removed(qpn);
   engine_->close(qpn);
 }
 
-void Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
+bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
+  // Every packet needs its QP's context (a packet for no QP goes on to be
+  // dropped and counted by the responder or requester).
+  const uint32_t qpn = f.dest_qp;
+  if (contexts_.qp(qpn) &&
+      !qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); })) {
+    rx_parked_ = std::move(pkt);
+    rx_parked_f_ = f;
+    return false;  // the receive pipeline waits for the fill
+  }
+  dispatch(std::move(pkt), f);
+  return true;
+}
+
+void Nic::resume_parked() {
+  if (!rx_parked_) return;
+  const uint32_t qpn = rx_parked_f_.dest_qp;
+  if (contexts_.qp(qpn) &&
+      !qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); }))
+    return;  // invalidated meanwhile: fetched again
+  dispatch(std::move(rx_parked_), rx_parked_f_);
+  rx_parked_.reset();
+  mac_.resume_rx();
+}
+
+void Nic::check_sram() {
+  // On chip: the QPC cache, whose lines are the connections whose state is
+  // on chip (struct mpr_qpc, the engine's state and the line's tag bits).
+  uarch::SramBudget budget(cfg_.sram.size.n);
+  if (qpc_cache_.enabled()) {
+    const uarch::SetAssocCache& c = qpc_cache_.lines();
+    budget.set_connections(uint64_t{c.params().sets} * c.params().ways);
+    budget.add_per_connection("qpc.context", sizeof(mpr_qpc));
+    budget.add_per_connection("qpc." + cfg_.transport + "_state", engine_->state_bytes());
+    budget.add_per_connection("qpc.tag", (c.state_bits_per_line() + 7) / 8);
+  }
+  auto& st = env_.stats;
+  const std::string p = "nic." + cfg_.name + ".sram.";
+  st.counter(p + "size", "bytes", "On-chip SRAM (nic.sram.size)").set(budget.total_bytes());
+  st.counter(p + "used", "bytes", "SRAM the configured caches take").set(budget.used_bytes());
+  st.counter(p + "bytes_per_connection", "bytes",
+             "SRAM per connection on chip: QP context, transport state, tag")
+      .set(budget.bytes_per_connection());
+  st.counter(p + "connections_on_chip", "connections", "QP contexts the QPC cache holds")
+      .set(budget.connections());
+  st.counter(p + "max_connections", "connections",
+             "Connections whose state would fit in the whole SRAM")
+      .set(qpc_cache_.enabled() ? budget.max_connections() : 0);
+  const std::string err = budget.check();
+  if (!err.empty()) throw std::invalid_argument("nic." + cfg_.name + ": " + err);
+  MPR_LOG(log_, debug, "SRAM budget:\n" << budget.report());
+}
+
+void Nic::dispatch(net::PacketPtr pkt, const net::RoceFields& f) {
   if (static_cast<uint8_t>(f.opcode) == net::kCnpOpcode)
     requester_.on_cnp(f);
   else if (net::is_request(f.opcode))

@@ -16,6 +16,7 @@
 #include "vp/core/sim_env.h"
 #include "vp/nic/command_processor.h"
 #include "vp/nic/completion_unit.h"
+#include "vp/nic/context_cache.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
 #include "vp/nic/transport_engine.h"
@@ -49,10 +50,14 @@ class Nic : public sc_core::sc_module {
 
  private:
   void on_uar(uint32_t page, uint32_t offset, uint64_t value);
+  void decode_uar(uint32_t page, uint32_t offset, uint64_t value);
   void on_reset();
   void on_qp_state(uint32_t qpn, uint8_t from, uint8_t to);
   void on_qp_destroyed(uint32_t qpn);
-  void on_packet(net::PacketPtr pkt, const net::RoceFields& f);
+  bool on_packet(net::PacketPtr pkt, const net::RoceFields& f);
+  void dispatch(net::PacketPtr pkt, const net::RoceFields& f);
+  void resume_parked();
+  void check_sram();
 
   NicConfig cfg_;
   core::SimEnv& env_;
@@ -65,6 +70,11 @@ class Nic : public sc_core::sc_module {
   HostInterface hostif_;
   CompletionUnit cq_;
   std::unique_ptr<TransportEngine> engine_;  // nic.transport
+  ContextCache qpc_cache_;                   // nic.cache.qpc
+  // The received packet whose QP context is being fetched (the receive
+  // pipeline is stalled behind it).
+  net::PacketPtr rx_parked_;
+  net::RoceFields rx_parked_f_;
   NicCore core_;
   TxScheduler tx_;
   Requester requester_;

@@ -177,6 +177,8 @@ void NicConfig::bind(core::Binder& b) {
           1, 1024, "packets");
   b.section("latency", latency, "Cycle cost of each pipeline stage.");
   b.section("limits", limits, "Object table sizes reported by QUERY_DEVICE.");
+  b.section("sram", sram, "On-chip memory budget.");
+  b.section("cache", cache, "Context caches over the ICM tables in host memory.");
 }
 
 }  // namespace mprdma::nic

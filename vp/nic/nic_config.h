@@ -9,6 +9,7 @@
 
 #include "vp/core/config.h"
 #include "vp/core/units.h"
+#include "vp/nic/uarch_config.h"
 
 namespace mprdma::nic {
 
@@ -108,6 +109,8 @@ struct NicConfig {
   int64_t ack_coalesce = 8;           // responder ACKs every N packets...
   NicLatencies latency;
   NicLimits limits;
+  SramConfig sram;      // on-chip memory budget
+  CachesConfig cache;   // context caches over ICM
 
   // Set by the platform builder, not by scenarios.
   uint64_t bar0_base = 0xE0000000ull;

@@ -53,6 +53,10 @@ void TxScheduler::step() {
   for (size_t tries = active_.size(); tries > 0 && room(); --tries) {
     const uint32_t qpn = active_.front();
     active_.pop_front();
+    if (gate_ && !gate_(qpn)) {
+      is_active_.erase(qpn);  // the gate activates it again
+      continue;
+    }
     const bool sent = (responder_ && responder_->try_emit(qpn)) ||
                       (requester_ && requester_->try_emit(qpn));
     if (sent) {

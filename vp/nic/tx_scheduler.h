@@ -52,6 +52,10 @@ class TxScheduler : public sc_core::sc_module {
   // The QP may have something to send.
   void activate(uint32_t qpn);
 
+  // Asked before a QP's turn: false if the QP cannot be served yet (its
+  // context is being fetched); the gate activates it again when it can.
+  void set_gate(std::function<bool(uint32_t qpn)> gate) { gate_ = std::move(gate); }
+
   // For sources, inside try_emit(): reserves the next slot and sets
   // `f.ip_id` to the NIC's next IPv4 identification (build the packet from
   // `f` after this call).
@@ -78,6 +82,7 @@ class TxScheduler : public sc_core::sc_module {
   };
   void kick();
   void step();
+  std::function<bool(uint32_t)> gate_;
   bool room() const { return static_cast<int64_t>(pipeline_.size()) < depth_; }
 
   const NicCore& core_;

@@ -1,0 +1,154 @@
+// Integration: the QP-context cache over ICM (vp/nic/context_cache.h) in a
+// NIC with two modeled hosts back to back. Six WRITE streams run at once
+// (six QPs per NIC) through a QPC cache of 1 set x 2 ways, so contexts
+// thrash: every miss must be one DMA read of a line from ICM, a modified
+// evicted line one DMA write, a receive-side miss must stall the receive
+// pipeline, the per-QP counters must add up to the totals, and the data
+// must still arrive intact. The same run with the cache disabled (an ideal
+// NIC) has no misses and is faster. A budget that cannot hold the cache is
+// an error that names the region and the excess.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "mprdma/hw.h"
+#include "support/files.h"
+#include "support/sim_test.h"
+#include "vp/nic/gbn_transport.h"
+#include "vp/platform/platform.h"
+#include "vp/platform/scenario.h"
+
+namespace mprdma::platform {
+namespace {
+
+constexpr int kJobs = 6;
+constexpr int kIters = 40;
+
+std::string scenario(const std::string& nic_extra) {
+  std::string s =
+      "name: qpc-cache\n"
+      "seed: 1\n"
+      "end_time: 50ms\n"
+      "nic:\n"
+      "  mtu: 1024\n" +
+      nic_extra +
+      "hosts:\n"
+      "  - {name: h0}\n"
+      "  - {name: h1}\n"
+      "links:\n"
+      "  - {name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}\n"
+      "jobs:\n";
+  for (int j = 0; j < kJobs; ++j)
+    s += "  - {name: w" + std::to_string(j) +
+         ", app: write_bw, client: h0, server: h1, sizes: [16KiB], iterations: " +
+         std::to_string(kIters) + ", tx_depth: 4, after_previous: false}\n";
+  return s;
+}
+
+class QpcCache : public test::SimTest {
+ protected:
+  void TearDown() override { platform.reset(); }
+  bool run(const std::string& text) {
+    const ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", text));
+    platform.reset();
+    core::reset_kernel();
+    env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
+    platform = std::make_unique<Platform>(cfg, *env);
+    return platform->run();
+  }
+  uint64_t counter(const std::string& path) {
+    const core::Counter* c = env->stats.find_counter(path);
+    EXPECT_NE(c, nullptr) << "no counter " << path;
+    return c ? c->value() : 0;
+  }
+  double total_seconds() {
+    double s = 0;
+    for (const JobOutcome& o : platform->outcomes()) s = std::max(s, o.results.at(0).seconds);
+    return s;
+  }
+  void expect_data_ok() {
+    ASSERT_EQ(platform->outcomes().size(), size_t{kJobs});
+    for (const JobOutcome& o : platform->outcomes()) {
+      ASSERT_EQ(o.results.size(), 1u);
+      EXPECT_EQ(o.results[0].error, "") << o.name;
+      EXPECT_TRUE(o.results[0].data_ok) << o.name;
+      EXPECT_EQ(o.results[0].iterations, uint64_t{kIters}) << o.name;
+    }
+  }
+  std::unique_ptr<Platform> platform;
+};
+
+TEST_F(QpcCache, ThrashingContextsMissToIcmAndStallReceive) {
+  ASSERT_TRUE(run(scenario("  cache: {qpc: {sets: 1, ways: 2}}\n")));
+  expect_data_ok();
+  const uint64_t line = sizeof(mpr_qpc) + nic::GbnTransport::kStateBytes;
+  for (const std::string h : {"h0", "h1"}) {
+    SCOPED_TRACE(h);
+    const std::string p = "nic." + h + ".cache.qpc.";
+    const uint64_t misses = counter(p + "misses");
+    const uint64_t evictions = counter(p + "evictions");
+    const uint64_t writebacks = counter(p + "writebacks");
+    // Six QPs through two lines: far more misses than compulsory ones.
+    EXPECT_GT(misses, uint64_t{10 * kJobs});
+    EXPECT_GT(counter(p + "hits"), 0u);
+    // Every miss but the first two (empty lines) replaced a line; every
+    // line was written (each access is a write), so each eviction writes back.
+    EXPECT_EQ(evictions, misses - 2);
+    EXPECT_EQ(writebacks, evictions);
+    // One fill (DMA read of a line) per miss, one DMA write per write-back.
+    EXPECT_EQ(counter("nic." + h + ".dma.icm_read_bytes"), misses * line);
+    EXPECT_EQ(counter("nic." + h + ".dma.icm_write_bytes"), writebacks * line);
+    const core::Histogram* fill = env->stats.find_histogram(p + "fill_latency");
+    ASSERT_NE(fill, nullptr);
+    EXPECT_EQ(fill->count(), misses);
+    EXPECT_GT(fill->min(), 300.0) << "a fill is a PCIe round trip (ns)";
+    // Per-QP counters add up to the totals.
+    uint64_t qp_misses = 0, qp_evictions = 0;
+    for (uint32_t qpn = 2; qpn < 2 + kJobs; ++qpn) {
+      const std::string q = p + "qp" + std::to_string(qpn) + ".";
+      qp_misses += counter(q + "misses");
+      qp_evictions += counter(q + "evictions");
+    }
+    EXPECT_EQ(qp_misses, misses);
+    EXPECT_EQ(qp_evictions, evictions);
+    EXPECT_EQ(counter("nic." + h + ".sram.connections_on_chip"), 2u);
+    EXPECT_EQ(counter("nic." + h + ".sram.bytes_per_connection"),
+              line + 4 /* 24-bit tag (one set), valid, dirty, 1 LRU bit: 27 bits */);
+  }
+  // The server's NIC receives the WRITEs: its misses stall reception.
+  EXPECT_GT(counter("nic.h1.mac.rx_stalls"), 0u);
+  const double thrashing = total_seconds();
+
+  ASSERT_TRUE(run(scenario("  cache: {qpc: {enabled: false}}\n")));
+  expect_data_ok();
+  EXPECT_EQ(counter("nic.h1.cache.qpc.misses"), 0u);
+  EXPECT_EQ(counter("nic.h1.dma.icm_read_bytes"), 0u);
+  EXPECT_EQ(counter("nic.h1.mac.rx_stalls"), 0u);
+  EXPECT_LT(total_seconds(), thrashing) << "misses cost time";
+}
+
+TEST_F(QpcCache, ContextsThatFitOnlyMissOnce) {
+  ASSERT_TRUE(run(scenario("")));  // default: 64 sets x 4 ways
+  expect_data_ok();
+  for (const std::string h : {"h0", "h1"}) {
+    EXPECT_EQ(counter("nic." + h + ".cache.qpc.misses"), uint64_t{kJobs}) << h;
+    EXPECT_EQ(counter("nic." + h + ".cache.qpc.evictions"), 0u) << h;
+  }
+}
+
+TEST_F(QpcCache, SramThatCannotHoldTheCacheIsAnErrorNamingTheRegion) {
+  try {
+    run(scenario("  sram: {size: 16KiB}\n"));  // 256 lines of ~160 B need ~40 KiB
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("16384 B exceeded by"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("qpc."), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace mprdma::platform

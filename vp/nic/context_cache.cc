@@ -1,0 +1,155 @@
+#include "vp/nic/context_cache.h"
+
+#include <utility>
+
+#include <systemc>
+
+#include "vp/nic/dma_engine.h"
+
+namespace mprdma::nic {
+
+namespace {
+
+uarch::SetAssocCacheParams params(const std::string& name, const CacheConfig& cfg,
+                                  uint32_t line_bytes) {
+  uarch::SetAssocCacheParams p;
+  p.name = name;
+  p.sets = static_cast<uint32_t>(cfg.sets);
+  p.ways = static_cast<uint32_t>(cfg.ways);
+  p.line_bytes = line_bytes;
+  p.key_bits = 24;  // QPNs, CQNs, MR indices: 24-bit handles
+  p.replacement =
+      cfg.replacement == "random" ? uarch::Replacement::random : uarch::Replacement::lru;
+  return p;
+}
+
+uint64_t now_ps() { return sc_core::sc_time_stamp().value(); }
+
+}  // namespace
+
+ContextCache::ContextCache(const std::string& name, IcmTable table, uint32_t line_bytes,
+                           const CacheConfig& cfg, const Icm& icm, DmaEngine& dma,
+                           core::SimEnv& env, const std::string& nic_name)
+    : name_(name),
+      table_(table),
+      line_bytes_(line_bytes),
+      enabled_(cfg.enabled),
+      icm_(icm),
+      dma_(dma),
+      env_(env),
+      prefix_("nic." + nic_name + ".cache." + name + "."),
+      log_(core::Log::channel("nic." + nic_name + ".cache")),
+      cache_(params(name, cfg, line_bytes),
+             cfg.replacement == "random" ? &env.random.stream(prefix_ + "replacement") : nullptr),
+      hits_(env.stats.counter(prefix_ + "hits", "accesses", "Accesses that found the entry")),
+      misses_(env.stats.counter(prefix_ + "misses", "accesses",
+                                "Accesses that had to fetch the entry from ICM")),
+      evictions_(env.stats.counter(prefix_ + "evictions", "lines",
+                                   "Valid lines replaced by a miss")),
+      writebacks_(env.stats.counter(prefix_ + "writebacks", "lines",
+                                    "Evicted lines that were modified: one DMA write each")),
+      merged_(env.stats.counter(prefix_ + "fill_waits", "accesses",
+                                "Accesses that waited for a fill another access started")),
+      faults_(env.stats.counter(prefix_ + "icm_faults", "fills",
+                                "Fills whose ICM page was unmapped or whose DMA read failed")),
+      fill_ns_(env.stats.histogram(prefix_ + "fill_latency", "ns",
+                                   "From a miss to its entry's arrival from host memory")) {}
+
+ContextCache::OwnerStats& ContextCache::owner_stats(uint32_t owner) {
+  auto it = owners_.find(owner);
+  if (it != owners_.end()) return it->second;
+  const std::string p = prefix_ + "qp" + std::to_string(owner) + ".";
+  OwnerStats s{&env_.stats.counter(p + "hits", "accesses", "Hits of this QP's accesses"),
+               &env_.stats.counter(p + "misses", "accesses", "Misses of this QP's accesses"),
+               &env_.stats.counter(p + "evictions", "lines",
+                                   "Times this QP's line was evicted by another")};
+  return owners_.emplace(owner, s).first->second;
+}
+
+bool ContextCache::access(uint64_t index, uint32_t owner, bool write, Ready ready) {
+  if (!enabled_) return true;
+  const bool cached = cache_.contains(index);
+  if (!cached && arrived_.erase(index) == 0) {
+    // Not on chip: wait for the fill (starting it if nobody has).
+    auto it = fills_.find(index);
+    if (it == fills_.end()) {
+      start_fill(index);
+      it = fills_.find(index);
+      if (it == fills_.end()) return access(index, owner, write, std::move(ready));  // fault
+    } else {
+      ++merged_;
+    }
+    it->second.waiters.push_back(std::move(ready));
+    return false;
+  }
+  const uarch::CacheAccess a = cache_.lookup(index, write, owner);
+  if (a.hit) {
+    ++hits_;
+    ++*owner_stats(owner).hits;
+    return true;
+  }
+  ++misses_;
+  ++*owner_stats(owner).misses;
+  if (a.evicted) {
+    ++evictions_;
+    ++*owner_stats(a.evicted_owner).evictions;
+    if (a.writeback) {
+      ++writebacks_;
+      // The functional copy is in ContextMemory: the write carries the
+      // line's size in bytes, as the hardware's would.
+      if (const auto pa = icm_.pa(table_, a.evicted_key)) {
+        const std::vector<uint8_t> line(line_bytes_, 0);
+        dma_.write(*pa, line.data(), line_bytes_, DmaPurpose::icm);
+      } else {
+        ++faults_;
+      }
+    }
+  }
+  return true;
+}
+
+void ContextCache::start_fill(uint64_t index) {
+  const auto pa = icm_.pa(table_, index);
+  if (!pa) {
+    ++faults_;
+    MPR_LOG(log_, warn, name_ << " entry " << index
+                              << ": ICM page not mapped; the entry is used from chip");
+    arrived_.insert(index);
+    return;
+  }
+  fills_[index] = Fill{now_ps(), {}};
+  const uint64_t gen = generation_;
+  dma_.read(*pa, line_bytes_, DmaPurpose::icm,
+            [this, index, gen](bool ok, std::vector<uint8_t>&&) {
+              if (gen != generation_) return;  // a device reset forgot it
+              auto it = fills_.find(index);
+              if (it == fills_.end()) return;
+              if (!ok) {
+                ++faults_;
+                MPR_LOG(log_, warn, name_ << " entry " << index
+                                          << ": ICM read failed; the entry is used from chip");
+              }
+              fill_ns_.record(static_cast<double>(now_ps() - it->second.start_ps) / 1000.0);
+              std::vector<Ready> waiters = std::move(it->second.waiters);
+              fills_.erase(it);
+              arrived_.insert(index);
+              for (Ready& r : waiters)
+                if (r) r();
+            });
+}
+
+void ContextCache::invalidate(uint64_t index) {
+  if (!enabled_) return;
+  cache_.invalidate(index);
+  arrived_.erase(index);
+}
+
+void ContextCache::reset() {
+  if (!enabled_) return;
+  ++generation_;
+  cache_.invalidate_all();
+  fills_.clear();
+  arrived_.clear();
+}
+
+}  // namespace mprdma::nic

@@ -1,0 +1,32 @@
+#include "vp/nic/uarch_config.h"
+
+namespace mprdma::nic {
+
+void CacheConfig::bind(core::Binder& b) {
+  b.field("enabled", enabled,
+          "Cache the table on chip with misses to ICM in host memory; off: every entry is on "
+          "chip and free (an ideal NIC, no SRAM charged).");
+  b.field("sets", sets, "Sets (a power of two; the set is the entry index's low bits).", 1,
+          1 << 20, "sets");
+  if (sets & (sets - 1)) b.error("sets must be a power of two");
+  b.field("ways", ways, "Lines per set.", 1, 64, "lines");
+  b.choice("replacement", replacement, {"lru", "random"},
+           "Victim of a miss in a full set: least recently used, or drawn from the seeded "
+           "stream nic.<name>.cache.<cache>.replacement.");
+}
+
+void CachesConfig::bind(core::Binder& b) {
+  b.section("qpc", qpc,
+            "QP-context cache: one line per QP (struct mpr_qpc and the transport engine's "
+            "per-connection state). Accessed for every packet received or sent and every "
+            "doorbell; a miss stalls the receive pipeline.");
+}
+
+void SramConfig::bind(core::Binder& b) {
+  b.field("size", size,
+          "On-chip SRAM holding the context caches (tags and data); a configuration that "
+          "needs more is an error naming the region and the excess.",
+          1024, uint64_t{1} << 32);
+}
+
+}  // namespace mprdma::nic

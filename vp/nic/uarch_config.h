@@ -1,0 +1,38 @@
+// Parameters of the NIC's microarchitecture: the on-chip SRAM and the
+// context caches that hold part of the ICM tables on chip (scenario keys
+// nic.sram and nic.cache). See vp/nic/context_cache.h and nic.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vp/core/config.h"
+#include "vp/core/units.h"
+
+namespace mprdma::nic {
+
+// One set-associative context cache. A line holds one entry of its ICM
+// table; the line size follows from the entry (nic.md, "Caches").
+struct CacheConfig {
+  bool enabled = true;
+  int64_t sets = 64;                 // power of two
+  int64_t ways = 4;                  // lines per set
+  std::string replacement = "lru";   // lru | random
+  void bind(core::Binder& b);
+};
+
+struct CachesConfig {
+  // 256 QP contexts on chip: the MP-RDMA paper's ConnectX-3 Pro loses
+  // goodput beyond ~256 connections (Fig. 2); the vendor does not publish
+  // the cache geometry, so this is our choice, calibrated to that figure.
+  CacheConfig qpc;
+  void bind(core::Binder& b);
+};
+
+struct SramConfig {
+  // "Only a few megabytes" of on-chip memory (MP-RDMA paper, section 1).
+  core::Bytes size{uint64_t{2} << 20};
+  void bind(core::Binder& b);
+};
+
+}  // namespace mprdma::nic
