@@ -95,6 +95,16 @@ void JobConfig::bind(core::Binder& b) {
            "delays it by its synchronise interval; go-back-N ignores the flag); stop_wait = the "
            "application posts it only after every earlier message of the connection has "
            "completed, without the flag (the paper's MP-RDMA (Stop-Wait)).");
+  b.field("qps", qps,
+          "Connections: the test runs as this many copies, each with its own QPs, CQs, "
+          "buffers and tx_depth (like that many perftest processes), set up one after "
+          "another and started together; the job's result aggregates them (all bytes over "
+          "the time from the common start to the last end). Bandwidth tests, one size.",
+          1, 65536, "connections");
+  b.field("run_at", run_at,
+          "The measured part starts at this time at the earliest (set-up happens before "
+          "it), so that jobs whose set-up takes different times start together. 0: right "
+          "after set-up.");
   if (b.reading()) {
     if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two");
     if (rate.bps < 0) b.error("rate must not be negative");
@@ -104,6 +114,10 @@ void JobConfig::bind(core::Binder& b) {
     if (duration.ps && app != "write_bw" && app != "read_bw")
       b.error("duration applies to write_bw and read_bw only");
     if (!via.empty() && udp_sport) b.error("give either via or udp_sport, not both");
+    if (qps > 1 && app != "write_bw" && app != "read_bw" && app != "send_bw" &&
+        app != "atomic_bw")
+      b.error("qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw)");
+    if (qps > 1 && sizes.size() != 1) b.error("qps > 1 needs exactly one size");
     // As perftest does: a signal must fall inside every window of tx_depth
     // requests, or the sender would wait for a completion never asked for.
     cq_mod = std::min(cq_mod, tx_depth);
@@ -131,12 +145,17 @@ struct PerfTest::Side {
 };
 
 PerfTest::PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server,
-                   core::SimEnv& env)
+                   core::SimEnv& env, int copy)
     : cfg_(cfg),
       client_host_(client),
       server_host_(server),
       env_(env),
-      rng_(env.random.stream("job." + cfg.name + ".data")) {}
+      stream_prefix_("job." + cfg.name + "." + (copy ? "qp" + std::to_string(copy) + "." : "")),
+      rng_(env.random.stream(stream_prefix_ + "data")) {}
+
+core::RandomStream& PerfTest::stream(const std::string& what) {
+  return env_.random.stream(stream_prefix_ + what);
+}
 
 PerfTest::~PerfTest() = default;
 
@@ -174,7 +193,7 @@ void PerfTest::setup() {
     s->rcq = s->ctx->create_cq(cq_entries);
     s->qp = s->ctx->create_qp(s->pd, s->scq, s->rcq, caps);
   }
-  core::RandomStream& psn = env_.random.stream("job." + cfg_.name + ".psn");
+  core::RandomStream& psn = stream("psn");
   const auto ci = client_->ctx->local_info(client_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
   const auto si = server_->ctx->local_info(server_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
   const uint8_t mtu = mtu_code(cfg_.mtu.n);
@@ -183,15 +202,24 @@ void PerfTest::setup() {
   server_->ctx->connect(server_->qp, si, ci, mtu, access, cfg_.timeout, cfg_.retry_cnt);
 }
 
-void PerfTest::run() {
+bool PerfTest::prepare() {
+  if (prepared_) return results_.empty();
+  prepared_ = true;
   try {
     setup();
   } catch (const std::exception& e) {
     SizeResult r;
     r.error = std::string("set-up failed: ") + e.what();
     results_.push_back(r);
-    return;
+    return false;
   }
+  return true;
+}
+
+void PerfTest::run() {
+  if (!prepare()) return;
+  if (sc_core::sc_time_stamp() < cfg_.run_at.sc())
+    sc_core::wait(cfg_.run_at.sc() - sc_core::sc_time_stamp());
   for (const core::Bytes& size : cfg_.sizes) {
     SizeResult r;
     if (cfg_.app == "write_lat")
@@ -301,7 +329,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   // stop_wait can signal the message before a synchronise one.
   const bool stop_wait = cfg_.sync_mode == "stop_wait";
   core::RandomStream* sync_rng =
-      cfg_.sync_ratio > 0 ? &env_.random.stream("job." + cfg_.name + ".sync") : nullptr;
+      cfg_.sync_ratio > 0 ? &stream("sync") : nullptr;
   auto draw_sync = [&] { return sync_rng != nullptr && sync_rng->bernoulli(cfg_.sync_ratio); };
   bool cur_sync = draw_sync();
   bool stalled = false;

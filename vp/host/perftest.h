@@ -68,6 +68,16 @@ struct JobConfig {
   // that) and does not set the flag (the paper's MP-RDMA (Stop-Wait)).
   double sync_ratio = 0;
   std::string sync_mode = "flag";
+  // Bandwidth tests: run as this many connections, each a copy of the test
+  // with its own QPs, CQs, buffers and tx_depth (like that many perftest
+  // processes): set up one after another, started together, results
+  // aggregated (bytes of all over the time from the common start to the
+  // last end). Needs exactly one size.
+  int64_t qps = 1;
+  // The measured part starts at this time at the earliest; set-up (QPs,
+  // buffers, connection) happens before it. Jobs whose set-up takes
+  // different times can so start together. 0: right after set-up.
+  core::Duration run_at{0};
   void bind(core::Binder& b);
   bool is_latency() const;
 };
@@ -89,8 +99,14 @@ struct SizeResult {
 
 class PerfTest {
  public:
-  PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server, core::SimEnv& env);
+  // `copy` numbers the connections of a job with qps > 1; copy 0 draws
+  // from the streams job.<name>.*, copy k > 0 from job.<name>.qp<k>.*.
+  PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server, core::SimEnv& env,
+           int copy = 0);
   ~PerfTest();
+  // Creates the QPs and connects them (SC_THREAD context); false, with the
+  // failure recorded as the result, if that failed. run() calls it if needed.
+  bool prepare();
   // Runs every size (SC_THREAD context). Never throws: failures are recorded.
   void run();
   const std::vector<SizeResult>& results() const { return results_; }
@@ -112,12 +128,15 @@ class PerfTest {
                              const sc_core::sc_time& until);
   void finish_latency(SizeResult& r, std::vector<double>& samples_us);
   uint64_t buffer_bytes() const;
+  core::RandomStream& stream(const std::string& what);
 
   JobConfig cfg_;
   ModeledHost& client_host_;
   ModeledHost& server_host_;
   core::SimEnv& env_;
+  std::string stream_prefix_;  // job.<name>. or job.<name>.qp<k>.
   core::RandomStream& rng_;
+  bool prepared_ = false;
   std::unique_ptr<Side> client_, server_;
   std::vector<SizeResult> results_;
 };

@@ -41,15 +41,71 @@ struct Platform::JobRunner : sc_core::sc_module {
     JobOutcome& out = platform.outcomes_[i];
     out.started = true;
     out.start_s = sc_core::sc_time_stamp().to_seconds();
-    host::PerfTest test(cfg, platform.modeled_host(cfg.client), platform.modeled_host(cfg.server),
-                        platform.env_);
-    test.run();
-    out.results = test.results();
+    if (cfg.qps > 1) {
+      out.results = {run_connections(cfg)};
+    } else {
+      host::PerfTest test(cfg, platform.modeled_host(cfg.client),
+                          platform.modeled_host(cfg.server), platform.env_);
+      test.run();
+      out.results = test.results();
+    }
     out.finished = true;
     out.end_s = sc_core::sc_time_stamp().to_seconds();
     done[i] = true;
     ++finished;
     events[i]->notify(sc_core::SC_ZERO_TIME);
+  }
+
+  // A job with qps > 1: that many copies of the test, each set up in turn
+  // (the drivers serialise their admin commands anyway), then all started
+  // at the same instant; one aggregate result.
+  host::SizeResult run_connections(const host::JobConfig& cfg) {
+    const size_t n = static_cast<size_t>(cfg.qps);
+    std::vector<std::unique_ptr<host::PerfTest>> tests;
+    for (size_t k = 0; k < n; ++k)
+      tests.push_back(std::make_unique<host::PerfTest>(cfg, platform.modeled_host(cfg.client),
+                                                       platform.modeled_host(cfg.server),
+                                                       platform.env_, static_cast<int>(k)));
+    host::SizeResult agg;
+    agg.bytes = cfg.sizes.at(0).n;
+    for (size_t k = 0; k < n; ++k)
+      if (!tests[k]->prepare()) {
+        agg.error = "connection " + std::to_string(k) + ": " + tests[k]->results().at(0).error;
+        return agg;
+      }
+    const sc_core::sc_time t0 = std::max(sc_core::sc_time_stamp(), cfg.run_at.sc());
+    sc_core::sc_event all_done;
+    size_t running = n;
+    for (size_t k = 0; k < n; ++k)
+      sc_core::sc_spawn(
+          [&, k] {
+            tests[k]->run();
+            if (--running == 0) all_done.notify(sc_core::SC_ZERO_TIME);
+          },
+          sc_core::sc_gen_unique_name("connection"));
+    sc_core::wait(all_done);
+    agg.seconds = (sc_core::sc_time_stamp() - t0).to_seconds();
+    agg.data_ok = true;
+    for (size_t k = 0; k < n; ++k) {
+      const std::vector<host::SizeResult>& r = tests[k]->results();
+      if (r.empty()) {
+        agg.data_ok = false;
+        if (agg.error.empty()) agg.error = "connection " + std::to_string(k) + ": no result";
+        continue;
+      }
+      agg.iterations += r[0].iterations;
+      agg.sync_messages += r[0].sync_messages;
+      agg.data_ok = agg.data_ok && r[0].data_ok;
+      if (agg.error.empty() && !r[0].error.empty())
+        agg.error = "connection " + std::to_string(k) + ": " + r[0].error;
+    }
+    if (agg.seconds > 0) {
+      const double bytes = static_cast<double>(agg.iterations) * static_cast<double>(agg.bytes);
+      agg.bw_gbps = bytes * 8 / agg.seconds / 1e9;
+      agg.bw_MBps = bytes / agg.seconds / (1 << 20);
+      agg.msg_rate_mpps = static_cast<double>(agg.iterations) / agg.seconds / 1e6;
+    }
+    return agg;
   }
 
   Platform& platform;
