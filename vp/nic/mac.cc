@@ -129,7 +129,7 @@ void Mac::receive(net::PacketPtr pkt) {
   if (rx_queue_.size() > rx_queue_max_.value()) rx_queue_max_.set(rx_queue_.size());
   if (!rx_busy_) {
     rx_busy_ = true;
-    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_packet)),
+    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_parse)),
                  [this] { rx_step(); });
   }
 }
@@ -140,7 +140,7 @@ void Mac::resume_rx() {
     rx_busy_ = false;
     return;
   }
-  calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_packet)),
+  calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_parse)),
                [this] { rx_step(); });
 }
 
@@ -180,7 +180,7 @@ void Mac::rx_step() {
   if (rx_queue_.empty()) {
     rx_busy_ = false;
   } else {
-    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_packet)),
+    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_parse)),
                  [this] { rx_step(); });
   }
 }

@@ -1,6 +1,6 @@
 // MAC: the NIC's Ethernet port. Transmits packets from the TX scheduler
 // back to back at the link rate; receives packets from the link into an RX
-// queue that the NIC parses at `latency.rx_packet` cycles per packet and
+// queue that the NIC parses at `latency.rx_parse` cycles per packet and
 // dispatches by opcode. Packets failing the checks (not RoCEv2, bad ICRC,
 // bad IP checksum, not for this NIC's address) are dropped and counted.
 //

@@ -66,11 +66,12 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                   [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); }}),
       cq_("cq", cfg_, env, clock_, dma_, hostif_, contexts_),
       engine_(make_transport(cfg_, env)),
+      pus_(cfg_, clock_, env),
       // A QPC line: struct mpr_qpc and the engine's per-connection state.
       qpc_cache_("qpc", IcmTable::qpc,
                  static_cast<uint32_t>(sizeof(mpr_qpc) + engine_->state_bytes()), cfg_.cache.qpc,
                  contexts_.icm(), dma_, env, cfg_.name),
-      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, *engine_, tx_},
+      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, *engine_, tx_, pus_},
       tx_("tx", core_),
       requester_("requester", core_),
       responder_("responder", core_),
@@ -156,6 +157,8 @@ void Nic::on_reset() {
   mac_.reset();
   qpc_cache_.reset();
   rx_parked_.reset();
+  pus_.reset();
+  ++generation_;
   for (uint32_t i = 0; i < contexts_.limits().max_qp; ++i)
     if (contexts_.qp(i + kFirstQpn)) engine_->close(i + kFirstQpn);
   contexts_.clear();
@@ -246,6 +249,17 @@ void Nic::check_sram() {
 }
 
 void Nic::dispatch(net::PacketPtr pkt, const net::RoceFields& f) {
+  // The packet is processed on its QP's PU (in order per QP) and takes
+  // effect when that is done.
+  const sc_core::sc_time done = pus_.run(f.dest_qp, uarch::PuOp::rx_packet);
+  auto held = std::make_shared<net::PacketPtr>(std::move(pkt));
+  const uint64_t gen = generation_;
+  calendar_.at(done, [this, held, f, gen] {
+    if (gen == generation_) deliver(std::move(*held), f);
+  });
+}
+
+void Nic::deliver(net::PacketPtr pkt, const net::RoceFields& f) {
   if (static_cast<uint8_t>(f.opcode) == net::kCnpOpcode)
     requester_.on_cnp(f);
   else if (net::is_request(f.opcode))

@@ -24,6 +24,7 @@
 #include "vp/nic/mac.h"
 #include "vp/nic/nic_config.h"
 #include "vp/nic/nic_core.h"
+#include "vp/nic/processing_units.h"
 #include "vp/nic/requester.h"
 #include "vp/nic/responder.h"
 #include "vp/nic/translation.h"
@@ -56,6 +57,7 @@ class Nic : public sc_core::sc_module {
   void on_qp_destroyed(uint32_t qpn);
   bool on_packet(net::PacketPtr pkt, const net::RoceFields& f);
   void dispatch(net::PacketPtr pkt, const net::RoceFields& f);
+  void deliver(net::PacketPtr pkt, const net::RoceFields& f);
   void resume_parked();
   void check_sram();
 
@@ -70,11 +72,13 @@ class Nic : public sc_core::sc_module {
   HostInterface hostif_;
   CompletionUnit cq_;
   std::unique_ptr<TransportEngine> engine_;  // nic.transport
+  ProcessingUnits pus_;                      // nic.pu
   ContextCache qpc_cache_;                   // nic.cache.qpc
   // The received packet whose QP context is being fetched (the receive
   // pipeline is stalled behind it).
   net::PacketPtr rx_parked_;
   net::RoceFields rx_parked_f_;
+  uint64_t generation_ = 0;  // device resets: dispatches scheduled before one are dropped
   NicCore core_;
   TxScheduler tx_;
   Requester requester_;

@@ -6,10 +6,20 @@ void NicLatencies::bind(core::Binder& b) {
   b.field("doorbell", doorbell, "Decode a doorbell and schedule its QP.", 0, 1000000, "cycles");
   b.field("wqe_parse", wqe_parse, "Parse, validate and translate one fetched WQE.", 0, 1000000,
           "cycles");
+  b.field("tx_schedule", tx_schedule,
+          "The TX scheduler picks the next QP to send a packet; bounds the NIC's packet rate "
+          "over all QPs.",
+          1, 1000000, "cycles");
   b.field("tx_packet", tx_packet,
-          "Schedule and build one outgoing packet; bounds the packet rate of the NIC.", 1,
-          1000000, "cycles");
-  b.field("rx_packet", rx_packet, "Parse, look up and check one incoming packet.", 1, 1000000,
+          "Build one outgoing packet, on the QP's processing unit; bounds one PU's packet "
+          "rate.",
+          1, 1000000, "cycles");
+  b.field("rx_parse", rx_parse,
+          "The in-order receive stage parses one frame's headers (and fetches its QP context) "
+          "before handing it to the QP's processing unit; bounds the NIC's receive rate.",
+          1, 1000000, "cycles");
+  b.field("rx_packet", rx_packet,
+          "Look up and check one incoming packet, on the QP's processing unit.", 1, 1000000,
           "cycles");
   b.field("ack_process", ack_process, "Process one ACK, NAK or response in the requester.", 0,
           1000000, "cycles");
@@ -177,6 +187,7 @@ void NicConfig::bind(core::Binder& b) {
           1, 1024, "packets");
   b.section("latency", latency, "Cycle cost of each pipeline stage.");
   b.section("limits", limits, "Object table sizes reported by QUERY_DEVICE.");
+  b.section("pu", pu, "Processing units (per-QP work in parallel across QPs).");
   b.section("sram", sram, "On-chip memory budget.");
   b.section("cache", cache, "Context caches over the ICM tables in host memory.");
 }

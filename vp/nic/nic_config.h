@@ -17,8 +17,10 @@ namespace mprdma::nic {
 struct NicLatencies {
   int64_t doorbell = 4;       // decode a doorbell and schedule the QP
   int64_t wqe_parse = 8;      // parse and validate one fetched WQE
-  int64_t tx_packet = 4;      // schedule and build one outgoing packet
-  int64_t rx_packet = 8;      // parse, look up and check one incoming packet
+  int64_t tx_schedule = 1;    // the TX scheduler picks the next QP
+  int64_t tx_packet = 4;      // build one outgoing packet, on the QP's PU
+  int64_t rx_parse = 2;       // the receive stage parses one frame's headers
+  int64_t rx_packet = 8;      // look up and check one incoming packet, on the QP's PU
   int64_t ack_process = 4;    // process one ACK/NAK/response in the requester
   int64_t cqe = 4;            // build one CQE or EQE
   int64_t command = 500;      // firmware time per admin command, before its DMA
@@ -109,6 +111,7 @@ struct NicConfig {
   int64_t ack_coalesce = 8;           // responder ACKs every N packets...
   NicLatencies latency;
   NicLimits limits;
+  PuConfig pu;          // processing units
   SramConfig sram;      // on-chip memory budget
   CachesConfig cache;   // context caches over ICM
 

@@ -14,6 +14,7 @@ namespace mprdma::nic {
 class CompletionUnit;
 class ContextMemory;
 class DmaEngine;
+class ProcessingUnits;
 class TransportEngine;
 class Translation;
 class TxScheduler;
@@ -28,6 +29,7 @@ struct NicCore {
   CompletionUnit& cq;
   TransportEngine& engine;
   TxScheduler& tx;
+  ProcessingUnits& pus;
   // "nic.<name>.": prefix of every statistic of this NIC.
   std::string stat(const std::string& block_and_name) const {
     return "nic." + cfg.name + "." + block_and_name;

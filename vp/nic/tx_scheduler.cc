@@ -1,6 +1,9 @@
 #include "vp/nic/tx_scheduler.h"
 
+#include <memory>
 #include <stdexcept>
+
+#include "vp/nic/processing_units.h"
 
 namespace mprdma::nic {
 
@@ -41,7 +44,7 @@ void TxScheduler::kick() {
   }
   stepping_ = true;
   const uint64_t gen = generation_;
-  calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.tx_packet)),
+  calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.tx_schedule)),
                [this, gen] {
                  if (gen == generation_) step();
                });
@@ -57,8 +60,11 @@ void TxScheduler::step() {
       is_active_.erase(qpn);  // the gate activates it again
       continue;
     }
+    serving_ = true;
+    serving_qpn_ = qpn;
     const bool sent = (responder_ && responder_->try_emit(qpn)) ||
                       (requester_ && requester_->try_emit(qpn));
+    serving_ = false;
     if (sent) {
       // It may have more: back to the end of the round.
       active_.push_back(qpn);
@@ -73,7 +79,11 @@ void TxScheduler::step() {
 
 TxScheduler::Slot TxScheduler::reserve(net::RoceFields& f) {
   if (!room()) throw std::logic_error("TxScheduler::reserve without room");
-  pipeline_.push_back(Entry{next_slot_, false, nullptr});
+  // The packet is built on the QP's PU (a reserve outside a turn, which the
+  // sources do not make, would cost nothing).
+  const sc_core::sc_time built = serving_ ? core_.pus.run(serving_qpn_, uarch::PuOp::tx_packet)
+                                          : sc_core::sc_time_stamp();
+  pipeline_.push_back(Entry{next_slot_, false, nullptr, built});
   f.ip_id = next_ip_id_++;  // uint16_t: wraps from 65535 to 0
   return next_slot_++;
 }
@@ -81,12 +91,27 @@ TxScheduler::Slot TxScheduler::reserve(net::RoceFields& f) {
 void TxScheduler::fill(Slot slot, net::PacketPtr pkt) {
   for (Entry& e : pipeline_)
     if (e.slot == slot) {
-      e.done = true;
       e.pkt = std::move(pkt);
-      if (mac_kick_ && pipeline_.front().done) mac_kick_();
+      if (e.built > sc_core::sc_time_stamp()) {
+        const uint64_t gen = generation_;
+        calendar_.at(e.built, [this, slot, gen] {
+          if (gen == generation_) mark_done(slot);
+        });
+      } else {
+        mark_done(slot);
+      }
       return;
     }
   // The slot was dropped by a reset: the packet is discarded.
+}
+
+void TxScheduler::mark_done(Slot slot) {
+  for (Entry& e : pipeline_)
+    if (e.slot == slot) {
+      e.done = true;
+      if (mac_kick_ && pipeline_.front().done) mac_kick_();
+      return;
+    }
 }
 
 void TxScheduler::cancel(Slot slot) { fill(slot, nullptr); }

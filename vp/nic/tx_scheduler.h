@@ -3,8 +3,11 @@
 //
 // QPs with something to send are served round robin, one packet per turn,
 // the responder side (ACKs, READ responses) before the requester side of the
-// same QP. Each packet costs `latency.tx_packet` cycles of the scheduler, so
-// the NIC's packet rate is bounded by its clock. At most
+// same QP. Each turn costs `latency.tx_schedule` cycles of the scheduler
+// (the NIC's packet rate over all QPs), and building the packet
+// `latency.tx_packet` cycles on the QP's processing unit (ProcessingUnits):
+// a packet is ready for the wire when both it is built and its payload has
+// arrived. At most
 // `tx_pipeline_depth` packets are between the scheduler and the wire (their
 // payload DMA reads included): a reserved slot is filled when the packet is
 // built, and the MAC takes slots strictly in reservation order.
@@ -79,10 +82,15 @@ class TxScheduler : public sc_core::sc_module {
     Slot slot;
     bool done = false;
     net::PacketPtr pkt;
+    sc_core::sc_time built;  // its PU finishes building it
   };
+  void mark_done(Slot slot);
   void kick();
   void step();
   std::function<bool(uint32_t)> gate_;
+  // The QP whose turn it is (inside step()): reserve() charges its PU.
+  bool serving_ = false;
+  uint32_t serving_qpn_ = 0;
   bool room() const { return static_cast<int64_t>(pipeline_.size()) < depth_; }
 
   const NicCore& core_;

@@ -22,6 +22,14 @@ void CachesConfig::bind(core::Binder& b) {
             "doorbell; a miss stalls the receive pipeline.");
 }
 
+void PuConfig::bind(core::Binder& b) {
+  b.field("count", count,
+          "Processing units. A QP's packets are built (latency.tx_packet) and processed "
+          "(latency.rx_packet) on PU qpn % count, one operation at a time per PU, in order per "
+          "QP; QPs on different PUs run in parallel.",
+          1, 256, "PUs");
+}
+
 void SramConfig::bind(core::Binder& b) {
   b.field("size", size,
           "On-chip SRAM holding the context caches (tags and data); a configuration that "

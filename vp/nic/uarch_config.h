@@ -29,6 +29,16 @@ struct CachesConfig {
   void bind(core::Binder& b);
 };
 
+// The processing units (vp/nic/uarch/pu_array.h): per-QP work runs on PU
+// qpn % count; operation costs are the nic.latency values.
+struct PuConfig {
+  // Our choice: vendors do not publish the number; the MP-RDMA paper only
+  // assumes several, and Kalia et al. infer multiple PUs from how the
+  // message rate scales with QPs (ATC'16, section 3.3).
+  int64_t count = 8;
+  void bind(core::Binder& b);
+};
+
 struct SramConfig {
   // "Only a few megabytes" of on-chip memory (MP-RDMA paper, section 1).
   core::Bytes size{uint64_t{2} << 20};
