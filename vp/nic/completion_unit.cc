@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "vp/nic/context_cache.h"
+
 namespace mprdma::nic {
 
 CompletionUnit::CompletionUnit(sc_core::sc_module_name name, const NicConfig& cfg,
@@ -79,6 +81,18 @@ void CompletionUnit::step() {
     queue_.pop_front();
     kick();
     return;
+  }
+  // The CQ's context must be on chip (a line per CQ, modified by every CQE).
+  if (cqc_cache_) {
+    const uint64_t gen = generation_;
+    if (!cqc_cache_->access(w.cqn, w.cqn, true, [this, gen] {
+          if (gen != generation_) return;
+          busy_ = false;
+          kick();
+        })) {
+      busy_ = true;
+      return;
+    }
   }
   const uint32_t size = 1u << cq->log_size;
   if (cq->pi - cq->ci >= size) {

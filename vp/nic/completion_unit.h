@@ -26,10 +26,14 @@
 
 namespace mprdma::nic {
 
+class ContextCache;
+
 constexpr uint32_t kAsyncEqn = 0;
 
 class CompletionUnit : public sc_core::sc_module {
  public:
+  // CQ contexts are read through this cache (nic.cache.cqc); null: on chip.
+  void set_cqc_cache(ContextCache* cache) { cqc_cache_ = cache; }
   CompletionUnit(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env,
                  const core::ClockDomain& clock, DmaEngine& dma, HostInterface& hostif,
                  ContextMemory& contexts);
@@ -48,6 +52,7 @@ class CompletionUnit : public sc_core::sc_module {
   void reset();
 
  private:
+  ContextCache* cqc_cache_ = nullptr;
   struct Work {
     bool is_cqe;
     uint32_t cqn;

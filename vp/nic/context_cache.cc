@@ -1,5 +1,6 @@
 #include "vp/nic/context_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <systemc>
@@ -11,13 +12,18 @@ namespace mprdma::nic {
 namespace {
 
 uarch::SetAssocCacheParams params(const std::string& name, const CacheConfig& cfg,
-                                  uint32_t line_bytes) {
+                                  uint32_t line_bytes, uint64_t table_lines) {
   uarch::SetAssocCacheParams p;
   p.name = name;
   p.sets = static_cast<uint32_t>(cfg.sets);
   p.ways = static_cast<uint32_t>(cfg.ways);
   p.line_bytes = line_bytes;
-  p.key_bits = 24;  // QPNs, CQNs, MR indices: 24-bit handles
+  // Keys are line numbers of the ICM table: tags as wide as the table needs.
+  uint32_t bits = 1;
+  while (bits < 64 && (uint64_t{1} << bits) < table_lines) ++bits;
+  uint32_t index_bits = 0;
+  while ((uint32_t{1} << index_bits) < p.sets) ++index_bits;
+  p.key_bits = std::max(bits, index_bits);
   p.replacement =
       cfg.replacement == "random" ? uarch::Replacement::random : uarch::Replacement::lru;
   return p;
@@ -29,17 +35,21 @@ uint64_t now_ps() { return sc_core::sc_time_stamp().value(); }
 
 ContextCache::ContextCache(const std::string& name, IcmTable table, uint32_t line_bytes,
                            const CacheConfig& cfg, const Icm& icm, DmaEngine& dma,
-                           core::SimEnv& env, const std::string& nic_name)
+                           core::SimEnv& env, const std::string& nic_name,
+                           uint32_t entries_per_line, const std::string& owner_label)
     : name_(name),
       table_(table),
       line_bytes_(line_bytes),
+      entries_per_line_(entries_per_line),
+      owner_label_(owner_label),
       enabled_(cfg.enabled),
       icm_(icm),
       dma_(dma),
       env_(env),
       prefix_("nic." + nic_name + ".cache." + name + "."),
       log_(core::Log::channel("nic." + nic_name + ".cache")),
-      cache_(params(name, cfg, line_bytes),
+      cache_(params(name, cfg, line_bytes,
+                    (icm.entries(table) + entries_per_line - 1) / entries_per_line),
              cfg.replacement == "random" ? &env.random.stream(prefix_ + "replacement") : nullptr),
       hits_(env.stats.counter(prefix_ + "hits", "accesses", "Accesses that found the entry")),
       misses_(env.stats.counter(prefix_ + "misses", "accesses",
@@ -58,11 +68,11 @@ ContextCache::ContextCache(const std::string& name, IcmTable table, uint32_t lin
 ContextCache::OwnerStats& ContextCache::owner_stats(uint32_t owner) {
   auto it = owners_.find(owner);
   if (it != owners_.end()) return it->second;
-  const std::string p = prefix_ + "qp" + std::to_string(owner) + ".";
-  OwnerStats s{&env_.stats.counter(p + "hits", "accesses", "Hits of this QP's accesses"),
-               &env_.stats.counter(p + "misses", "accesses", "Misses of this QP's accesses"),
+  const std::string p = prefix_ + owner_label_ + std::to_string(owner) + ".";
+  OwnerStats s{&env_.stats.counter(p + "hits", "accesses", "Hits of this owner's accesses"),
+               &env_.stats.counter(p + "misses", "accesses", "Misses of this owner's accesses"),
                &env_.stats.counter(p + "evictions", "lines",
-                                   "Times this QP's line was evicted by another")};
+                                   "Times this owner's line was evicted by another")};
   return owners_.emplace(owner, s).first->second;
 }
 
@@ -97,7 +107,7 @@ bool ContextCache::access(uint64_t index, uint32_t owner, bool write, Ready read
       ++writebacks_;
       // The functional copy is in ContextMemory: the write carries the
       // line's size in bytes, as the hardware's would.
-      if (const auto pa = icm_.pa(table_, a.evicted_key)) {
+      if (const auto pa = icm_.pa(table_, a.evicted_key * entries_per_line_)) {
         const std::vector<uint8_t> line(line_bytes_, 0);
         dma_.write(*pa, line.data(), line_bytes_, DmaPurpose::icm);
       } else {
@@ -109,7 +119,7 @@ bool ContextCache::access(uint64_t index, uint32_t owner, bool write, Ready read
 }
 
 void ContextCache::start_fill(uint64_t index) {
-  const auto pa = icm_.pa(table_, index);
+  const auto pa = icm_.pa(table_, index * entries_per_line_);
   if (!pa) {
     ++faults_;
     MPR_LOG(log_, warn, name_ << " entry " << index

@@ -41,13 +41,16 @@ class ContextCache {
   using Ready = std::function<void()>;
 
   // `name` is the cache's name in statistics (nic.<nic>.cache.<name>.);
-  // `line_bytes` what a fill reads and a write-back writes (at most the
-  // table's ICM entry size).
+  // `line_bytes` what a fill reads and a write-back writes; a line holds
+  // `entries_per_line` consecutive entries of the table (line index =
+  // entry index / entries_per_line; 8 MTT entries in a 64 B line).
+  // `owner_label` names the per-owner counters (qp<N>., cq<N>.).
   ContextCache(const std::string& name, IcmTable table, uint32_t line_bytes,
                const CacheConfig& cfg, const Icm& icm, DmaEngine& dma, core::SimEnv& env,
-               const std::string& nic_name);
+               const std::string& nic_name, uint32_t entries_per_line = 1,
+               const std::string& owner_label = "qp");
 
-  // True if entry `index` is on chip now: go ahead. False: a fill is under
+  // True if line `index` is on chip now: go ahead. False: a fill is under
   // way and `ready` is called when it is done (then access again). `owner`
   // (a QPN) is charged in the per-owner counters; `write` marks the line
   // modified. A disabled cache always answers true and counts nothing.
@@ -79,6 +82,8 @@ class ContextCache {
   std::string name_;
   IcmTable table_;
   uint32_t line_bytes_;
+  uint32_t entries_per_line_;
+  std::string owner_label_;
   bool enabled_;
   const Icm& icm_;
   DmaEngine& dma_;

@@ -71,7 +71,10 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       qpc_cache_("qpc", IcmTable::qpc,
                  static_cast<uint32_t>(sizeof(mpr_qpc) + engine_->state_bytes()), cfg_.cache.qpc,
                  contexts_.icm(), dma_, env, cfg_.name),
-      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, *engine_, tx_, pus_},
+      tcache_(cfg_, contexts_, dma_, env),
+      cqc_cache_("cqc", IcmTable::cqc, static_cast<uint32_t>(sizeof(mpr_cqc)), cfg_.cache.cqc,
+                 contexts_.icm(), dma_, env, cfg_.name, 1, "cq"),
+      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, *engine_, tx_, pus_, tcache_},
       tx_("tx", core_),
       requester_("requester", core_),
       responder_("responder", core_),
@@ -86,6 +89,7 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       resets_(env.stats.counter("nic." + cfg.name + ".hostif.resets", "resets",
                                 "Device resets")) {
   tx_.set_sources(&responder_, &requester_);
+  cq_.set_cqc_cache(&cqc_cache_);
   // A QP's turn to send needs its context on chip.
   tx_.set_gate([this](uint32_t qpn) {
     if (!contexts_.qp(qpn)) return true;  // the sources deal with a vanished QP
@@ -156,6 +160,8 @@ void Nic::on_reset() {
   cq_.reset();
   mac_.reset();
   qpc_cache_.reset();
+  tcache_.reset();
+  cqc_cache_.reset();
   rx_parked_.reset();
   pus_.reset();
   ++generation_;
@@ -198,23 +204,36 @@ void Nic::on_qp_destroyed(uint32_t qpn) {
 bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
   // Every packet needs its QP's context (a packet for no QP goes on to be
   // dropped and counted by the responder or requester).
-  const uint32_t qpn = f.dest_qp;
-  if (contexts_.qp(qpn) &&
-      !qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); })) {
+  if (!contexts_ready(f)) {
     rx_parked_ = std::move(pkt);
     rx_parked_f_ = f;
-    return false;  // the receive pipeline waits for the fill
+    return false;  // the receive pipeline waits for the fills
   }
   dispatch(std::move(pkt), f);
   return true;
 }
 
+bool Nic::contexts_ready(const net::RoceFields& f) {
+  const uint32_t qpn = f.dest_qp;
+  if (!contexts_.qp(qpn)) return true;
+  bool ready = qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); });
+  // Requests that name memory by rkey: the MPT line and the MTT lines of
+  // the range this packet touches (a READ: the whole response).
+  if (net::is_request(f.opcode)) {
+    if (net::has_reth(f.opcode)) {
+      const uint64_t len =
+          f.opcode == net::Opcode::RDMA_READ_REQUEST ? f.reth_dma_len : f.payload_len;
+      ready &= tcache_.access(f.reth_rkey, f.reth_va, len, qpn, [this] { resume_parked(); });
+    } else if (f.opcode == net::Opcode::COMPARE_SWAP || f.opcode == net::Opcode::FETCH_ADD) {
+      ready &= tcache_.access(f.atomic_rkey, f.atomic_va, 8, qpn, [this] { resume_parked(); });
+    }
+  }
+  return ready;
+}
+
 void Nic::resume_parked() {
   if (!rx_parked_) return;
-  const uint32_t qpn = rx_parked_f_.dest_qp;
-  if (contexts_.qp(qpn) &&
-      !qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); }))
-    return;  // invalidated meanwhile: fetched again
+  if (!contexts_ready(rx_parked_f_)) return;  // more fills to wait for
   dispatch(std::move(rx_parked_), rx_parked_f_);
   rx_parked_.reset();
   mac_.resume_rx();
@@ -222,7 +241,8 @@ void Nic::resume_parked() {
 
 void Nic::check_sram() {
   // On chip: the QPC cache, whose lines are the connections whose state is
-  // on chip (struct mpr_qpc, the engine's state and the line's tag bits).
+  // on chip (struct mpr_qpc, the engine's state and the line's tag bits),
+  // and the CQC, MPT and MTT caches.
   uarch::SramBudget budget(cfg_.sram.size.n);
   if (qpc_cache_.enabled()) {
     const uarch::SetAssocCache& c = qpc_cache_.lines();
@@ -231,6 +251,10 @@ void Nic::check_sram() {
     budget.add_per_connection("qpc." + cfg_.transport + "_state", engine_->state_bytes());
     budget.add_per_connection("qpc.tag", (c.state_bits_per_line() + 7) / 8);
   }
+  // The other caches are fixed regions (tags and data).
+  budget.add_fixed("cache.cqc", cqc_cache_.sram_bytes());
+  budget.add_fixed("cache.mpt", tcache_.mpt().sram_bytes());
+  budget.add_fixed("cache.mtt", tcache_.mtt().sram_bytes());
   auto& st = env_.stats;
   const std::string p = "nic." + cfg_.name + ".sram.";
   st.counter(p + "size", "bytes", "On-chip SRAM (nic.sram.size)").set(budget.total_bytes());

@@ -28,6 +28,7 @@
 #include "vp/nic/requester.h"
 #include "vp/nic/responder.h"
 #include "vp/nic/translation.h"
+#include "vp/nic/translation_cache.h"
 #include "vp/nic/tx_scheduler.h"
 #include "vp/pcie/dma_initiator.h"
 
@@ -56,6 +57,10 @@ class Nic : public sc_core::sc_module {
   void on_qp_state(uint32_t qpn, uint8_t from, uint8_t to);
   void on_qp_destroyed(uint32_t qpn);
   bool on_packet(net::PacketPtr pkt, const net::RoceFields& f);
+  // True if the contexts a received packet needs are on chip (its QP's, and
+  // for a request naming an rkey the MPT/MTT lines of its range); otherwise
+  // their fills are under way and resume_parked() runs when one arrives.
+  bool contexts_ready(const net::RoceFields& f);
   void dispatch(net::PacketPtr pkt, const net::RoceFields& f);
   void deliver(net::PacketPtr pkt, const net::RoceFields& f);
   void resume_parked();
@@ -74,6 +79,8 @@ class Nic : public sc_core::sc_module {
   std::unique_ptr<TransportEngine> engine_;  // nic.transport
   ProcessingUnits pus_;                      // nic.pu
   ContextCache qpc_cache_;                   // nic.cache.qpc
+  TranslationCache tcache_;                  // nic.cache.mpt, nic.cache.mtt
+  ContextCache cqc_cache_;                   // nic.cache.cqc
   // The received packet whose QP context is being fetched (the receive
   // pipeline is stalled behind it).
   net::PacketPtr rx_parked_;

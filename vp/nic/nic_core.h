@@ -18,6 +18,7 @@ class ProcessingUnits;
 class TransportEngine;
 class Translation;
 class TxScheduler;
+class TranslationCache;
 
 struct NicCore {
   const NicConfig& cfg;
@@ -30,6 +31,7 @@ struct NicCore {
   TransportEngine& engine;
   TxScheduler& tx;
   ProcessingUnits& pus;
+  TranslationCache& tcache;  // MPT/MTT lines on chip
   // "nic.<name>.": prefix of every statistic of this NIC.
   std::string stat(const std::string& block_and_name) const {
     return "nic." + cfg.name + "." + block_and_name;

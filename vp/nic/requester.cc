@@ -8,6 +8,7 @@
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
 #include "vp/nic/qp_params.h"
+#include "vp/nic/translation_cache.h"
 
 namespace mprdma::nic {
 namespace {
@@ -240,18 +241,37 @@ void Requester::on_wqes(uint32_t qpn, uint64_t gen, uint32_t first, uint32_t cou
   calendar_.at(core_.clock.after_cycles(cycles), [this, qpn, gen, first, count, data] {
     Qp* q = find(qpn);
     if (!q || q->generation != gen || q->error) return;
-    q->fetching = false;
     const uint32_t stride = static_cast<uint32_t>(data.size() / count);
-    for (uint32_t i = 0; i < count; ++i) {
-      Message m;
-      parse(*q, data.data() + size_t(i) * stride, first + i, m);
-      q->pending.push_back(std::move(m));
-    }
-    q->fetch_idx = first + count;
-    assign(*q);
-    retire(*q);
-    if (Qp* again = find(qpn); again && again->generation == gen) fetch(*again);
+    auto batch = std::make_shared<std::vector<Message>>(count);
+    for (uint32_t i = 0; i < count; ++i)
+      parse(*q, data.data() + size_t(i) * stride, first + i, (*batch)[i]);
+    admit(qpn, gen, batch, first + count);
   });
+}
+
+void Requester::admit(uint32_t qpn, uint64_t gen, std::shared_ptr<std::vector<Message>> batch,
+                      uint32_t next_fetch_idx) {
+  if (batch->empty()) return;  // admitted already (another line's fill called back)
+  Qp* q = find(qpn);
+  if (!q || q->generation != gen || q->error) return;
+  // The translations the batch used must be on chip; a miss delays the
+  // whole batch (and the next fetch) until the lines have arrived.
+  bool ready = true;
+  for (const Message& m : *batch)
+    for (const Message::Sge& s : m.sges)
+      if (!core_.tcache.access(s.lkey, s.addr, s.len, qpn,
+                               [this, qpn, gen, batch, next_fetch_idx] {
+                                 admit(qpn, gen, batch, next_fetch_idx);
+                               }))
+        ready = false;
+  if (!ready) return;
+  q->fetching = false;
+  for (Message& m : *batch) q->pending.push_back(std::move(m));
+  batch->clear();
+  q->fetch_idx = next_fetch_idx;
+  assign(*q);
+  retire(*q);
+  if (Qp* again = find(qpn); again && again->generation == gen) fetch(*again);
 }
 
 void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
@@ -330,6 +350,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
     mpr_wqe_data d;
     std::memcpy(&d, seg, sizeof d);
     ++nsge;
+    m.sges.push_back({d.lkey, d.addr, d.byte_count});
     const AccessStatus st =
         core_.translation.translate(d.lkey, q->pdn, d.addr, d.byte_count, need, m.local);
     switch (st) {

@@ -67,6 +67,14 @@ class Requester : public sc_core::sc_module, public TxSource {
     uint32_t imm = 0;
     uint64_t length = 0;
     std::vector<Segment> local;  // gather list (send/write) or scatter list (read/atomic)
+    // The SGEs as posted (lkey, address, length): what the MPT/MTT caches
+    // must hold before the message can go.
+    struct Sge {
+      uint32_t lkey;
+      uint64_t addr;
+      uint32_t len;
+    };
+    std::vector<Sge> sges;
     std::vector<uint8_t> inline_data;
     uint64_t remote_va = 0;
     uint32_t rkey = 0;
@@ -119,6 +127,10 @@ class Requester : public sc_core::sc_module, public TxSource {
   void on_wqes(uint32_t qpn, uint64_t generation, uint32_t first, uint32_t count, bool ok,
                const std::vector<uint8_t>& data);
   void parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m);
+  // Makes a parsed batch visible once the MPT/MTT lines of its SGEs are on
+  // chip (now, or when their fills arrive).
+  void admit(uint32_t qpn, uint64_t gen, std::shared_ptr<std::vector<Message>> batch,
+             uint32_t next_fetch_idx);
   void assign(Qp& qp);
   void retire(Qp& qp);
   void fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syndrome);

@@ -20,6 +20,16 @@ void CachesConfig::bind(core::Binder& b) {
             "QP-context cache: one line per QP (struct mpr_qpc and the transport engine's "
             "per-connection state). Accessed for every packet received or sent and every "
             "doorbell; a miss stalls the receive pipeline.");
+  b.section("cqc", cqc,
+            "CQ-context cache: one line per CQ, accessed for every CQE; a miss delays the "
+            "completion unit.");
+  b.section("mpt", mpt,
+            "Memory-region cache (MPT): one line per MR, accessed with the MTT cache when a "
+            "WQE's SGEs are translated (requester) and when a request's RETH or atomic "
+            "address is checked (responder).");
+  b.section("mtt", mtt,
+            "Page-translation cache (MTT): 8 page addresses per 64 B line, accessed with the "
+            "MPT cache; a miss delays the WQE's parse or stalls the receive pipeline.");
 }
 
 void PuConfig::bind(core::Binder& b) {

@@ -26,6 +26,13 @@ struct CachesConfig {
   // goodput beyond ~256 connections (Fig. 2); the vendor does not publish
   // the cache geometry, so this is our choice, calibrated to that figure.
   CacheConfig qpc;
+  // Our choices, as large as the QPC cache in lines (vendors publish none):
+  // CQ contexts (64 B), memory regions (MPT, 64 B) and page translations
+  // (MTT, 8 entries of 8 B per 64 B line: 4096 pages = 16 MiB of 4 KiB
+  // pages on chip).
+  CacheConfig cqc;
+  CacheConfig mpt;
+  CacheConfig mtt{true, 128, 4, "lru"};
   void bind(core::Binder& b);
 };
 

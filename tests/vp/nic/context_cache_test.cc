@@ -4,7 +4,7 @@
 // thrash: every miss must be one DMA read of a line from ICM, a modified
 // evicted line one DMA write, a receive-side miss must stall the receive
 // pipeline, the per-QP counters must add up to the totals, and the data
-// must still arrive intact. The same run with the cache disabled (an ideal
+// must still arrive intact. The MPT/MTT and CQ-context caches likewise. The same run with the cache disabled (an ideal
 // NIC) has no misses and is faster. A budget that cannot hold the cache is
 // an error that names the region and the excess.
 #include <gtest/gtest.h>
@@ -98,9 +98,14 @@ TEST_F(QpcCache, ThrashingContextsMissToIcmAndStallReceive) {
     // line was written (each access is a write), so each eviction writes back.
     EXPECT_EQ(evictions, misses - 2);
     EXPECT_EQ(writebacks, evictions);
-    // One fill (DMA read of a line) per miss, one DMA write per write-back.
-    EXPECT_EQ(counter("nic." + h + ".dma.icm_read_bytes"), misses * line);
-    EXPECT_EQ(counter("nic." + h + ".dma.icm_write_bytes"), writebacks * line);
+    // One fill (DMA read of a line) per miss, one DMA write per write-back
+    // (the MPT, MTT and CQ-context caches read lines of 48, 64 and 64 B).
+    const std::string c = "nic." + h + ".cache.";
+    EXPECT_EQ(counter("nic." + h + ".dma.icm_read_bytes"),
+              misses * line + counter(c + "mpt.misses") * 48 + counter(c + "mtt.misses") * 64 +
+                  counter(c + "cqc.misses") * 64);
+    EXPECT_EQ(counter("nic." + h + ".dma.icm_write_bytes"),
+              writebacks * line + counter(c + "cqc.writebacks") * 64);
     const core::Histogram* fill = env->stats.find_histogram(p + "fill_latency");
     ASSERT_NE(fill, nullptr);
     EXPECT_EQ(fill->count(), misses);
@@ -116,13 +121,14 @@ TEST_F(QpcCache, ThrashingContextsMissToIcmAndStallReceive) {
     EXPECT_EQ(qp_evictions, evictions);
     EXPECT_EQ(counter("nic." + h + ".sram.connections_on_chip"), 2u);
     EXPECT_EQ(counter("nic." + h + ".sram.bytes_per_connection"),
-              line + 4 /* 24-bit tag (one set), valid, dirty, 1 LRU bit: 27 bits */);
+              line + 2 /* 12-bit tag (4096 QPs, one set), valid, dirty, 1 LRU bit */);
   }
   // The server's NIC receives the WRITEs: its misses stall reception.
   EXPECT_GT(counter("nic.h1.mac.rx_stalls"), 0u);
   const double thrashing = total_seconds();
 
-  ASSERT_TRUE(run(scenario("  cache: {qpc: {enabled: false}}\n")));
+  ASSERT_TRUE(run(scenario("  cache: {qpc: {enabled: false}, cqc: {enabled: false}, "
+                           "mpt: {enabled: false}, mtt: {enabled: false}}\n")));
   expect_data_ok();
   EXPECT_EQ(counter("nic.h1.cache.qpc.misses"), 0u);
   EXPECT_EQ(counter("nic.h1.dma.icm_read_bytes"), 0u);
@@ -137,6 +143,45 @@ TEST_F(QpcCache, ContextsThatFitOnlyMissOnce) {
     EXPECT_EQ(counter("nic." + h + ".cache.qpc.misses"), uint64_t{kJobs}) << h;
     EXPECT_EQ(counter("nic." + h + ".cache.qpc.evictions"), 0u) << h;
   }
+}
+
+// The MPT/MTT caches: the requester translates each WQE's SGE, the responder
+// each WRITE's RETH range, through the MPT line of the MR and the MTT lines
+// of its pages. With one MTT line on chip the six streams thrash it; the
+// CQ-context cache (one line) is thrashed by their CQs. Disabling both
+// removes those misses and the time they cost.
+TEST_F(QpcCache, TranslationAndCqContextMissesAreFetchedFromIcm) {
+  ASSERT_TRUE(run(scenario("  cache: {mtt: {sets: 1, ways: 1}, cqc: {sets: 1, ways: 1}}\n")));
+  expect_data_ok();
+  for (const std::string h : {"h0", "h1"}) {
+    SCOPED_TRACE(h);
+    const std::string c = "nic." + h + ".cache.";
+    EXPECT_EQ(counter(c + "mtt.writebacks"), 0u) << "translations are only read";
+    EXPECT_GT(counter(c + "mpt.hits"), 0u);
+    EXPECT_EQ(counter(c + "mpt.misses"), uint64_t{kJobs}) << "one MR per side and stream";
+    const core::Histogram* fill = env->stats.find_histogram(c + "mtt.fill_latency");
+    ASSERT_NE(fill, nullptr);
+    EXPECT_EQ(fill->count(), counter(c + "mtt.misses"));
+  }
+  // Requester: each batch of 4 WQEs (16 KiB SGEs in one MTT line) misses
+  // once, as the six QPs take turns on the one line; the other three hit.
+  EXPECT_GE(counter("nic.h0.cache.mtt.misses"), uint64_t{kJobs * kIters / 4});
+  EXPECT_GT(counter("nic.h0.cache.mtt.hits"), counter("nic.h0.cache.mtt.misses"));
+  // Responder: every WRITE FIRST checks its RETH range; the streams'
+  // messages interleave, so nearly every check misses.
+  EXPECT_GT(counter("nic.h1.cache.mtt.misses"), uint64_t{kJobs * kIters * 9 / 10});
+  // CQEs (one per 4 WRITEs, on the client) of six CQs through one line.
+  EXPECT_GT(counter("nic.h0.cache.cqc.misses"), uint64_t{2 * kJobs});
+  EXPECT_EQ(counter("nic.h0.cache.cqc.misses"), counter("nic.h0.cq.cqes"));
+  // The responder's MTT misses stall its receive pipeline.
+  EXPECT_GT(counter("nic.h1.mac.rx_stalls"), 0u);
+  const double thrashing = total_seconds();
+
+  ASSERT_TRUE(run(scenario("  cache: {mtt: {enabled: false}, cqc: {enabled: false}}\n")));
+  expect_data_ok();
+  EXPECT_EQ(counter("nic.h1.cache.mtt.misses"), 0u);
+  EXPECT_EQ(counter("nic.h1.cache.cqc.misses"), 0u);
+  EXPECT_LT(total_seconds(), thrashing);
 }
 
 TEST_F(QpcCache, SramThatCannotHoldTheCacheIsAnErrorNamingTheRegion) {

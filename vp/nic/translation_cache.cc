@@ -1,0 +1,50 @@
+#include "vp/nic/translation_cache.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <mprdma/hw.h>
+
+namespace mprdma::nic {
+
+TranslationCache::TranslationCache(const NicConfig& cfg, ContextMemory& contexts, DmaEngine& dma,
+                                   core::SimEnv& env)
+    : contexts_(contexts),
+      mpt_("mpt", IcmTable::mpt, static_cast<uint32_t>(sizeof(mpr_mpt)), cfg.cache.mpt,
+           contexts.icm(), dma, env, cfg.name),
+      mtt_("mtt", IcmTable::mtt, kMttPerLine * 8, cfg.cache.mtt, contexts.icm(), dma, env,
+           cfg.name, kMttPerLine) {}
+
+bool TranslationCache::access(uint32_t key, uint64_t va, uint64_t len, uint32_t owner,
+                              ContextCache::Ready ready) {
+  if (!mpt_.enabled() && !mtt_.enabled()) return true;
+  std::vector<std::pair<ContextCache*, uint64_t>> lines;
+  const uint64_t mpt_index = key >> 8;
+  if (mpt_index < contexts_.icm().entries(IcmTable::mpt)) lines.push_back({&mpt_, mpt_index});
+  const mpr_mpt* m = contexts_.mr(key);
+  if (m && len > 0 && va >= m->iova && va + len > va && va + len <= m->iova + m->length) {
+    const uint64_t first_page_va = m->iova & ~((uint64_t{1} << m->page_shift) - 1);
+    const uint64_t first = m->mtt_base + ((va - first_page_va) >> m->page_shift);
+    const uint64_t last = m->mtt_base + ((va + len - 1 - first_page_va) >> m->page_shift);
+    for (uint64_t l = first / kMttPerLine; l <= last / kMttPerLine; ++l) lines.push_back({&mtt_, l});
+  }
+  // Every line is looked up (hits refresh LRU); the misses are counted down
+  // as their fills arrive.
+  auto missing = std::make_shared<int>(0);
+  for (auto& [cache, line] : lines)
+    if (!cache->access(line, owner, false, [missing, ready] {
+          if (--*missing == 0 && ready) ready();
+        }))
+      ++*missing;
+  return *missing == 0;
+}
+
+void TranslationCache::invalidate_mr(uint32_t key) { mpt_.invalidate(key >> 8); }
+
+void TranslationCache::reset() {
+  mpt_.reset();
+  mtt_.reset();
+}
+
+}  // namespace mprdma::nic
