@@ -63,6 +63,15 @@ struct mprdma_eq {
 	int irq;
 };
 
+/* The host memory holding the NIC's context tables (mprdma_icm.c). */
+struct mprdma_icm {
+	u32 pages;	/* 4 KiB pages the NIC asked for */
+	u32 log_chunk;	/* bytes per chunk: 1 << log_chunk */
+	u32 nchunks;
+	void **cpu;
+	dma_addr_t *dma;
+};
+
 struct mprdma_dev {
 	struct ib_device ibdev;
 	struct pci_dev *pdev;
@@ -80,6 +89,7 @@ struct mprdma_dev {
 	struct mprdma_aq aq;
 	struct mprdma_eq eq;
 	struct mpr_device_attr attr;
+	struct mprdma_icm icm;
 	u8 mac[ETH_ALEN];
 
 	/* UAR pages 1..num_uar_pages-1, one per user context. */
@@ -260,5 +270,9 @@ int mprdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 int mprdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		    int attr_mask, struct ib_qp_init_attr *init_attr);
 int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+/* mprdma_icm.c */
+int mprdma_icm_init(struct mprdma_dev *dev);
+void mprdma_icm_destroy(struct mprdma_dev *dev);
 
 #endif /* _MPRDMA_H_ */

@@ -181,6 +181,7 @@ static int mprdma_aq_errno(u8 status)
 	case MPR_CMD_BAD_ATTR:
 		return -EINVAL;
 	case MPR_CMD_NO_RESOURCES:
+	case MPR_CMD_NO_ICM:
 		return -ENOMEM;
 	case MPR_CMD_BUSY:
 		return -EBUSY;

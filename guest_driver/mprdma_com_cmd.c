@@ -43,6 +43,21 @@ int mprdma_cmd_set_gid(struct mprdma_aq *aq, u32 index, const u8 *gid)
 	return mprdma_aq_exec(aq, &cmd, NULL, 0, NULL);
 }
 
+/* @list: DMA address of @num_chunks 8-byte chunk addresses. */
+int mprdma_cmd_map_icm(struct mprdma_aq *aq, u32 first_page, u32 num_chunks,
+		       u32 log_chunk, dma_addr_t list)
+{
+	struct mpr_cmd cmd;
+
+	mprdma_cmd_init(&cmd, MPR_CMD_MAP_ICM);
+	cmd.hdr.in_mailbox = list;
+	cmd.hdr.in_len = num_chunks * 8;
+	cmd.u.map_icm.first_page = first_page;
+	cmd.u.map_icm.num_chunks = num_chunks;
+	cmd.u.map_icm.log_chunk = log_chunk;
+	return mprdma_aq_exec(aq, &cmd, NULL, 0, NULL);
+}
+
 int mprdma_cmd_alloc_pd(struct mprdma_aq *aq, u32 *pdn)
 {
 	struct mpr_cmd cmd;

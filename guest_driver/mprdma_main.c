@@ -451,6 +451,8 @@ static void mprdma_ib_device_remove(struct mprdma_dev *dev)
 static void mprdma_hw_teardown(struct mprdma_dev *dev)
 {
 	mprdma_dev_reset(dev);
+	/* Only after the reset: the NIC no longer reads or writes ICM. */
+	mprdma_icm_destroy(dev);
 	mprdma_eq_destroy(dev);
 	mprdma_aq_destroy(&dev->aq);
 }
@@ -518,6 +520,9 @@ static int mprdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_teardown;
 	}
 	ether_addr_copy(dev->mac, port.mac);
+	err = mprdma_icm_init(dev);
+	if (err)
+		goto err_teardown;
 	if (dev->attr.num_uar_pages < dev->num_uar_pages)
 		dev->num_uar_pages = dev->attr.num_uar_pages;
 	if (dev->num_uar_pages < 2 || !dev->attr.max_gids) {

@@ -711,7 +711,7 @@ static void garbage(int count, bool keep_header)
 static void test_admin(void)
 {
 	uint64_t beyond = bi_outside_ram(4 * 4096), ram = bi_inside_ram();
-	static const uint16_t unknown[] = { 0x04, 0x0f, 0x14, 0x24, 0x34, 0x40, 0xff, 0x1234,
+	static const uint16_t unknown[] = { 0x05, 0x0f, 0x14, 0x24, 0x34, 0x40, 0xff, 0x1234,
 					    0xffff };
 	struct mpr_device_attr attr;
 	struct mpr_port_attr port;
@@ -859,6 +859,26 @@ static void test_admin(void)
 		   MPR_CMD_SYN_RESERVED);
 	expect_qp_state("own_qp_still_rts", c.qp, IBV_QPS_RTS);
 	ibv_destroy_qp(c.qp);
+
+	/* MAP_ICM that must change nothing: the driver's ICM stays mapped (the
+	 * NIC keeps working, which the rest of this run shows).
+	 */
+	mtt = 0x200000;
+	cmd_init(&cmd, MPR_CMD_MAP_ICM);
+	cmd.hdr.in_mailbox = BI_RAW_MAILBOX;
+	cmd.hdr.in_len = 8;
+	cmd.u.map_icm.num_chunks = 1;
+	cmd.u.map_icm.log_chunk = 11;
+	expect_cmd("map_icm_chunk_too_small", &cmd, &mtt, 8, NULL, 0, MPR_CMD_BAD_PARAM,
+		   MPR_CMD_SYN_PAGE_SHIFT);
+	cmd.u.map_icm.log_chunk = 12;
+	cmd.u.map_icm.first_page = 0xffffffffu;
+	expect_cmd("map_icm_beyond_icm", &cmd, &mtt, 8, NULL, 0, MPR_CMD_BAD_PARAM,
+		   MPR_CMD_SYN_INDEX);
+	cmd.u.map_icm.first_page = 0;
+	cmd.u.map_icm.log_chunk = 22;
+	expect_cmd("map_icm_unaligned_chunk", &cmd, &mtt, 8, NULL, 0, MPR_CMD_BAD_PARAM,
+		   MPR_CMD_SYN_ADDRESS);
 
 	/* Fields out of range, one per command. */
 	cmd_init(&cmd, MPR_CMD_QUERY_DEVICE);
