@@ -107,11 +107,17 @@ bool ContextCache::access(uint64_t index, uint32_t owner, bool write, Ready read
       ++writebacks_;
       // The functional copy is in ContextMemory: the write carries the
       // line's size in bytes, as the hardware's would.
-      if (const auto pa = icm_.pa(table_, a.evicted_key * entries_per_line_)) {
-        const std::vector<uint8_t> line(line_bytes_, 0);
-        dma_.write(*pa, line.data(), line_bytes_, DmaPurpose::icm);
-      } else {
+      const std::vector<Icm::Piece> where =
+          icm_.pieces(table_, a.evicted_key * entries_per_line_, line_bytes_);
+      if (where.empty()) {
         ++faults_;
+      } else {
+        const std::vector<uint8_t> line(line_bytes_, 0);
+        size_t at = 0;
+        for (const Icm::Piece& p : where) {
+          dma_.write(p.pa, line.data() + at, p.len, DmaPurpose::icm);
+          at += p.len;
+        }
       }
     }
   }
@@ -119,8 +125,8 @@ bool ContextCache::access(uint64_t index, uint32_t owner, bool write, Ready read
 }
 
 void ContextCache::start_fill(uint64_t index) {
-  const auto pa = icm_.pa(table_, index * entries_per_line_);
-  if (!pa) {
+  const std::vector<Icm::Piece> where = icm_.pieces(table_, index * entries_per_line_, line_bytes_);
+  if (where.empty()) {
     ++faults_;
     MPR_LOG(log_, warn, name_ << " entry " << index
                               << ": ICM page not mapped; the entry is used from chip");
@@ -129,8 +135,9 @@ void ContextCache::start_fill(uint64_t index) {
   }
   fills_[index] = Fill{now_ps(), {}};
   const uint64_t gen = generation_;
-  dma_.read(*pa, line_bytes_, DmaPurpose::icm,
-            [this, index, gen](bool ok, std::vector<uint8_t>&&) {
+  std::vector<Segment> segs;
+  for (const Icm::Piece& p : where) segs.push_back(Segment{p.pa, p.len});
+  dma_.gather(segs, DmaPurpose::icm, [this, index, gen](bool ok, std::vector<uint8_t>&&) {
               if (gen != generation_) return;  // a device reset forgot it
               auto it = fills_.find(index);
               if (it == fills_.end()) return;

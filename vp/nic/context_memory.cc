@@ -14,7 +14,10 @@ void release_all(V& v) {
 
 }  // namespace
 
-ContextMemory::ContextMemory(const NicLimits& limits) : limits_(limits) { clear(); }
+ContextMemory::ContextMemory(const NicLimits& limits, uint64_t qpc_entry_bytes)
+    : limits_(limits), icm_(limits_, qpc_entry_bytes) {
+  clear();
+}
 
 void ContextMemory::clear() {
   icm_.clear();

@@ -34,7 +34,9 @@ constexpr uint32_t kFirstQpn = 2;
 
 class ContextMemory {
  public:
-  explicit ContextMemory(const NicLimits& limits);
+  // `qpc_entry_bytes`: the ICM size of a QP context (Icm::qpc_entry_bytes).
+  explicit ContextMemory(const NicLimits& limits,
+                         uint64_t qpc_entry_bytes = Icm::kQpcEntryBytes);
 
   // Every allocator returns the lowest free handle, or -1 when full, so that
   // handle assignment is deterministic. The new entry is zeroed except for
@@ -112,7 +114,7 @@ class ContextMemory {
   };
 
   NicLimits limits_;
-  Icm icm_{limits_};
+  Icm icm_;
   // Entries per page: pages of 1 KiB (EQs) to 8 KiB (QPs).
   PagedTable<Pd, 8> pds_;
   Handles pd_used_, eq_used_, cq_used_, qp_used_, mr_used_;

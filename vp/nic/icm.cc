@@ -1,5 +1,7 @@
 #include "vp/nic/icm.h"
 
+#include <algorithm>
+
 namespace mprdma::nic {
 
 namespace {
@@ -17,7 +19,13 @@ const char* icm_table_name(IcmTable t) {
   return "?";
 }
 
-Icm::Icm(const NicLimits& l) {
+uint64_t Icm::qpc_entry_bytes(uint64_t engine_state_bytes) {
+  uint64_t e = kQpcEntryBytes;
+  while (e < 128 + engine_state_bytes) e *= 2;
+  return e;
+}
+
+Icm::Icm(const NicLimits& l, uint64_t qpc_entry_bytes) : qpc_entry_bytes_(qpc_entry_bytes) {
   entries_[idx(IcmTable::qpc)] = static_cast<uint64_t>(l.max_qp);
   entries_[idx(IcmTable::cqc)] = static_cast<uint64_t>(l.max_cq);
   entries_[idx(IcmTable::mpt)] = static_cast<uint64_t>(l.max_mr);
@@ -34,7 +42,7 @@ Icm::Icm(const NicLimits& l) {
 
 uint64_t Icm::entry_bytes(IcmTable t) const {
   switch (t) {
-    case IcmTable::qpc: return kQpcEntryBytes;
+    case IcmTable::qpc: return qpc_entry_bytes_;
     case IcmTable::cqc: return kCqcEntryBytes;
     case IcmTable::mpt: return kMptEntryBytes;
     case IcmTable::mtt: return kMttEntryBytes;
@@ -73,6 +81,26 @@ std::optional<uint64_t> Icm::pa(IcmTable t, uint64_t index) const {
   const uint64_t page = off / kPageBytes;
   if (!page_mapped_[page]) return std::nullopt;
   return page_pa_[page] + off % kPageBytes;
+}
+
+std::vector<Icm::Piece> Icm::pieces(IcmTable t, uint64_t index, uint64_t bytes) const {
+  std::vector<Piece> out;
+  if (index >= entries(t)) return out;
+  uint64_t off = entry_offset(t, index);
+  const uint64_t end = off + bytes;
+  while (off < end) {
+    const uint64_t page = off / kPageBytes;
+    if (page >= page_mapped_.size() || !page_mapped_[page]) return {};
+    const uint64_t in_page = off % kPageBytes;
+    const uint64_t len = std::min(end - off, kPageBytes - in_page);
+    const uint64_t pa = page_pa_[page] + in_page;
+    if (!out.empty() && out.back().pa + out.back().len == pa)
+      out.back().len += static_cast<uint32_t>(len);
+    else
+      out.push_back(Piece{pa, static_cast<uint32_t>(len)});
+    off += len;
+  }
+  return out;
 }
 
 void Icm::clear() {

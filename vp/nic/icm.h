@@ -7,8 +7,10 @@
 // ICM address space (a table per region, each starting on a page), and the
 // on-chip map from ICM pages to the host pages the driver gave.
 //
-// Entry sizes are powers of two no larger than a page, so an entry never
-// straddles two host pages.
+// Entry sizes are powers of two. Entries up to a page never straddle two
+// host pages; a larger QP-context entry (an engine with a large state, e.g.
+// an MP-RDMA bitmap of thousands of slots) spans whole pages, and
+// segments() lists the host pieces of any entry.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +29,15 @@ class Icm {
  public:
   static constexpr uint64_t kPageBytes = 4096;
   // A QP context entry: struct mpr_qpc (128 B) and the transport engine's
-  // per-connection state (at most 128 B, TransportEngine::state_bytes()).
+  // per-connection state (TransportEngine::state_bytes()), rounded up to a
+  // power of two, at least 256 B (qpc_entry_bytes()).
   static constexpr uint64_t kQpcEntryBytes = 256;
+  static uint64_t qpc_entry_bytes(uint64_t engine_state_bytes);
   static constexpr uint64_t kCqcEntryBytes = 64;   // struct mpr_cqc
   static constexpr uint64_t kMptEntryBytes = 64;   // struct mpr_mpt (48 B), padded
   static constexpr uint64_t kMttEntryBytes = 8;    // one page address
 
-  explicit Icm(const NicLimits& limits);
+  explicit Icm(const NicLimits& limits, uint64_t qpc_entry_bytes = kQpcEntryBytes);
 
   uint64_t entry_bytes(IcmTable t) const;
   uint64_t entries(IcmTable t) const;
@@ -50,10 +54,18 @@ class Icm {
   bool mapped(IcmTable t, uint64_t first, uint64_t count) const;
   // Host address of an entry, if its page is mapped (and index in range).
   std::optional<uint64_t> pa(IcmTable t, uint64_t index) const;
+  // The host pieces (address, bytes) of `bytes` bytes from the start of an
+  // entry, one per ICM page touched; empty if any page is unmapped.
+  struct Piece {
+    uint64_t pa;
+    uint32_t len;
+  };
+  std::vector<Piece> pieces(IcmTable t, uint64_t index, uint64_t bytes) const;
   uint32_t mapped_pages() const { return mapped_count_; }
   void clear();  // device reset: nothing mapped
 
  private:
+  uint64_t qpc_entry_bytes_;
   uint64_t offset_[static_cast<int>(IcmTable::count_)] = {};
   uint64_t entries_[static_cast<int>(IcmTable::count_)] = {};
   std::vector<uint64_t> page_pa_;

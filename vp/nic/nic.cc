@@ -54,7 +54,8 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       env_(env),
       clock_(cfg.period_ps()),
       log_(core::Log::channel("nic." + cfg.name)),
-      contexts_(cfg_.limits),
+      engine_(make_transport(cfg_, env)),
+      contexts_(cfg_.limits, Icm::qpc_entry_bytes(engine_->state_bytes())),
       translation_(contexts_),
       dma_port_("dma"),
       dma_(dma_port_, env, "nic." + cfg.name + "."),
@@ -65,7 +66,6 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                   [this] { cp_.on_aq_doorbell(); },
                   [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); }}),
       cq_("cq", cfg_, env, clock_, dma_, hostif_, contexts_),
-      engine_(make_transport(cfg_, env)),
       pus_(cfg_, clock_, env),
       // A QPC line: struct mpr_qpc and the engine's per-connection state.
       qpc_cache_("qpc", IcmTable::qpc,

@@ -70,13 +70,14 @@ class Nic : public sc_core::sc_module {
   core::SimEnv& env_;
   core::ClockDomain clock_;
   core::LogChannel& log_;
+  // Before the context memory: a QP context's ICM entry holds its state.
+  std::unique_ptr<TransportEngine> engine_;  // nic.transport
   ContextMemory contexts_;
   Translation translation_;
   pcie::DmaInitiator dma_port_;
   DmaEngine dma_;
   HostInterface hostif_;
   CompletionUnit cq_;
-  std::unique_ptr<TransportEngine> engine_;  // nic.transport
   ProcessingUnits pus_;                      // nic.pu
   ContextCache qpc_cache_;                   // nic.cache.qpc
   TranslationCache tcache_;                  // nic.cache.mpt, nic.cache.mtt
