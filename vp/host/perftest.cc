@@ -101,6 +101,14 @@ void JobConfig::bind(core::Binder& b) {
           "another and started together; the job's result aggregates them (all bytes over "
           "the time from the common start to the last end). Bandwidth tests, one size.",
           1, 65536, "connections");
+  b.field("counters", counters,
+          "atomic_bw: atomics go round robin over this many 8-byte counters (fetch_add for "
+          "more than one); every counter is checked at the end (their sum is the count).",
+          1, 1 << 20, "counters");
+  b.field("counter_stride", counter_stride,
+          "atomic_bw: bytes between consecutive counters (a multiple of 8; 4096 puts them all "
+          "on the same low 12 address bits).",
+          8, uint64_t{1} << 20);
   b.field("run_at", run_at,
           "The measured part starts at this time at the earliest (set-up happens before "
           "it), so that jobs whose set-up takes different times start together. 0: right "
@@ -118,6 +126,10 @@ void JobConfig::bind(core::Binder& b) {
         app != "atomic_bw")
       b.error("qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw)");
     if (qps > 1 && sizes.size() != 1) b.error("qps > 1 needs exactly one size");
+    if ((counters > 1 || counter_stride.n != 8) && app != "atomic_bw")
+      b.error("counters and counter_stride apply to atomic_bw only");
+    if (counters > 1 && atomic_op != "fetch_add") b.error("counters > 1 needs atomic_op fetch_add");
+    if (counter_stride.n % 8) b.error("counter_stride must be a multiple of 8");
     // As perftest does: a signal must fall inside every window of tx_depth
     // requests, or the sender would wait for a completion never asked for.
     cq_mod = std::min(cq_mod, tx_depth);
@@ -168,6 +180,8 @@ bool PerfTest::failed() const {
 uint64_t PerfTest::buffer_bytes() const {
   uint64_t m = 8;
   for (const core::Bytes& s : cfg_.sizes) m = std::max(m, s.n);
+  if (cfg_.app == "atomic_bw")
+    m = std::max(m, static_cast<uint64_t>(cfg_.counters - 1) * cfg_.counter_stride.n + 8);
   return m;
 }
 
@@ -669,7 +683,9 @@ SizeResult PerfTest::run_atomic(uint64_t) {
   Side& s = *server_;
   const bool cas = cfg_.atomic_op == "cmp_swap";
   const uint64_t zero = 0;
-  s.as.write(s.buf, &zero, 8);
+  const uint64_t counters = static_cast<uint64_t>(cfg_.counters);
+  const uint64_t stride = cfg_.counter_stride.n;
+  for (uint64_t k = 0; k < counters; ++k) s.as.write(s.buf + k * stride, &zero, 8);
   mpr_sge sge{c.buf + c.half, 8, c.mr.key};
   mpr_send_wr wr{};
   wr.opcode = cas ? MPR_WQE_ATOMIC_CAS : MPR_WQE_ATOMIC_FA;
@@ -687,6 +703,7 @@ SizeResult PerfTest::run_atomic(uint64_t) {
       // CAS walks the counter forward: compare i, swap i + 1.
       wr.compare_add = cas ? posted : 1;
       wr.swap = posted + 1;
+      wr.remote_addr = s.buf + (posted % counters) * stride;
       wr.flags = ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations)
                      ? MPR_WQE_F_SIGNALED
                      : 0;
@@ -709,14 +726,20 @@ SizeResult PerfTest::run_atomic(uint64_t) {
     r.bw_gbps = 64.0 * double(r.iterations) / r.seconds / 1e9;
     r.bw_MBps = 8.0 * double(r.iterations) / r.seconds / 1048576.0;
   }
-  // Atomics on one QP execute in order, so the counter ends at exactly
-  // `iterations` for both FETCH_ADD(1) and the CAS chain.
-  uint64_t counter = 0;
-  s.as.read(s.buf, &counter, 8);
-  r.data_ok = counter == r.iterations;
-  if (!r.data_ok)
-    r.error = "remote counter is " + std::to_string(counter) + ", expected " +
-              std::to_string(r.iterations);
+  // Atomics on one address execute in order, so a counter ends at exactly
+  // the number of atomics sent to it, for FETCH_ADD(1) and the CAS chain.
+  r.data_ok = true;
+  for (uint64_t k = 0; k < counters; ++k) {
+    uint64_t counter = 0;
+    s.as.read(s.buf + k * stride, &counter, 8);
+    const uint64_t want = r.iterations / counters + (k < r.iterations % counters ? 1 : 0);
+    if (counter != want) {
+      r.data_ok = false;
+      r.error = "remote counter " + std::to_string(k) + " is " + std::to_string(counter) +
+                ", expected " + std::to_string(want);
+      break;
+    }
+  }
   return r;
 }
 

@@ -188,6 +188,7 @@ void NicConfig::bind(core::Binder& b) {
   b.section("latency", latency, "Cycle cost of each pipeline stage.");
   b.section("limits", limits, "Object table sizes reported by QUERY_DEVICE.");
   b.section("pu", pu, "Processing units (per-QP work in parallel across QPs).");
+  b.section("atomics", atomics, "The responder's atomic unit: lock buckets.");
   b.section("sram", sram, "On-chip memory budget.");
   b.section("cache", cache, "Context caches over the ICM tables in host memory.");
 }

@@ -112,6 +112,7 @@ struct NicConfig {
   NicLatencies latency;
   NicLimits limits;
   PuConfig pu;          // processing units
+  AtomicsConfig atomics;  // the responder's atomic unit
   SramConfig sram;      // on-chip memory budget
   CachesConfig cache;   // context caches over ICM
 

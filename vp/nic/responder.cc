@@ -21,6 +21,15 @@ constexpr uint8_t kAckCredits = 0x1f;  // "no credit information": we do not use
 
 }  // namespace
 
+namespace {
+uarch::AtomicLockTableParams lock_params(const NicConfig& cfg) {
+  uarch::AtomicLockTableParams p;
+  p.buckets = static_cast<uint32_t>(cfg.atomics.lock_buckets);
+  p.low_bit = static_cast<uint32_t>(cfg.atomics.lock_low_bit);
+  return p;
+}
+}  // namespace
+
 Responder::Responder(sc_core::sc_module_name name, NicCore& core)
     : sc_core::sc_module(name),
       core_(core),
@@ -46,11 +55,18 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
                                       "Requests for unknown QPs or QPs not ready")),
       atomics_done_(core.env.stats.counter(core.stat("responder.atomics"), "operations",
                                            "Atomic operations executed")),
+      atomic_lock_conflicts_(core.env.stats.counter(
+          core.stat("atomics.lock_conflicts"), "atomics",
+          "Atomics that found their lock bucket held and waited (nic.atomics)")),
+      atomic_lock_max_queue_(core.env.stats.counter(
+          core.stat("atomics.lock_max_queue"), "atomics",
+          "Longest queue of atomics waiting behind one bucket's holder")),
       doorbells_dropped_(core.env.stats.counter(core.stat("responder.doorbells_dropped"),
                                                 "doorbells", "RQ doorbells ignored")),
       rnr_drops_(core.env.stats.counter(
           core.stat("responder.rnr_drops"), "packets",
           "Out-of-order transports: SEND packets dropped, no RECV posted for their message")) {
+  locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
   if (core.cfg.congestion_control == "dcqcn") {
     np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));
     cnp_tx_ = &core.env.stats.counter(core.stat("dcqcn.cnp_tx"), "packets",
@@ -68,7 +84,9 @@ void Responder::reset() {
   ++generation_;
   qps_.clear();
   atomics_.clear();
-  atomic_busy_ = false;
+  locks_ = uarch::AtomicLockTable(lock_params(core_.cfg));
+  lock_waiters_.clear();
+  atomics_active_ = 0;
 }
 
 void Responder::rq_doorbell(uint32_t qpn, uint16_t pi16) {
@@ -593,14 +611,29 @@ void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
 }
 
 void Responder::run_atomics() {
-  if (atomic_busy_ || atomics_.empty()) return;
-  atomic_busy_ = true;
-  const AtomicJob job = atomics_.front();
-  atomics_.pop_front();
+  // Take atomics up in arrival order; each runs as soon as its bucket's lock
+  // is free, so atomics on different buckets overlap and atomics on one
+  // bucket (one address) run one after the other, in order.
+  while (!atomics_.empty() && atomics_active_ < core_.cfg.atomics.max_outstanding) {
+    AtomicJob job = atomics_.front();
+    atomics_.pop_front();
+    ++atomics_active_;
+    job.op = ++next_atomic_op_;
+    if (locks_.acquire(job.pa, job.op)) {
+      start_rmw(job);
+    } else {
+      ++atomic_lock_conflicts_;
+      if (locks_.counters().max_waiters > atomic_lock_max_queue_.value())
+        atomic_lock_max_queue_.set(locks_.counters().max_waiters);
+      lock_waiters_.emplace(job.op, job);
+    }
+  }
+}
+
+void Responder::start_rmw(const AtomicJob& job) {
   const uint64_t gen = generation_;
   core_.dma.read(job.pa, 8, DmaPurpose::atomic, [this, job, gen](bool ok, std::vector<uint8_t>&& data) {
     if (gen != generation_) return;
-    atomic_busy_ = false;
     Qp* qp = find(job.qpn);
     const bool live = qp && qp->generation == job.generation && !qp->error;
     if (!ok) {
@@ -611,8 +644,9 @@ void Responder::run_atomics() {
       uint64_t orig;
       std::memcpy(&orig, data.data(), 8);
       uint64_t result = job.cas ? (orig == job.compare ? job.swap_add : orig) : orig + job.swap_add;
-      // The write is ordered before the next atomic's read on the same PCIe
-      // link, which is what makes the single lock correct.
+      // The lock is released once the write is issued: a later read of the
+      // same address (the next holder's) is a read request behind this
+      // posted write on the same PCIe link, which may not pass it.
       if (result != orig || !job.cas) core_.dma.write(job.pa, &result, 8, DmaPurpose::atomic);
       ++atomics_done_;
       if (live) {
@@ -625,6 +659,13 @@ void Responder::run_atomics() {
         if (qp->atomic_replay.size() > kAtomicReplayDepth) qp->atomic_replay.pop_front();
         core_.tx.activate(job.qpn);
       }
+    }
+    --atomics_active_;
+    if (const std::optional<uint64_t> next = locks_.release(job.pa, job.op)) {
+      auto it = lock_waiters_.find(*next);
+      const AtomicJob waiting = it->second;
+      lock_waiters_.erase(it);
+      start_rmw(waiting);
     }
     run_atomics();
   });

@@ -36,6 +36,7 @@
 #include "vp/nic/translation.h"
 #include "vp/nic/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
+#include "vp/nic/uarch/atomic_lock_table.h"
 
 namespace mprdma::nic {
 
@@ -126,7 +127,10 @@ class Responder : public sc_core::sc_module, public TxSource {
     uint64_t pa;
     bool cas;
     uint64_t swap_add, compare;
+    uint64_t op = 0;  // the lock table's name for it
   };
+  // Runs one atomic's read-modify-write; it holds its bucket's lock.
+  void start_rmw(const AtomicJob& job);
   enum class Step { done, stall };
 
   Qp* find(uint32_t qpn);
@@ -168,8 +172,11 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Calendar calendar_;
   core::LogChannel& log_;
   std::unordered_map<uint32_t, Qp> qps_;
-  std::deque<AtomicJob> atomics_;
-  bool atomic_busy_ = false;
+  std::deque<AtomicJob> atomics_;         // not yet taken up
+  uarch::AtomicLockTable locks_{uarch::AtomicLockTableParams{}};  // nic.atomics
+  std::unordered_map<uint64_t, AtomicJob> lock_waiters_;  // by op, queued for a lock
+  int64_t atomics_active_ = 0;            // taken up: running or waiting for a lock
+  uint64_t next_atomic_op_ = 0;
   uint64_t generation_ = 0;
 
   core::Counter& packets_;
@@ -182,6 +189,8 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& fatal_naks_;
   core::Counter& dropped_;
   core::Counter& atomics_done_;
+  core::Counter& atomic_lock_conflicts_;
+  core::Counter& atomic_lock_max_queue_;
   core::Counter& doorbells_dropped_;
   core::Counter& rnr_drops_;
   // DCQCN notification point (congestion_control: dcqcn only).

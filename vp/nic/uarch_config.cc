@@ -40,6 +40,20 @@ void PuConfig::bind(core::Binder& b) {
           1, 256, "PUs");
 }
 
+void AtomicsConfig::bind(core::Binder& b) {
+  b.field("lock_buckets", lock_buckets,
+          "Locks of the atomic unit (a power of two): an atomic holds the lock of bucket "
+          "(address >> lock_low_bit) & (lock_buckets - 1) for its PCIe read-modify-write; 1 "
+          "serialises all atomics (ConnectX-3), 4096 on bits 0-11 is Connect-IB-like.",
+          1, 1 << 20, "locks");
+  if (lock_buckets & (lock_buckets - 1)) b.error("lock_buckets must be a power of two");
+  b.field("lock_low_bit", lock_low_bit, "Lowest address bit of the bucket index.", 0, 63,
+          "bit");
+  b.field("max_outstanding", max_outstanding,
+          "Atomics taken up at once by the atomic unit (holding or waiting for their lock).",
+          1, 4096, "atomics");
+}
+
 void SramConfig::bind(core::Binder& b) {
   b.field("size", size,
           "On-chip SRAM holding the context caches (tags and data); a configuration that "

@@ -46,6 +46,20 @@ struct PuConfig {
   void bind(core::Binder& b);
 };
 
+// The responder's atomics (vp/nic/uarch/atomic_lock_table.h): each atomic
+// is a PCIe read-modify-write under the lock of its address's bucket.
+struct AtomicsConfig {
+  // Connect-IB-like: 4096 locks on address bits 0-11 (Kalia et al. ATC'16,
+  // section 5.4); 1 bucket serialises every atomic like ConnectX-3.
+  int64_t lock_buckets = 4096;
+  int64_t lock_low_bit = 0;
+  // Read-modify-writes under way at once (holding or waiting for a lock):
+  // our choice, the PCIe read tags (256), so that the locks, not this
+  // number, decide how many run in parallel.
+  int64_t max_outstanding = 256;
+  void bind(core::Binder& b);
+};
+
 struct SramConfig {
   // "Only a few megabytes" of on-chip memory (MP-RDMA paper, section 1).
   core::Bytes size{uint64_t{2} << 20};
