@@ -191,6 +191,32 @@ int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr,
 	return 0;
 }
 
+int mpr_dp_post_send_mmio(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr)
+{
+	uint8_t chunk[MPR_UAR_BF_SIZE];
+	struct mpr_wqe_ctrl *ctrl;
+	uint32_t idx, len;
+	int err;
+
+	err = mpr_dp_post_send(qp, wr, 0);
+	if (err)
+		return err;
+	idx = qp->sq.pi - 1;
+	ctrl = (struct mpr_wqe_ctrl *)wq_slot(&qp->sq, idx);
+	len = (uint32_t)(sizeof(*ctrl) + ctrl->num_ds * MPR_WQE_SEG_SIZE);
+	len = (len + 63u) & ~63u;
+	if (!qp->ops->uar_write_wc || len > sizeof(chunk)) {
+		mpr_dp_ring_sq(qp);
+		return 0;
+	}
+	memset(chunk, 0, sizeof(chunk));
+	memcpy(chunk, ctrl, len < (1u << qp->sq.log_stride) ? len : (1u << qp->sq.log_stride));
+	((struct mpr_wqe_ctrl *)chunk)->bf_qpn = htole32(qp->qpn);
+	mpr_wmb();
+	qp->ops->uar_write_wc(qp->ops->ctx, MPR_UAR_BF, chunk, len);
+	return 1;
+}
+
 void mpr_dp_ring_sq(struct mpr_dp_qp *qp)
 {
 	mpr_wmb();

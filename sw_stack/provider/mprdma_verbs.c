@@ -123,6 +123,8 @@ void mprdma_init_dp_ops(struct mprdma_context *ctx)
 {
 	ctx->dp_ops.uar_write64 = mprdma_uar_write64;
 	ctx->dp_ops.copy_from_user = mprdma_copy_from_user;
+	/* WQE by MMIO is not used by the provider yet: doorbells only. */
+	ctx->dp_ops.uar_write_wc = NULL;
 	ctx->dp_ops.lookup_qp = mprdma_lookup_qp;
 	ctx->dp_ops.ctx = ctx;
 }

@@ -56,6 +56,10 @@ void Driver::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
                  sizeof value);
 }
 
+void Driver::uar_write_wc(uint32_t page, uint32_t offset, const void* data, uint32_t len) {
+  rc_.mmio_write(nic_.bar2_base + uint64_t(page) * MPR_UAR_PAGE_SIZE + offset, data, len);
+}
+
 uint32_t Driver::alloc_uar() {
   if (next_uar_ >= device_.num_uar_pages)
     throw std::runtime_error(name_ + ": no free UAR page (the NIC has " +

@@ -63,6 +63,9 @@ class Driver {
   void write_reg(uint64_t offset, uint32_t value);
   // A 64-bit doorbell store into UAR page `page`.
   void uar_write64(uint32_t page, uint32_t offset, uint64_t value);
+  // `len` bytes at `offset` of UAR page `page`, through the CPU's
+  // write-combining buffer (64-byte lines): WQE by MMIO.
+  void uar_write_wc(uint32_t page, uint32_t offset, const void* data, uint32_t len);
 
   uint32_t alloc_uar();
 

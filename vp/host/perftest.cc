@@ -101,6 +101,12 @@ void JobConfig::bind(core::Binder& b) {
           "another and started together; the job's result aggregates them (all bytes over "
           "the time from the common start to the last end). Bandwidth tests, one size.",
           1, 65536, "connections");
+  b.field("wqe_by_mmio", wqe_by_mmio,
+          "Bandwidth tests: write each send WQE into the QP's UAR page (WQE by MMIO, "
+          "BlueFlame-style) instead of ringing the doorbell.");
+  b.field("post_list", post_list,
+          "Bandwidth tests: post this many WQEs behind one doorbell (perftest --post_list).",
+          1, 4096, "WQEs");
   b.field("counters", counters,
           "atomic_bw: atomics go round robin over this many 8-byte counters (fetch_add for "
           "more than one); every counter is checked at the end (their sum is the count).",
@@ -130,6 +136,10 @@ void JobConfig::bind(core::Binder& b) {
       b.error("counters and counter_stride apply to atomic_bw only");
     if (counters > 1 && atomic_op != "fetch_add") b.error("counters > 1 needs atomic_op fetch_add");
     if (counter_stride.n % 8) b.error("counter_stride must be a multiple of 8");
+    if ((wqe_by_mmio || post_list > 1) && app != "write_bw" && app != "read_bw" &&
+        app != "send_bw")
+      b.error("wqe_by_mmio and post_list apply to write_bw, read_bw and send_bw only");
+    if (wqe_by_mmio && post_list > 1) b.error("give either wqe_by_mmio or post_list, not both");
     // As perftest does: a signal must fall inside every window of tx_depth
     // requests, or the sender would wait for a completion never asked for.
     cq_mod = std::min(cq_mod, tx_depth);
@@ -325,6 +335,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   const bool inl = !read && size <= cfg_.inline_size.n && size > 0;
 
   const uint32_t ci0 = c.qp->dp.sq.ci;
+  uint64_t unrung = 0;  // posted WQEs not yet announced by a doorbell (post_list)
   uint64_t posted = 0;
   const sc_core::sc_time t0 = sc_core::sc_time_stamp();
   // With a duration, posting stops at the first signalled message after the
@@ -351,8 +362,14 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   std::vector<mpr_wc> wc(64);
   while (c.qp->dp.sq.ci - ci0 < r.iterations) {
     bool wait_due = false;
+    // post_list: a batch starts only when it fits whole (as perftest does).
+    const uint64_t batch = static_cast<uint64_t>(cfg_.post_list);
     while (posted < r.iterations && posted - (c.qp->dp.sq.ci - ci0) <
                                         static_cast<uint64_t>(cfg_.tx_depth)) {
+      if (batch > 1 && unrung == 0 &&
+          static_cast<uint64_t>(cfg_.tx_depth) - (posted - (c.qp->dp.sq.ci - ci0)) <
+              std::min(batch, r.iterations - posted))
+        break;
       if (paced && sc_core::sc_time_stamp() < due(posted)) {
         wait_due = true;
         break;
@@ -379,13 +396,29 @@ SizeResult PerfTest::run_bw(uint64_t size) {
           (stop_wait && next_sync))
         wr.flags |= MPR_WQE_F_SIGNALED;
       if (last) r.iterations = posted + 1;
-      const int err = c.ctx->post_send(c.qp, wr);
+      int err;
+      if (cfg_.wqe_by_mmio) {
+        err = c.ctx->post_send_mmio(c.qp, wr);
+        if (err > 0) err = 0;
+      } else if (cfg_.post_list > 1) {
+        err = c.ctx->post_send_no_doorbell(c.qp, wr);
+        if (!err && ++unrung == static_cast<uint64_t>(cfg_.post_list)) {
+          c.ctx->ring_sq(c.qp);
+          unrung = 0;
+        }
+      } else {
+        err = c.ctx->post_send(c.qp, wr);
+      }
       if (err) {
         r.error = "post_send failed: " + std::to_string(err);
         return r;
       }
       ++posted;
       cur_sync = next_sync;
+    }
+    if (unrung) {  // a partial batch: nothing more can be posted for now
+      c.ctx->ring_sq(c.qp);
+      unrung = 0;
     }
     if (c.qp->dp.sq.ci - ci0 >= r.iterations) break;
     const int n =

@@ -78,6 +78,12 @@ struct JobConfig {
   // the server's buffer, `counter_stride` bytes apart (Kalia et al.'s Z
   // counters; a stride of 4096 puts every counter on the same low 12
   // address bits). More than one counter needs fetch_add.
+  // Bandwidth tests: how send WQEs reach the NIC. wqe_by_mmio: each WQE is
+  // written into the QP's UAR page (WQE by MMIO, no doorbell, no DMA read of
+  // it); post_list B: B WQEs are posted, then one doorbell (perftest's
+  // --post_list), and the NIC reads them by DMA.
+  bool wqe_by_mmio = false;
+  int64_t post_list = 1;
   int64_t counters = 1;
   core::Bytes counter_stride{8};
   // The measured part starts at this time at the earliest; set-up (QPs,

@@ -28,6 +28,7 @@ VerbsContext::VerbsContext(Driver& driver, AddressSpace& as, const HostConfig& h
     : driver_(driver), as_(as), host_(host) {
   uar_ = driver_.alloc_uar();
   ops_.uar_write64 = &VerbsContext::dp_uar_write64;
+  ops_.uar_write_wc = &VerbsContext::dp_uar_write_wc;
   ops_.copy_from_user = &VerbsContext::dp_copy_from_user;
   ops_.lookup_qp = &VerbsContext::dp_lookup_qp;
   ops_.ctx = this;
@@ -43,6 +44,11 @@ VerbsContext::~VerbsContext() {
 void VerbsContext::dp_uar_write64(void* ctx, uint32_t off, uint64_t value) {
   auto* self = static_cast<VerbsContext*>(ctx);
   self->driver_.uar_write64(self->uar_, off, value);
+}
+
+void VerbsContext::dp_uar_write_wc(void* ctx, uint32_t off, const void* data, uint32_t len) {
+  auto* self = static_cast<VerbsContext*>(ctx);
+  self->driver_.uar_write_wc(self->uar_, off, data, len);
 }
 
 int VerbsContext::dp_copy_from_user(void* ctx, void* dst, uint64_t addr, uint32_t len) {
@@ -235,6 +241,18 @@ void VerbsContext::destroy_qp(QueuePair* qp) {
 int VerbsContext::post_send(QueuePair* qp, const mpr_send_wr& wr) {
   if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
   return mpr_dp_post_send(&qp->dp, &wr, 1);
+}
+
+int VerbsContext::post_send_no_doorbell(QueuePair* qp, const mpr_send_wr& wr) {
+  if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
+  return mpr_dp_post_send(&qp->dp, &wr, 0);
+}
+
+void VerbsContext::ring_sq(QueuePair* qp) { mpr_dp_ring_sq(&qp->dp); }
+
+int VerbsContext::post_send_mmio(QueuePair* qp, const mpr_send_wr& wr) {
+  if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
+  return mpr_dp_post_send_mmio(&qp->dp, &wr);
 }
 
 int VerbsContext::post_recv(QueuePair* qp, const mpr_recv_wr& wr) {

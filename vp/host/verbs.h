@@ -85,6 +85,11 @@ class VerbsContext {
 
   // Data path (sw_stack/dp), with the CPU cost of the call.
   int post_send(QueuePair* qp, const mpr_send_wr& wr);
+  // Posts without ringing the doorbell (batching: ring_sq() later), or by
+  // MMIO (the WQE itself written to the UAR page; 1 if it went so).
+  int post_send_no_doorbell(QueuePair* qp, const mpr_send_wr& wr);
+  void ring_sq(QueuePair* qp);
+  int post_send_mmio(QueuePair* qp, const mpr_send_wr& wr);
   int post_recv(QueuePair* qp, const mpr_recv_wr& wr);
   int poll_cq(CompletionQueue* cq, int n, mpr_wc* wc);
   void arm_cq(CompletionQueue* cq, bool solicited_only);
@@ -110,6 +115,7 @@ class VerbsContext {
 
  private:
   static void dp_uar_write64(void* ctx, uint32_t off, uint64_t value);
+  static void dp_uar_write_wc(void* ctx, uint32_t off, const void* data, uint32_t len);
   static int dp_copy_from_user(void* ctx, void* dst, uint64_t addr, uint32_t len);
   static mpr_dp_qp* dp_lookup_qp(void* ctx, uint32_t qpn);
   [[noreturn]] void fail(const std::string& what, const CommandResult& r);

@@ -105,6 +105,18 @@ void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
       std::memset(data, 0xff, len);
       return;
     }
+    const uint32_t page = static_cast<uint32_t>(off / MPR_UAR_PAGE_SIZE);
+    const uint32_t in_page = static_cast<uint32_t>(off % MPR_UAR_PAGE_SIZE);
+    if (in_page >= MPR_UAR_BF && in_page < MPR_UAR_BF + MPR_UAR_BF_SIZE && !(len & 7) &&
+        !(in_page & 7) && in_page + len <= MPR_UAR_BF + MPR_UAR_BF_SIZE && cb_.uar_wqe) {
+      // WQE by MMIO: write-combined lines of a WQE, taken at their arrival.
+      ++mmio_writes_;
+      std::vector<uint8_t> bytes(data, data + len);
+      calendar_.after(delay, [this, page, in_page, bytes = std::move(bytes)]() mutable {
+        cb_.uar_wqe(page, in_page - MPR_UAR_BF, std::move(bytes));
+      });
+      return;
+    }
     if (len != 8 || (off & 7)) {
       ++bad_accesses_;
       MPR_LOG(log_, warn, "UAR write of " << len << " bytes at 0x" << std::hex << off
@@ -114,8 +126,6 @@ void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
     ++mmio_writes_;
     uint64_t v;
     std::memcpy(&v, data, 8);
-    const uint32_t page = static_cast<uint32_t>(off / MPR_UAR_PAGE_SIZE);
-    const uint32_t in_page = static_cast<uint32_t>(off % MPR_UAR_PAGE_SIZE);
     calendar_.after(delay, [this, page, in_page, v] { cb_.uar_write(page, in_page, v); });
     return;
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <vector>
 
 #include <systemc>
 #include <tlm>
@@ -34,6 +35,9 @@ class HostInterface : public sc_core::sc_module {
     std::function<void()> aq_doorbell;       // AQ_PI written
     // A 64-bit write at `offset` of UAR page `page`.
     std::function<void(uint32_t page, uint32_t offset, uint64_t value)> uar_write;
+    // Bytes written into the WQE-by-MMIO window of UAR page `page`, at
+    // `offset` from the window's start.
+    std::function<void(uint32_t page, uint32_t offset, std::vector<uint8_t> bytes)> uar_wqe;
   };
 
   tlm_utils::simple_target_socket<HostInterface> mmio;

@@ -1,5 +1,6 @@
 #include "vp/nic/nic.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "vp/net/cnp.h"
@@ -64,7 +65,10 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                   [this] { on_reset(); },
                   [this] { cp_.on_aq_enable_changed(); },
                   [this] { cp_.on_aq_doorbell(); },
-                  [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); }}),
+                  [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); },
+                  [this](uint32_t page, uint32_t off, std::vector<uint8_t> bytes) {
+                    on_uar_wqe(page, off, std::move(bytes));
+                  }}),
       cq_("cq", cfg_, env, clock_, dma_, hostif_, contexts_),
       pus_(cfg_, clock_, env),
       // A QPC line: struct mpr_qpc and the engine's per-connection state.
@@ -87,7 +91,9 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       bad_doorbells_(env.stats.counter("nic." + cfg.name + ".hostif.bad_doorbells", "doorbells",
                                        "Doorbells naming an object not bound to their UAR page")),
       resets_(env.stats.counter("nic." + cfg.name + ".hostif.resets", "resets",
-                                "Device resets")) {
+                                "Device resets")),
+      wqes_by_mmio_(env.stats.counter("nic." + cfg.name + ".hostif.wqes_by_mmio", "WQEs",
+                                      "Send WQEs written into a UAR page (WQE by MMIO)")) {
   tx_.set_sources(&responder_, &requester_);
   cq_.set_cqc_cache(&cqc_cache_);
   // A QP's turn to send needs its context on chip.
@@ -143,13 +149,60 @@ void Nic::decode_uar(uint32_t page, uint32_t offset, uint64_t value) {
         ++bad_doorbells_;
         MPR_LOG(log_, warn, "UAR write at offset 0x" << std::hex << offset
                                                      << " ignored (no register there; "
-                                                        "WQE-by-MMIO is not implemented)");
+                                                        "WQEs by MMIO go to MPR_UAR_BF)");
     }
   }
 }
 
+void Nic::on_uar_wqe(uint32_t page, uint32_t offset, std::vector<uint8_t> bytes) {
+  BfWindow& w = bf_windows_[page];
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    std::memcpy(&w.bytes[offset + i], &bytes[i], 8);
+    w.written[(offset + i) / 8] = true;
+  }
+  if (!w.written[0] || !w.written[1]) return;  // the ctrl segment is not complete yet
+  mpr_wqe_ctrl ctrl;
+  std::memcpy(&ctrl, w.bytes.data(), sizeof ctrl);
+  const size_t len = sizeof ctrl + size_t{ctrl.num_ds} * MPR_WQE_SEG_SIZE;
+  if (len > MPR_UAR_BF_SIZE) {
+    ++bad_doorbells_;
+    MPR_LOG(log_, warn, "WQE by MMIO on UAR page " << page << " claims " << len
+                                                   << " bytes, more than the window: dropped");
+    bf_windows_.erase(page);
+    return;
+  }
+  for (size_t word = 0; word < (len + 7) / 8; ++word)
+    if (!w.written[word]) return;  // more lines to come
+  std::vector<uint8_t> wqe(w.bytes.begin(), w.bytes.begin() + static_cast<std::ptrdiff_t>(len));
+  bf_windows_.erase(page);
+  // Decoding it takes what a doorbell takes.
+  calendar_.at(clock_.after_cycles(static_cast<uint64_t>(cfg_.latency.doorbell)),
+               [this, page, wqe = std::move(wqe), gen = generation_]() mutable {
+                 if (gen == generation_) decode_uar_wqe(page, std::move(wqe));
+               });
+}
+
+void Nic::decode_uar_wqe(uint32_t page, std::vector<uint8_t> wqe) {
+  mpr_wqe_ctrl ctrl;
+  std::memcpy(&ctrl, wqe.data(), sizeof ctrl);
+  const uint32_t qpn = ctrl.bf_qpn & MPR_DB_QPN_MASK;
+  const mpr_qpc* q = contexts_.qp(qpn);
+  if (!q || q->uar_index != page) {
+    ++bad_doorbells_;
+    MPR_LOG(log_, warn, "WQE by MMIO for QP " << qpn << " on UAR page " << page
+                                              << " dropped (not its page or no such QP)");
+    return;
+  }
+  if (!qpc_cache_.access(qpn - kFirstQpn, qpn, true,
+                         [this, page, wqe] { decode_uar_wqe(page, wqe); }))
+    return;
+  ++wqes_by_mmio_;
+  requester_.sq_wqe_mmio(qpn, wqe);
+}
+
 void Nic::on_reset() {
   ++resets_;
+  bf_windows_.clear();
   MPR_LOG(log_, info, "device reset");
   hostif_.reset_registers();
   hostif_.set_link_up(true);

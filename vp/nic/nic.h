@@ -6,7 +6,10 @@
 // packets by opcode.
 #pragma once
 
+#include <array>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include <systemc>
 
@@ -53,6 +56,10 @@ class Nic : public sc_core::sc_module {
  private:
   void on_uar(uint32_t page, uint32_t offset, uint64_t value);
   void decode_uar(uint32_t page, uint32_t offset, uint64_t value);
+  // WQE by MMIO: bytes of the MPR_UAR_BF window of a UAR page; a WQE is
+  // taken once all its bytes have arrived.
+  void on_uar_wqe(uint32_t page, uint32_t offset, std::vector<uint8_t> bytes);
+  void decode_uar_wqe(uint32_t page, std::vector<uint8_t> wqe);
   void on_reset();
   void on_qp_state(uint32_t qpn, uint8_t from, uint8_t to);
   void on_qp_destroyed(uint32_t qpn);
@@ -87,6 +94,12 @@ class Nic : public sc_core::sc_module {
   net::PacketPtr rx_parked_;
   net::RoceFields rx_parked_f_;
   uint64_t generation_ = 0;  // device resets: dispatches scheduled before one are dropped
+  // Per UAR page: the WQE-by-MMIO window as written so far (8-byte words).
+  struct BfWindow {
+    std::array<uint8_t, MPR_UAR_BF_SIZE> bytes{};
+    std::array<bool, MPR_UAR_BF_SIZE / 8> written{};
+  };
+  std::map<uint32_t, BfWindow> bf_windows_;
   NicCore core_;
   TxScheduler tx_;
   Requester requester_;
@@ -96,6 +109,7 @@ class Nic : public sc_core::sc_module {
   core::Calendar calendar_;
   core::Counter& bad_doorbells_;
   core::Counter& resets_;
+  core::Counter& wqes_by_mmio_;
 };
 
 }  // namespace mprdma::nic

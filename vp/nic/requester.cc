@@ -80,7 +80,9 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
                                             "Responses dropped: unknown QP or unexpected")),
       doorbells_dropped_(core.env.stats.counter(core.stat("requester.doorbells_dropped"),
                                                 "doorbells",
-                                                "SQ doorbells ignored (QP in RESET or bad index)")) {
+                                                "SQ doorbells ignored (QP in RESET or bad index)")),
+      wqes_by_mmio_(core.env.stats.counter(core.stat("requester.wqes_by_mmio"), "WQEs",
+                                           "Send WQEs taken from the MMIO write, no DMA read")) {
   if (core.cfg.congestion_control == "dcqcn") {
     const DcqcnConfig& d = core.cfg.dcqcn;
     const uint64_t period = core.cfg.period_ps();
@@ -116,17 +118,37 @@ void Requester::reset() {
 }
 
 void Requester::sq_doorbell(uint32_t qpn, uint16_t pi16) {
+  if (Qp* qp = accept_sq_pi(qpn, pi16)) fetch(*qp);
+}
+
+void Requester::sq_wqe_mmio(uint32_t qpn, const std::vector<uint8_t>& wqe) {
+  mpr_wqe_ctrl ctrl;
+  std::memcpy(&ctrl, wqe.data(), sizeof ctrl);
+  const uint16_t index = ctrl.wqe_index;
+  Qp* qp = accept_sq_pi(qpn, static_cast<uint16_t>(index + 1));
+  if (!qp) return;
+  const mpr_qpc* q = core_.contexts.qp(qpn);
+  // Kept until fetch() reaches its index (at once if the NIC is idle); the
+  // widened index is the producer index just accepted, minus one.
+  const uint32_t at = qp->sq_pi - 1;
+  if (wqe.size() <= (size_t{1} << q->sq_log_stride) && at - qp->fetch_idx < (1u << q->sq_log_size) &&
+      qp->mmio_wqes.size() < static_cast<size_t>(core_.cfg.max_outstanding_wqes))
+    qp->mmio_wqes[at] = wqe;
+  fetch(*qp);
+}
+
+Requester::Qp* Requester::accept_sq_pi(uint32_t qpn, uint16_t pi16) {
   mpr_qpc* q = core_.contexts.qp(qpn);
   if (!q) {
     ++doorbells_dropped_;
-    return;
+    return nullptr;
   }
   if (q->state == MPR_QPS_RESET) {
     // Hardware cannot complete WQEs of a QP without a connection; the verbs
     // layer refuses such posts, so a doorbell here is a software bug.
     ++doorbells_dropped_;
     MPR_LOG(log_, warn, "SQ doorbell for QP " << qpn << " in RESET dropped");
-    return;
+    return nullptr;
   }
   auto [it, created] = qps_.try_emplace(qpn);
   Qp& qp = it->second;
@@ -143,15 +165,15 @@ void Requester::sq_doorbell(uint32_t qpn, uint16_t pi16) {
     MPR_LOG(log_, warn, "SQ doorbell for QP " << qpn << " claims " << (pi - oldest)
                                               << " WQEs in a ring of " << (1u << q->sq_log_size)
                                               << ": dropped");
-    return;
+    return nullptr;
   }
   qp.sq_pi = pi;
   q->sq_pi = pi;
   if (q->state == MPR_QPS_ERR) {
     flush_new(qp);
-    return;
+    return nullptr;
   }
-  fetch(qp);
+  return &qp;
 }
 
 void Requester::qp_to_rts(uint32_t qpn) {
@@ -203,9 +225,29 @@ void Requester::fetch(Qp& qp) {
       held >= core_.cfg.max_outstanding_wqes ? 0
                                              : static_cast<uint32_t>(core_.cfg.max_outstanding_wqes) - held;
   const uint32_t to_ring_end = size - (qp.fetch_idx & (size - 1));
-  const uint32_t n = std::min({qp.sq_pi - qp.fetch_idx, room, to_ring_end,
+  uint32_t n = std::min({qp.sq_pi - qp.fetch_idx, room, to_ring_end,
                                static_cast<uint32_t>(core_.cfg.wqe_fetch_batch)});
   if (n == 0) return;
+  // WQEs that came by MMIO are taken as they are, one at a time; a DMA read
+  // stops short of them.
+  while (!qp.mmio_wqes.empty() && qp.mmio_wqes.begin()->first - qp.fetch_idx >= (1u << 31))
+    qp.mmio_wqes.erase(qp.mmio_wqes.begin());  // indices already fetched by DMA
+  if (auto it = qp.mmio_wqes.find(qp.fetch_idx); it != qp.mmio_wqes.end()) {
+    ++wqes_by_mmio_;
+    qp.fetching = true;
+    std::vector<uint8_t> slot(size_t{1} << q->sq_log_stride, 0);
+    std::memcpy(slot.data(), it->second.data(), it->second.size());
+    qp.mmio_wqes.erase(it);
+    on_wqes(qp.qpn, qp.generation, qp.fetch_idx, 1, true, slot);
+    return;
+  }
+  uint32_t dma_n = n;
+  for (uint32_t k = 1; k < n; ++k)
+    if (qp.mmio_wqes.count(qp.fetch_idx + k)) {
+      dma_n = k;
+      break;
+    }
+  n = dma_n;
   qp.fetching = true;
   const uint64_t addr = q->sq_base + (uint64_t(qp.fetch_idx & (size - 1)) << q->sq_log_stride);
   const uint32_t first = qp.fetch_idx;

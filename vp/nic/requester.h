@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -43,6 +44,9 @@ class Requester : public sc_core::sc_module, public TxSource {
 
   // SQ doorbell (UAR page already checked against the QP).
   void sq_doorbell(uint32_t qpn, uint16_t pi);
+  // WQE by MMIO: a doorbell for the WQE's index that brings the WQE along;
+  // taken without a DMA read when it is the next WQE to fetch.
+  void sq_wqe_mmio(uint32_t qpn, const std::vector<uint8_t>& wqe);
   // QP lifecycle, from the command processor.
   void qp_to_rts(uint32_t qpn);
   void qp_to_error(uint32_t qpn);
@@ -105,6 +109,9 @@ class Requester : public sc_core::sc_module, public TxSource {
     uint32_t sq_pi = 0;    // free-running, widened from the 16-bit doorbell
     uint32_t fetch_idx = 0;
     bool fetching = false;
+    // WQEs that arrived by MMIO, by index, until fetch() takes them (in
+    // place of a DMA read of those ring slots).
+    std::map<uint32_t, std::vector<uint8_t>> mmio_wqes;
     std::deque<Message> pending;   // parsed, no PSN yet
     std::deque<Message> inflight;  // PSNs assigned, not completed
     uint32_t next_psn = 0;
@@ -126,6 +133,9 @@ class Requester : public sc_core::sc_module, public TxSource {
   void fetch(Qp& qp);
   void on_wqes(uint32_t qpn, uint64_t generation, uint32_t first, uint32_t count, bool ok,
                const std::vector<uint8_t>& data);
+  // The SQ doorbell's checks; the QP if the new producer index was taken
+  // and new WQEs may be fetched.
+  Qp* accept_sq_pi(uint32_t qpn, uint16_t pi16);
   void parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m);
   // Makes a parsed batch visible once the MPT/MTT lines of its SGEs are on
   // chip (now, or when their fills arrive).
@@ -164,6 +174,7 @@ class Requester : public sc_core::sc_module, public TxSource {
   core::Counter& timeouts_;
   core::Counter& bad_responses_;
   core::Counter& doorbells_dropped_;
+  core::Counter& wqes_by_mmio_;
   // DCQCN only (null otherwise, so `none` registers no new statistics).
   DcqcnRpParams rp_params_;
   core::Counter* cnp_rx_ = nullptr;

@@ -31,6 +31,10 @@ struct mpr_dp_ops {
 	/* Copy `len` bytes of the caller's buffer at `addr` into `dst`;
 	 * returns 0, or -EFAULT if the address is not readable. */
 	int (*copy_from_user)(void *ctx, void *dst, uint64_t addr, uint32_t len);
+	/* Optional, for WQE by MMIO: write `len` bytes (a multiple of 64) at
+	 * byte offset `off` of the UAR page with write-combining stores. NULL:
+	 * mpr_dp_post_send_mmio() rings the doorbell instead. */
+	void (*uar_write_wc)(void *ctx, uint32_t off, const void *data, uint32_t len);
 	/* Find the QP a CQE names (CQs can be shared by QPs). */
 	struct mpr_dp_qp *(*lookup_qp)(void *ctx, uint32_t qpn);
 	void *ctx;
@@ -122,6 +126,11 @@ uint32_t mpr_dp_max_inline(const struct mpr_dp_qp *qp);
  * exactly one 8-byte SGE) or when the QP is in RESET, -EFAULT if an inline
  * source is unreadable. On error nothing is posted. */
 int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr, int ring);
+/* Like mpr_dp_post_send(qp, wr, 1), but hands the WQE to the NIC by MMIO
+ * (MPR_UAR_BF window) instead of a doorbell when the ops can and the WQE
+ * fits the window; returns 1 when it went by MMIO, 0 by doorbell, or the
+ * negative errors of mpr_dp_post_send(). */
+int mpr_dp_post_send_mmio(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr);
 /* Rings the SQ doorbell with the current producer index. */
 void mpr_dp_ring_sq(struct mpr_dp_qp *qp);
 

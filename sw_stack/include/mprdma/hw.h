@@ -57,8 +57,18 @@
 #define MPR_UAR_RQ_DB 0x008u /* 64-bit write, see MPR_RQ_DB_* */
 #define MPR_UAR_CQ_DB 0x010u /* 64-bit write, see MPR_CQ_DB_* */
 #define MPR_UAR_EQ_DB 0x018u /* 64-bit write, kernel page only */
-#define MPR_UAR_BF 0x100u    /* WQE-by-MMIO window (reserved, not yet decoded) */
+#define MPR_UAR_BF 0x100u    /* WQE-by-MMIO window, see below */
 #define MPR_UAR_BF_SIZE 256u
+
+/* WQE by MMIO (BlueFlame-style, CAPS.WQE_BY_MMIO): instead of ringing the SQ
+ * doorbell, software writes the whole send WQE (ctrl first, then its num_ds
+ * segments, padded to 64 bytes) into the window at MPR_UAR_BF of the QP's UAR
+ * page, with write-combining stores, and ctrl.bf_qpn = the QP number. The
+ * WQE must also be in the send ring at its index (as always). The NIC takes
+ * the WQE from the window once all its bytes have arrived, without a DMA
+ * read, and treats it as an SQ doorbell with producer index wqe_index + 1;
+ * if it is not the next WQE the NIC would fetch, it is a plain doorbell and
+ * the NIC reads the ring. A WQE larger than the window cannot be sent so. */
 
 /* SQ/RQ doorbell: qpn in bits 23:0, new producer index in bits 47:32. */
 #define MPR_DB_QPN_MASK 0x00ffffffull
@@ -126,7 +136,7 @@ struct mpr_wqe_ctrl {
 	uint16_t wqe_index; /* low 16 bits of this WQE's producer index */
 	uint16_t rsvd1;
 	uint32_t imm_data;  /* network byte order, copied to the ImmDt header */
-	uint32_t rsvd2;
+	uint32_t bf_qpn;    /* WQE by MMIO: the QP number; ignored in the ring */
 };
 
 struct mpr_wqe_raddr {

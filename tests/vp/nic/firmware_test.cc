@@ -474,10 +474,11 @@ TEST_F(FirmwareTest, QueryDeviceWritesTheLimitsByteForByte) {
   // (1), 4096 MTT entries of 8 B (8).
   want.icm_pages = 14;
   // What this NIC implements, as the CAPS register advertises it: RC,
-  // atomics, inline data and the go-back-N engine (the only transport
-  // CREATE_QP accepts); no UD, no WQE-by-MMIO, no other engines yet.
+  // atomics, inline data, WQE by MMIO and the go-back-N engine (the only
+  // transport CREATE_QP accepts); no UD, no other engines per QP yet.
   want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__ATOMICS_bm |
-                   MPRDMA_BAR0__CAPS__INLINE_bm | MPRDMA_BAR0__CAPS__GBN_bm;
+                   MPRDMA_BAR0__CAPS__INLINE_bm | MPRDMA_BAR0__CAPS__WQE_BY_MMIO_bm |
+                   MPRDMA_BAR0__CAPS__GBN_bm;
   EXPECT_EQ(want.fw_version, uint32_t{MPRDMA_BAR0__FW_VERSION__FW_reset})
       << "the FW_VERSION register and QUERY_DEVICE agree";
   EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &want, sizeof want), 0);
