@@ -71,6 +71,14 @@ void PcieConfig::bind(core::Binder& b) {
   b.field("max_outstanding_reads", max_outstanding_reads,
           "read request TLPs the endpoint may have in flight (tags); further requests wait", 1,
           kMaxTags, "tags");
+  b.field("dllp_bytes", dllp_bytes,
+          "wire bytes of one DLLP (6 B and 2 B of framing); 0 leaves the data-link layer out",
+          0, 64);
+  b.field("ack_every", ack_every,
+          "TLPs acknowledged by one Ack DLLP, sent the other way", 1, 1024, "TLPs");
+  b.field("update_fc_every", update_fc_every,
+          "TLPs whose flow-control credits one UpdateFC DLLP returns, the other way", 1, 1024,
+          "TLPs");
   for (const std::string& p : shape_problems(*this)) b.error(p);
 }
 

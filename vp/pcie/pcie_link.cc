@@ -52,6 +52,13 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, core::Si
   };
   dir_totals(down_, "downstream");
   dir_totals(up_, "upstream");
+  for (auto [d, dir] : {std::pair<Direction*, const char*>{&down_, "downstream"},
+                        std::pair<Direction*, const char*>{&up_, "upstream"}}) {
+    d->dllps = &st.counter(prefix_ + "." + dir + ".dllp.count", "DLLPs",
+                           std::string("Ack and UpdateFC DLLPs sent ") + dir);
+    d->dllp_bytes = &st.counter(prefix_ + "." + dir + ".dllp.bytes", "B",
+                                std::string("DLLP bytes sent ") + dir + " (not in .bytes)");
+  }
   register_kind(st, down_, "downstream", TlpKind::mmio_write);
   register_kind(st, down_, "downstream", TlpKind::mmio_read);
   register_kind(st, down_, "downstream", TlpKind::dma_read_completion);
@@ -101,7 +108,25 @@ PcieLink::Slot PcieLink::reserve(Direction& dir, const sc_time& earliest, TlpKin
   dir.bytes->add(wire_bytes);
   dir.kind_tlps[k]->add(tlps);
   dir.kind_bytes[k]->add(wire_bytes);
+  // The receiver acknowledges the TLPs and returns their credits, in the
+  // other direction, once the last has arrived.
+  if (cfg_.dllp_bytes.n) {
+    Direction& back = &dir == &down_ ? up_ : down_;
+    const sc_time arrived = s.end + latency_;
+    back.unacked += tlps;
+    back.uncredited += tlps;
+    const uint64_t ack_every = static_cast<uint64_t>(cfg_.ack_every);
+    const uint64_t fc_every = static_cast<uint64_t>(cfg_.update_fc_every);
+    for (; back.unacked >= ack_every; back.unacked -= ack_every) send_dllp(back, arrived);
+    for (; back.uncredited >= fc_every; back.uncredited -= fc_every) send_dllp(back, arrived);
+  }
   return s;
+}
+
+void PcieLink::send_dllp(Direction& dir, const sc_time& at) {
+  ++*dir.dllps;
+  dir.dllp_bytes->add(cfg_.dllp_bytes.n);
+  if (dir.busy_until > at) dir.busy_until += serialize(cfg_.dllp_bytes.n);
 }
 
 // ---------------------------------------------------------------- MMIO

@@ -110,7 +110,16 @@ class PcieLink : public sc_core::sc_module {
     core::Counter* bytes = nullptr;
     std::array<core::Counter*, kTlpKinds> kind_tlps{};
     std::array<core::Counter*, kTlpKinds> kind_bytes{};
+    // Data-link layer: DLLPs this direction sends for TLPs received from
+    // the other one (TLPs not yet covered by an Ack / an UpdateFC).
+    uint64_t unacked = 0;
+    uint64_t uncredited = 0;
+    core::Counter* dllps = nullptr;
+    core::Counter* dllp_bytes = nullptr;
   };
+  // A DLLP of `dir`, ready to send at `at`: it takes link time only when
+  // the direction is backlogged then (an idle link sends it in the gap).
+  void send_dllp(Direction& dir, const sc_core::sc_time& at);
   struct Slot {
     sc_core::sc_time start, end;
   };

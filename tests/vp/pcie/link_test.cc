@@ -305,8 +305,49 @@ TEST_F(PcieLinkTest, DefaultTagsSaturateSmallMrrs) {
   });
   sc_core::sc_start();
   const double mbps = kLen / done_at.to_seconds() / 1e6;
-  EXPECT_NEAR(mbps, 13443, 13443 * 0.01);
+  // Each 128 B completion (128 + 22 B) shares the downstream link with the
+  // DLLPs acknowledging one 26 B request: 8 B x (1/4 Ack + 1/4 UpdateFC).
+  EXPECT_NEAR(mbps, cfg.link_bytes_per_sec() * 128 / (150 + 4) / 1e6, 13443 * 0.01);
+  EXPECT_LT(mbps, 13443 * 0.98) << "DLLPs cost Kalia's few percent";
   EXPECT_EQ(counter("read_tag_waits"), kLen / 128 - 256);
+}
+
+// Without the data-link layer (dllp_bytes 0) the same stream reaches Kalia's
+// TLP-only figure, link x RCB / (RCB + Pc) = 13 443 MB/s.
+TEST_F(PcieLinkTest, WithoutDllpsReadsReachTheTlpOnlyBandwidth) {
+  PcieConfig cfg;
+  cfg.max_read_request = core::Bytes{128};
+  cfg.dllp_bytes = core::Bytes{0};
+  build(cfg);
+  constexpr size_t kLen = 1024 * 1024;
+  sc_time done_at;
+  spawn([&] {
+    bench->dma.read(0x200000, kLen, [&](bool, const uint8_t*, size_t) {
+      done_at = sc_time_stamp();
+    });
+  });
+  sc_core::sc_start();
+  EXPECT_NEAR(kLen / done_at.to_seconds() / 1e6, 13443, 13443 * 0.01);
+  EXPECT_EQ(counter("downstream.dllp.count"), 0u);
+}
+
+// The receiver of TLPs sends the DLLPs, the other way: 16 MMIO writes down
+// are 4 Acks and 4 UpdateFCs up, 8 B each; the read requests of a DMA read
+// are acknowledged downstream. DLLP bytes stay out of the TLP totals.
+TEST_F(PcieLinkTest, DllpsGoTheOtherWayOnePerFourTlpsEach) {
+  build();
+  spawn([&] {
+    for (int i = 0; i < 16; ++i) {
+      const uint64_t v = i;
+      bench->rc.mmio_write(0x800, &v, 8);
+    }
+  });
+  sc_core::sc_start();
+  EXPECT_EQ(counter("downstream.tlps"), 16u);
+  EXPECT_EQ(counter("upstream.dllp.count"), 8u);
+  EXPECT_EQ(counter("upstream.dllp.bytes"), 64u);
+  EXPECT_EQ(counter("downstream.dllp.count"), 0u);
+  EXPECT_EQ(counter("downstream.bytes"), 16u * (8 + 26));
 }
 
 // Completions and MMIO writes share the downstream FIFO: a doorbell sent
