@@ -8,14 +8,9 @@
 // adds sent to it (atomics never lost or executed twice, whatever overlaps).
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <string>
 
-#include "support/files.h"
-#include "support/sim_test.h"
-#include "vp/core/config.h"
-#include "vp/platform/platform.h"
-#include "vp/platform/scenario.h"
+#include "support/scenario_run.h"
 
 namespace mprdma::platform {
 namespace {
@@ -32,37 +27,16 @@ std::string scenario(int buckets, int stride, const std::string& extra_job = "")
          "}\n";
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    load_scenario(test::write_temp("locks.yaml", text));
-  } catch (const core::ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-class AtomicLocks : public test::SimTest {
+class AtomicLocks : public test::ScenarioRun {
  protected:
-  void TearDown() override { platform.reset(); }
-  host::SizeResult run(const std::string& text) {
-    const ScenarioConfig cfg = load_scenario(test::write_temp("locks.yaml", text));
-    platform.reset();
-    core::reset_kernel();
-    env = std::make_unique<core::SimEnv>(1);
-    platform = std::make_unique<Platform>(cfg, *env);
-    EXPECT_TRUE(platform->run());
-    return platform->outcomes().at(0).results.at(0);
+  host::SizeResult run_job(const std::string& text) {
+    EXPECT_TRUE(run(text));
+    return result();
   }
-  uint64_t counter(const std::string& path) {
-    const core::Counter* c = env->stats.find_counter(path);
-    EXPECT_NE(c, nullptr) << path;
-    return c ? c->value() : 0;
-  }
-  std::unique_ptr<Platform> platform;
 };
 
 TEST_F(AtomicLocks, BucketsDecideWhichAtomicsOverlap) {
-  const host::SizeResult one = run(scenario(1, 8));
+  const host::SizeResult one = run_job(scenario(1, 8));
   EXPECT_TRUE(one.data_ok) << one.error;
   EXPECT_EQ(one.iterations, 800u);
   EXPECT_EQ(counter("nic.h1.responder.atomics"), 800u);
@@ -71,26 +45,26 @@ TEST_F(AtomicLocks, BucketsDecideWhichAtomicsOverlap) {
   // One read-modify-write (~0.42 us) at a time: at most ~2.5 M/s.
   EXPECT_LT(one.msg_rate_mpps, 2.6);
 
-  const host::SizeResult many = run(scenario(4096, 8));
+  const host::SizeResult many = run_job(scenario(4096, 8));
   EXPECT_TRUE(many.data_ok) << many.error;
   EXPECT_LT(counter("nic.h1.atomics.lock_conflicts"), conflicts_one / 2);
   EXPECT_GT(many.msg_rate_mpps, 4 * one.msg_rate_mpps) << "16 buckets in parallel";
 
-  const host::SizeResult same_low_bits = run(scenario(4096, 4096));
+  const host::SizeResult same_low_bits = run_job(scenario(4096, 4096));
   EXPECT_TRUE(same_low_bits.data_ok) << same_low_bits.error;
   EXPECT_GT(counter("nic.h1.atomics.lock_conflicts"), 700u);
   EXPECT_NEAR(same_low_bits.msg_rate_mpps, one.msg_rate_mpps, 0.05 * one.msg_rate_mpps);
 }
 
-TEST(AtomicLocksConfig, CountersAreCheckedAndOnlyForAtomics) {
-  EXPECT_NE(error_of(scenario(4096, 8, ", atomic_op: cmp_swap")).find("needs atomic_op fetch_add"),
+TEST_F(AtomicLocks, CountersAreCheckedAndOnlyForAtomics) {
+  EXPECT_NE(config_error(scenario(4096, 8, ", atomic_op: cmp_swap")).find("needs atomic_op fetch_add"),
             std::string::npos);
-  EXPECT_NE(error_of(scenario(4096, 12)).find("multiple of 8"), std::string::npos);
-  EXPECT_NE(error_of(scenario(3, 8)).find("lock_buckets must be a power of two"),
+  EXPECT_NE(config_error(scenario(4096, 12)).find("multiple of 8"), std::string::npos);
+  EXPECT_NE(config_error(scenario(3, 8)).find("lock_buckets must be a power of two"),
             std::string::npos);
   std::string w = scenario(4096, 8);
   w.replace(w.find("app: atomic_bw"), 14, "app: write_bw, sizes: [64]");
-  EXPECT_NE(error_of(w).find("counters and counter_stride apply to atomic_bw only"),
+  EXPECT_NE(config_error(w).find("counters and counter_stride apply to atomic_bw only"),
             std::string::npos);
 }
 

@@ -9,17 +9,14 @@
 // an error that names the region and the excess.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "mprdma/hw.h"
-#include "support/files.h"
-#include "support/sim_test.h"
+#include "support/scenario_run.h"
 #include "vp/nic/gbn_transport.h"
-#include "vp/platform/platform.h"
-#include "vp/platform/scenario.h"
 
 namespace mprdma::platform {
 namespace {
@@ -48,22 +45,8 @@ std::string scenario(const std::string& nic_extra) {
   return s;
 }
 
-class QpcCache : public test::SimTest {
+class QpcCache : public test::ScenarioRun {
  protected:
-  void TearDown() override { platform.reset(); }
-  bool run(const std::string& text) {
-    const ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", text));
-    platform.reset();
-    core::reset_kernel();
-    env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
-    platform = std::make_unique<Platform>(cfg, *env);
-    return platform->run();
-  }
-  uint64_t counter(const std::string& path) {
-    const core::Counter* c = env->stats.find_counter(path);
-    EXPECT_NE(c, nullptr) << "no counter " << path;
-    return c ? c->value() : 0;
-  }
   double total_seconds() {
     double s = 0;
     for (const JobOutcome& o : platform->outcomes()) s = std::max(s, o.results.at(0).seconds);
@@ -78,7 +61,6 @@ class QpcCache : public test::SimTest {
       EXPECT_EQ(o.results[0].iterations, uint64_t{kIters}) << o.name;
     }
   }
-  std::unique_ptr<Platform> platform;
 };
 
 TEST_F(QpcCache, ThrashingContextsMissToIcmAndStallReceive) {

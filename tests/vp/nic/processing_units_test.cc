@@ -9,13 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <memory>
 #include <string>
 
-#include "support/files.h"
-#include "support/sim_test.h"
-#include "vp/platform/platform.h"
-#include "vp/platform/scenario.h"
+#include "support/scenario_run.h"
 
 namespace mprdma::platform {
 namespace {
@@ -36,16 +32,10 @@ std::string scenario(int pus) {
   return s;
 }
 
-class ProcessingUnits : public test::SimTest {
+class ProcessingUnits : public test::ScenarioRun {
  protected:
-  void TearDown() override { platform.reset(); }
-  double run(int pus) {
-    const ScenarioConfig cfg = load_scenario(test::write_temp("pus.yaml", scenario(pus)));
-    platform.reset();
-    core::reset_kernel();
-    env = std::make_unique<core::SimEnv>(1);
-    platform = std::make_unique<Platform>(cfg, *env);
-    EXPECT_TRUE(platform->run());
+  double run_rate(int pus) {
+    EXPECT_TRUE(run(scenario(pus)));
     double seconds = 0, messages = 0;
     for (const JobOutcome& o : platform->outcomes()) {
       const host::SizeResult& r = o.results.at(0);
@@ -56,23 +46,17 @@ class ProcessingUnits : public test::SimTest {
     }
     return messages / seconds / 1e6;  // Mmsg/s of both streams
   }
-  uint64_t counter(const std::string& path) {
-    const core::Counter* c = env->stats.find_counter(path);
-    EXPECT_NE(c, nullptr) << path;
-    return c ? c->value() : 0;
-  }
-  std::unique_ptr<Platform> platform;
 };
 
 TEST_F(ProcessingUnits, QpsOnDifferentPusRunInParallel) {
-  const double shared = run(1);
+  const double shared = run_rate(1);
   EXPECT_EQ(counter("nic.h0.pu.0.ops"), counter("nic.h0.tx.packets") + counter("nic.h0.mac.rx_packets"))
       << "one PU built every packet and processed every received one";
   EXPECT_GT(counter("nic.h0.pu.0.wait_cycles"), 0u) << "the two QPs queued behind each other";
   // A PU building a 64 B WRITE every 200 cycles (800 ns): at most 1.25 M/s.
   EXPECT_LT(shared, 1.25 * 1.02);
 
-  const double parallel = run(8);
+  const double parallel = run_rate(8);
   EXPECT_GT(counter("nic.h0.pu.2.ops"), 400u);
   EXPECT_GT(counter("nic.h0.pu.3.ops"), 400u);
   EXPECT_EQ(counter("nic.h0.pu.0.ops"), 0u);

@@ -6,15 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <memory>
 #include <string>
 
 #include <mprdma/hw.h>
 
-#include "support/files.h"
-#include "support/sim_test.h"
-#include "vp/platform/platform.h"
-#include "vp/platform/scenario.h"
+#include "support/scenario_run.h"
 
 namespace mprdma::platform {
 namespace {
@@ -30,31 +26,19 @@ std::string scenario(const std::string& job_extra, const std::string& size) {
          "], iterations: 100, tx_depth: 16, cq_mod: 1" + job_extra + "}\n";
 }
 
-class WqeByMmio : public test::SimTest {
+class WqeByMmio : public test::ScenarioRun {
  protected:
-  void TearDown() override { platform.reset(); }
-  host::SizeResult run(const std::string& text) {
-    const ScenarioConfig cfg = load_scenario(test::write_temp("bf.yaml", text));
-    platform.reset();
-    core::reset_kernel();
-    env = std::make_unique<core::SimEnv>(1);
-    platform = std::make_unique<Platform>(cfg, *env);
-    EXPECT_TRUE(platform->run());
-    return platform->outcomes().at(0).results.at(0);
+  host::SizeResult run_job(const std::string& text) {
+    EXPECT_TRUE(run(text));
+    return result();
   }
-  uint64_t counter(const std::string& path) {
-    const core::Counter* c = env->stats.find_counter(path);
-    EXPECT_NE(c, nullptr) << path;
-    return c ? c->value() : 0;
-  }
-  std::unique_ptr<Platform> platform;
 };
 
 TEST_F(WqeByMmio, WqesWrittenToTheUarPageNeedNoDmaRead) {
   for (const std::string size : {"64", "4KiB"}) {  // inline and with an SGE
     SCOPED_TRACE(size);
     const std::string inl = size == "64" ? ", inline_size: 64" : "";
-    const host::SizeResult r = run(scenario(", wqe_by_mmio: true" + inl, size));
+    const host::SizeResult r = run_job(scenario(", wqe_by_mmio: true" + inl, size));
     EXPECT_TRUE(r.data_ok) << r.error;
     EXPECT_EQ(counter("nic.h0.hostif.wqes_by_mmio"), 100u);
     EXPECT_EQ(counter("nic.h0.requester.wqes_by_mmio"), 100u);
@@ -64,12 +48,12 @@ TEST_F(WqeByMmio, WqesWrittenToTheUarPageNeedNoDmaRead) {
 }
 
 TEST_F(WqeByMmio, BatchesBehindOneDoorbellAreReadByDma) {
-  const host::SizeResult one = run(scenario("", "4KiB"));
+  const host::SizeResult one = run_job(scenario("", "4KiB"));
   EXPECT_TRUE(one.data_ok);
   const uint64_t writes_each = counter("pcie.h0.downstream.mmio_write.tlps");
   EXPECT_EQ(counter("nic.h0.requester.wqes_by_mmio"), 0u);
   EXPECT_GT(counter("nic.h0.dma.wqe_read_bytes"), 0u);
-  const host::SizeResult batched = run(scenario(", post_list: 8", "4KiB"));
+  const host::SizeResult batched = run_job(scenario(", post_list: 8", "4KiB"));
   EXPECT_TRUE(batched.data_ok);
   // 100 doorbells become 13 (12 batches of 8 and the rest): 87 fewer MMIO
   // writes of the 8-byte doorbell.
@@ -78,7 +62,7 @@ TEST_F(WqeByMmio, BatchesBehindOneDoorbellAreReadByDma) {
 }
 
 TEST_F(WqeByMmio, AWqeForAnotherPageOrTooLongIsDroppedAndCounted) {
-  run(scenario("", "4KiB"));
+  run_job(scenario("", "4KiB"));
   host::Driver& drv = platform->modeled_host("h0").driver();
   const uint64_t bad0 = counter("nic.h0.hostif.bad_doorbells");
   // Stores from outside the host's threads: posted without waiting.
