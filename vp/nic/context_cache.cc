@@ -11,19 +11,22 @@ namespace mprdma::nic {
 
 namespace {
 
+uint32_t bits_for(uint64_t lines) {
+  uint32_t bits = 1;
+  while (bits < 64 && (uint64_t{1} << bits) < lines) ++bits;
+  return bits;
+}
+
 uarch::SetAssocCacheParams params(const std::string& name, const CacheConfig& cfg,
-                                  uint32_t line_bytes, uint64_t table_lines) {
+                                  uint32_t line_bytes, uint32_t key_bits) {
   uarch::SetAssocCacheParams p;
   p.name = name;
   p.sets = static_cast<uint32_t>(cfg.sets);
   p.ways = static_cast<uint32_t>(cfg.ways);
   p.line_bytes = line_bytes;
-  // Keys are line numbers of the ICM table: tags as wide as the table needs.
-  uint32_t bits = 1;
-  while (bits < 64 && (uint64_t{1} << bits) < table_lines) ++bits;
   uint32_t index_bits = 0;
   while ((uint32_t{1} << index_bits) < p.sets) ++index_bits;
-  p.key_bits = std::max(bits, index_bits);
+  p.key_bits = std::max(key_bits, index_bits);
   p.replacement =
       cfg.replacement == "random" ? uarch::Replacement::random : uarch::Replacement::lru;
   return p;
@@ -37,19 +40,29 @@ ContextCache::ContextCache(const std::string& name, IcmTable table, uint32_t lin
                            const CacheConfig& cfg, const Icm& icm, DmaEngine& dma,
                            core::SimEnv& env, const std::string& nic_name,
                            uint32_t entries_per_line, const std::string& owner_label)
+    // Keys are line numbers of the ICM table: tags as wide as the table needs.
+    : ContextCache(name, line_bytes,
+                   bits_for((icm.entries(table) + entries_per_line - 1) / entries_per_line), cfg,
+                   [&icm, table, entries_per_line, line_bytes](uint64_t line) {
+                     return icm.pieces(table, line * entries_per_line, line_bytes);
+                   },
+                   dma, env, nic_name, owner_label) {}
+
+ContextCache::ContextCache(const std::string& name, uint32_t line_bytes, uint32_t key_bits,
+                           const CacheConfig& cfg, Locator locate, DmaEngine& dma,
+                           core::SimEnv& env, const std::string& nic_name,
+                           const std::string& owner_label, DmaPurpose purpose)
     : name_(name),
-      table_(table),
       line_bytes_(line_bytes),
-      entries_per_line_(entries_per_line),
       owner_label_(owner_label),
+      locate_(std::move(locate)),
+      purpose_(purpose),
       enabled_(cfg.enabled),
-      icm_(icm),
       dma_(dma),
       env_(env),
       prefix_("nic." + nic_name + ".cache." + name + "."),
       log_(core::Log::channel("nic." + nic_name + ".cache")),
-      cache_(params(name, cfg, line_bytes,
-                    (icm.entries(table) + entries_per_line - 1) / entries_per_line),
+      cache_(params(name, cfg, line_bytes, key_bits),
              cfg.replacement == "random" ? &env.random.stream(prefix_ + "replacement") : nullptr),
       hits_(env.stats.counter(prefix_ + "hits", "accesses", "Accesses that found the entry")),
       misses_(env.stats.counter(prefix_ + "misses", "accesses",
@@ -100,6 +113,20 @@ bool ContextCache::access(uint64_t index, uint32_t owner, bool write, Ready read
   }
   ++misses_;
   ++*owner_stats(owner).misses;
+  allocated(a);
+  return true;
+}
+
+void ContextCache::install(uint64_t index, uint32_t owner) {
+  if (!enabled_ || cache_.contains(index)) return;
+  arrived_.erase(index);
+  const uarch::CacheAccess a = cache_.lookup(index, false, owner);
+  // The lookup counted a miss in the cache's own counters; the statistics
+  // here do not: the line came with its data.
+  allocated(a);
+}
+
+void ContextCache::allocated(const uarch::CacheAccess& a) {
   if (a.evicted) {
     ++evictions_;
     ++*owner_stats(a.evicted_owner).evictions;
@@ -107,25 +134,23 @@ bool ContextCache::access(uint64_t index, uint32_t owner, bool write, Ready read
       ++writebacks_;
       // The functional copy is in ContextMemory: the write carries the
       // line's size in bytes, as the hardware's would.
-      const std::vector<Icm::Piece> where =
-          icm_.pieces(table_, a.evicted_key * entries_per_line_, line_bytes_);
+      const std::vector<Icm::Piece> where = locate_(a.evicted_key);
       if (where.empty()) {
         ++faults_;
       } else {
         const std::vector<uint8_t> line(line_bytes_, 0);
         size_t at = 0;
         for (const Icm::Piece& p : where) {
-          dma_.write(p.pa, line.data() + at, p.len, DmaPurpose::icm);
+          dma_.write(p.pa, line.data() + at, p.len, purpose_);
           at += p.len;
         }
       }
     }
   }
-  return true;
 }
 
 void ContextCache::start_fill(uint64_t index) {
-  const std::vector<Icm::Piece> where = icm_.pieces(table_, index * entries_per_line_, line_bytes_);
+  const std::vector<Icm::Piece> where = locate_(index);
   if (where.empty()) {
     ++faults_;
     MPR_LOG(log_, warn, name_ << " entry " << index
@@ -137,7 +162,7 @@ void ContextCache::start_fill(uint64_t index) {
   const uint64_t gen = generation_;
   std::vector<Segment> segs;
   for (const Icm::Piece& p : where) segs.push_back(Segment{p.pa, p.len});
-  dma_.gather(segs, DmaPurpose::icm, [this, index, gen](bool ok, std::vector<uint8_t>&&) {
+  dma_.gather(segs, purpose_, [this, index, gen](bool ok, std::vector<uint8_t>&&) {
               if (gen != generation_) return;  // a device reset forgot it
               auto it = fills_.find(index);
               if (it == fills_.end()) return;

@@ -28,6 +28,7 @@
 
 #include "vp/core/log.h"
 #include "vp/core/sim_env.h"
+#include "vp/nic/dma_engine.h"
 #include "vp/nic/icm.h"
 #include "vp/nic/uarch/set_assoc_cache.h"
 #include "vp/nic/uarch_config.h"
@@ -39,6 +40,8 @@ class DmaEngine;
 class ContextCache {
  public:
   using Ready = std::function<void()>;
+  // Where line `line` lives in host memory (empty: nowhere mapped).
+  using Locator = std::function<std::vector<Icm::Piece>(uint64_t line)>;
 
   // `name` is the cache's name in statistics (nic.<nic>.cache.<name>.);
   // `line_bytes` what a fill reads and a write-back writes; a line holds
@@ -49,6 +52,13 @@ class ContextCache {
                const CacheConfig& cfg, const Icm& icm, DmaEngine& dma, core::SimEnv& env,
                const std::string& nic_name, uint32_t entries_per_line = 1,
                const std::string& owner_label = "qp");
+  // A cache of lines that live elsewhere in host memory (e.g. WQEs in their
+  // send rings): `locate` says where; keys are `key_bits` wide.
+  // Its fills and write-backs are counted as DMA of `purpose`.
+  ContextCache(const std::string& name, uint32_t line_bytes, uint32_t key_bits,
+               const CacheConfig& cfg, Locator locate, DmaEngine& dma, core::SimEnv& env,
+               const std::string& nic_name, const std::string& owner_label,
+               DmaPurpose purpose = DmaPurpose::icm);
 
   // True if line `index` is on chip now: go ahead. False: a fill is under
   // way and `ready` is called when it is done (then access again). `owner`
@@ -56,6 +66,9 @@ class ContextCache {
   // modified. A disabled cache always answers true and counts nothing.
   bool access(uint64_t index, uint32_t owner, bool write, Ready ready);
 
+  // Puts line `index` on chip without a fill: its data arrived another way
+  // (a WQE fetched from its ring). Counts no hit or miss; may evict.
+  void install(uint64_t index, uint32_t owner);
   // Drops an entry (its object was destroyed): no write-back.
   void invalidate(uint64_t index);
   // Device reset: every line and every fill under way is forgotten.
@@ -79,13 +92,15 @@ class ContextCache {
   void start_fill(uint64_t index);
   OwnerStats& owner_stats(uint32_t owner);
 
+  // The counting and write-back of one allocation (miss or install).
+  void allocated(const uarch::CacheAccess& a);
+
   std::string name_;
-  IcmTable table_;
   uint32_t line_bytes_;
-  uint32_t entries_per_line_;
   std::string owner_label_;
+  Locator locate_;
+  DmaPurpose purpose_;
   bool enabled_;
-  const Icm& icm_;
   DmaEngine& dma_;
   core::SimEnv& env_;
   std::string prefix_;  // nic.<nic>.cache.<name>.

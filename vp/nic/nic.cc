@@ -78,7 +78,19 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       tcache_(cfg_, contexts_, dma_, env),
       cqc_cache_("cqc", IcmTable::cqc, static_cast<uint32_t>(sizeof(mpr_cqc)), cfg_.cache.cqc,
                  contexts_.icm(), dma_, env, cfg_.name, 1, "cq"),
-      core_{cfg_, env, clock_, contexts_, translation_, dma_, cq_, *engine_, tx_, pus_, tcache_},
+      // A WQE line is named by its QP and index; it lives in the QP's ring.
+      wqe_cache_("wqe", 64, 16 + 24, cfg_.cache.wqe,
+                 [this](uint64_t line) -> std::vector<Icm::Piece> {
+                   const mpr_qpc* q = contexts_.qp(static_cast<uint32_t>(line >> 16));
+                   if (!q) return {};
+                   const uint64_t slot =
+                       NicCore::wqe_line_index(line) & ((uint64_t{1} << q->sq_log_size) - 1);
+                   return {Icm::Piece{q->sq_base + (slot << q->sq_log_stride),
+                                      uint32_t{1} << q->sq_log_stride}};
+                 },
+                 dma_, env, cfg_.name, "qp", DmaPurpose::wqe),
+      core_{cfg_, env,     clock_, contexts_, translation_, dma_, cq_,
+            *engine_, tx_, pus_, tcache_, wqe_cache_},
       tx_("tx", core_),
       requester_("requester", core_),
       responder_("responder", core_),
@@ -215,6 +227,7 @@ void Nic::on_reset() {
   qpc_cache_.reset();
   tcache_.reset();
   cqc_cache_.reset();
+  wqe_cache_.reset();
   rx_parked_.reset();
   pus_.reset();
   ++generation_;
@@ -270,6 +283,16 @@ bool Nic::contexts_ready(const net::RoceFields& f) {
   const uint32_t qpn = f.dest_qp;
   if (!contexts_.qp(qpn)) return true;
   bool ready = qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); });
+  // Responses that scatter data or a value need their WQE (READ, atomic).
+  if (f.opcode == net::Opcode::RDMA_READ_RESPONSE_FIRST ||
+      f.opcode == net::Opcode::RDMA_READ_RESPONSE_MIDDLE ||
+      f.opcode == net::Opcode::RDMA_READ_RESPONSE_LAST ||
+      f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY ||
+      f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE) {
+    if (const std::optional<uint32_t> index = requester_.wqe_of_response(qpn, f.psn))
+      ready &= wqe_cache_.access(NicCore::wqe_line(qpn, *index), qpn, false,
+                                 [this] { resume_parked(); });
+  }
   // Requests that name memory by rkey: the MPT line and the MTT lines of
   // the range this packet touches (a READ: the whole response).
   if (net::is_request(f.opcode)) {
@@ -308,6 +331,7 @@ void Nic::check_sram() {
   budget.add_fixed("cache.cqc", cqc_cache_.sram_bytes());
   budget.add_fixed("cache.mpt", tcache_.mpt().sram_bytes());
   budget.add_fixed("cache.mtt", tcache_.mtt().sram_bytes());
+  budget.add_fixed("cache.wqe", wqe_cache_.sram_bytes());
   auto& st = env_.stats;
   const std::string p = "nic." + cfg_.name + ".sram.";
   st.counter(p + "size", "bytes", "On-chip SRAM (nic.sram.size)").set(budget.total_bytes());

@@ -89,6 +89,7 @@ class Nic : public sc_core::sc_module {
   ContextCache qpc_cache_;                   // nic.cache.qpc
   TranslationCache tcache_;                  // nic.cache.mpt, nic.cache.mtt
   ContextCache cqc_cache_;                   // nic.cache.cqc
+  ContextCache wqe_cache_;                   // nic.cache.wqe
   // The received packet whose QP context is being fetched (the receive
   // pipeline is stalled behind it).
   net::PacketPtr rx_parked_;

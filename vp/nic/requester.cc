@@ -5,6 +5,7 @@
 
 #include "vp/net/mp_ext.h"
 #include "vp/nic/completion_unit.h"
+#include "vp/nic/context_cache.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
 #include "vp/nic/qp_params.h"
@@ -135,6 +136,14 @@ void Requester::sq_wqe_mmio(uint32_t qpn, const std::vector<uint8_t>& wqe) {
       qp->mmio_wqes.size() < static_cast<size_t>(core_.cfg.max_outstanding_wqes))
     qp->mmio_wqes[at] = wqe;
   fetch(*qp);
+}
+
+std::optional<uint32_t> Requester::wqe_of_response(uint32_t qpn, uint32_t psn) {
+  Qp* qp = find(qpn);
+  if (!qp) return std::nullopt;
+  const Message* m = message_at(*qp, psn);
+  if (!m) return std::nullopt;
+  return m->index;
 }
 
 Requester::Qp* Requester::accept_sq_pi(uint32_t qpn, uint16_t pi16) {
@@ -278,6 +287,9 @@ void Requester::on_wqes(uint32_t qpn, uint64_t gen, uint32_t first, uint32_t cou
     retire(*qp);
     return;
   }
+  // The fetched WQEs are on chip now (the WQE cache).
+  for (uint32_t i = 0; i < count; ++i)
+    core_.wqe_cache.install(NicCore::wqe_line(qpn, first + i), qpn);
   // Parsing costs wqe_parse cycles per WQE; the WQEs become visible after it.
   const uint64_t cycles = static_cast<uint64_t>(core_.cfg.latency.wqe_parse) * count;
   calendar_.at(core_.clock.after_cycles(cycles), [this, qpn, gen, first, count, data] {

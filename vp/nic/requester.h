@@ -47,6 +47,9 @@ class Requester : public sc_core::sc_module, public TxSource {
   // WQE by MMIO: a doorbell for the WQE's index that brings the WQE along;
   // taken without a DMA read when it is the next WQE to fetch.
   void sq_wqe_mmio(uint32_t qpn, const std::vector<uint8_t>& wqe);
+  // The index of the send WQE a READ response or atomic ACK with this PSN
+  // belongs to, if the QP has it in flight.
+  std::optional<uint32_t> wqe_of_response(uint32_t qpn, uint32_t psn);
   // QP lifecycle, from the command processor.
   void qp_to_rts(uint32_t qpn);
   void qp_to_error(uint32_t qpn);

@@ -27,6 +27,11 @@ void CachesConfig::bind(core::Binder& b) {
             "Memory-region cache (MPT): one line per MR, accessed with the MTT cache when a "
             "WQE's SGEs are translated (requester) and when a request's RETH or atomic "
             "address is checked (responder).");
+  b.section("wqe", wqe,
+            "Send-WQE cache: filled by the WQE fetch (no extra read); a READ response or "
+            "atomic ACK needs its WQE again (the scatter list), and a miss re-reads the WQE "
+            "from the send ring and stalls the receive pipeline. WRITE and SEND never need "
+            "it again.");
   b.section("mtt", mtt,
             "Page-translation cache (MTT): 8 page addresses per 64 B line, accessed with the "
             "MPT cache; a miss delays the WQE's parse or stalls the receive pipeline.");

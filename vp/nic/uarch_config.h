@@ -33,6 +33,10 @@ struct CachesConfig {
   CacheConfig cqc;
   CacheConfig mpt;
   CacheConfig mtt{true, 128, 4, "lru"};
+  // Send WQEs on chip (NIC-wide, 64 B lines): filled by the WQE fetch, read
+  // again when a READ response or atomic ACK arrives; a miss re-reads the
+  // WQE from its send ring. Our choice: 256 WQEs.
+  CacheConfig wqe;
   void bind(core::Binder& b);
 };
 
