@@ -63,13 +63,25 @@ struct mprdma_eq {
 	int irq;
 };
 
-/* The host memory holding the NIC's context tables (mprdma_icm.c). */
+/* One physically contiguous piece of ICM: 1 << log_size bytes at ICM page
+ * first_page, aligned to its size in bus and ICM addresses.
+ */
+struct mprdma_icm_chunk {
+	void *cpu;
+	dma_addr_t dma;
+	u32 first_page;
+	u32 log_size;
+};
+
+/* The host memory holding the NIC's context tables (mprdma_icm.c). Chunk
+ * sizes never grow along the array, so that each chunk's first page is a
+ * multiple of its pages.
+ */
 struct mprdma_icm {
 	u32 pages;	/* 4 KiB pages the NIC asked for */
-	u32 log_chunk;	/* bytes per chunk: 1 << log_chunk */
 	u32 nchunks;
-	void **cpu;
-	dma_addr_t *dma;
+	u32 ncmds;	/* MAP_ICM commands that mapped them */
+	struct mprdma_icm_chunk *chunks;	/* room for one per page */
 };
 
 struct mprdma_dev {
