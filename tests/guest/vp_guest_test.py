@@ -573,7 +573,10 @@ def test_badlkey(r):
 
 def test_reload(r):
     """rmmod mprdma and insmod it again in a running guest: the device comes
-    back (ibv_devinfo, GID 3) and an RDMA WRITE with data check works."""
+    back (ibv_devinfo, GID 3) and an RDMA WRITE with data check works. The
+    reloads map ICM in other chunk sizes (icm_log_chunk): first 4 KiB pages,
+    19 MAP_ICM commands of at most 512 chunks; then 4 MiB chunks and a tail
+    of 1 MiB and 256 KiB, one command per size."""
     r.share_rdma_check("g0", "g1")
     client = """
         ko=$(ls /lib/modules/*/extra/mprdma.ko) || exit 1
@@ -585,20 +588,28 @@ def test_reload(r):
         echo "RELOAD removed"
         [ -e /sys/class/infiniband/mprdma_0 ] && { echo "RELOAD device still present"; exit 1; }
         ibv_devices
-        insmod "$ko" || { echo "RELOAD insmod failed"; exit 1; }
-        echo "RELOAD inserted"
-        i=0
-        while [ "$(cat /sys/class/infiniband/mprdma_0/ports/1/gids/3 2>/dev/null)" != \\
-            "0000:0000:0000:0000:0000:ffff:0a00:0001" ] && [ $i -lt 50 ]; do
-            i=$((i + 1)); sleep 0.2
-        done
-        echo "RELOAD gid3 after $i x 0.2 s: $(cat /sys/class/infiniband/mprdma_0/ports/1/gids/3)"
+        reload_with() {
+            insmod "$ko" "$@" || { echo "RELOAD insmod failed"; exit 1; }
+            echo "RELOAD inserted $*"
+            echo "RELOAD $(dmesg | grep -o 'ICM: .*' | tail -n 1)"
+            i=0
+            while [ "$(cat /sys/class/infiniband/mprdma_0/ports/1/gids/3 2>/dev/null)" != \\
+                "0000:0000:0000:0000:0000:ffff:0a00:0001" ] && [ $i -lt 50 ]; do
+                i=$((i + 1)); sleep 0.2
+            done
+            echo "RELOAD gid3 after $i x 0.2 s: $(cat /sys/class/infiniband/mprdma_0/ports/1/gids/3)"
+        }
+        reload_with icm_log_chunk=12
+        ./rdma_check write -p 18643 -S 4 -s 4096 10.0.0.2 || exit 1
+        rmmod mprdma || { echo "RELOAD rmmod failed"; exit 1; }
+        reload_with icm_log_chunk=22
         ibv_devinfo -d mprdma_0 || exit 1
         ./rdma_check write -p 18641 -S 3 -s 1,1024,1025,65536,1048576 10.0.0.2 || exit 1
         retry_connect ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 100 -p 18642 10.0.0.2 || exit 1
         """
     server = """
         ./rdma_check write -p 18640 -S 2 -s 4096,65536 || exit 1
+        ./rdma_check write -p 18643 -S 4 -s 4096 || exit 1
         ./rdma_check write -p 18641 -S 3 -s 1,1024,1025,65536,1048576 || exit 1
         ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 100 -p 18642 || exit 1
         """
@@ -607,15 +618,35 @@ def test_reload(r):
     r.expect_exit("g0")
     r.expect_exit("g1")
     r.find("g0", r"^RELOAD removed$", "rmmod")
-    r.find("g0", r"^RELOAD inserted$", "insmod")
-    r.find("g0", r"^RELOAD gid3 after \d+ x 0.2 s: 0000:0000:0000:0000:0000:ffff:0a00:0001$",
-           "GID 3 back after the reload")
+    r.find("g0", r"^RELOAD inserted icm_log_chunk=12$", "insmod with 4 KiB ICM chunks")
+    r.find("g0", r"^RELOAD inserted icm_log_chunk=22$", "insmod with 4 MiB ICM chunks")
+    icm = [tuple(int(x) for x in m.groups()) for m in
+           r.find("g0", r"^RELOAD ICM: (\d+) KiB in (\d+) chunks of (\d+)\.\.(\d+) KiB, "
+                  r"(\d+) MAP_ICM commands$", "the driver's ICM line after each reload")]
+    print(f"ICM (KiB, chunks, smallest KiB, largest KiB, commands): {icm}")
+    if r.check(len(icm) == 2, f"two ICM lines: {icm}"):
+        kib = icm[0][0]
+        # 4 KiB pages: 512 per command.
+        r.check(icm[0] == (kib, kib // 4, 4, 4, -(-kib // 4 // 512)),
+                f"ICM in 4 KiB pages: {icm[0]}")
+        # 4 MiB chunks, then the tail in the largest sizes that fit: one
+        # command per size.
+        sizes = [c for c in (4096, 2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4) if c <= kib]
+        runs = [(c, (kib % (2 * c) if c < 4096 else kib) // c) for c in sizes]
+        runs = [(c, n) for c, n in runs if n]
+        want = (kib, sum(n for _, n in runs), runs[-1][0], runs[0][0], len(runs))
+        r.check(icm[1] == want, f"ICM in chunks of up to 4 MiB: {icm[1]}, want {want}")
+    gids = r.find("g0", r"^RELOAD gid3 after \d+ x 0.2 s: 0000:0000:0000:0000:0000:ffff:0a00:0001$",
+                  "GID 3 back after the reload")
+    r.check(len(gids) == 2, f"GID 3 back after both reloads: {len(gids)} times")
     r.find("g0", r"^hca_id:\s+mprdma_0$", "ibv_devinfo after the reload")
     r.find("g0", r"^\s+state:\s+PORT_ACTIVE \(4\)$", "port active after the reload")
     got = rdma_check_results(r, "g1", "write")
     r.check(sorted(got) == [1, 1024, 1025, 4096, 65536, 1048576] and
             all(v == "ok" for v in got.values()),
-            f"rdma_check write before (4096, 65536) and after the reload: {got}")
+            f"rdma_check write before (4096, 65536) and after the reloads: {got}")
+    r.check(len(r.find("g1", r"^RDMA-CHECK write size=4096 ok")) == 2,
+            "rdma_check write of 4096 B before the reloads and with 4 KiB ICM chunks")
     r.find("g0", r"^819200 bytes in [\d.]+ seconds", "rc_pingpong after the reload (2 x 4096 B x 100)")
 
 
