@@ -35,8 +35,9 @@ struct CachesConfig {
   CacheConfig mtt{true, 128, 4, "lru"};
   // Send WQEs on chip (NIC-wide, 64 B lines): filled by the WQE fetch, read
   // again when a READ response or atomic ACK arrives; a miss re-reads the
-  // WQE from its send ring. Our choice: 256 WQEs.
-  CacheConfig wqe;
+  // WQE from its send ring. Our choice: 256 WQEs, 16-way (with 4 ways the
+  // windows of a few QPs already collide in a set long before 256 WQEs).
+  CacheConfig wqe{true, 16, 16, "lru"};
   void bind(core::Binder& b);
 };
 
