@@ -8,6 +8,37 @@ namespace {
 
 constexpr int64_t kMaxTags = 768;  // PCIe 4.0 10-bit tags
 const core::Duration kMaxLatency = core::Duration::from_us(100);
+// Flow-control credits: without scaled flow control a receiver may have at
+// most 127 header and 2047 data credits outstanding; scaled flow control
+// (from PCIe 4.0) multiplies both by up to 16.
+constexpr int64_t kMaxHeaderCredits = 127;
+constexpr int64_t kMaxDataCredits = 2047;
+constexpr int64_t kMaxFcScale = 16;
+
+void check_receiver(const PcieConfig& c, const PcieReceiverConfig& r, const char* side,
+                    std::vector<std::string>& out) {
+  const int64_t scale = c.gen >= 4 ? kMaxFcScale : 1;
+  const int64_t mps_credits = static_cast<int64_t>(c.max_payload.n / kFcDataCreditBytes);
+  auto check = [&](const char* key, int64_t v, int64_t max, int64_t min) {
+    const std::string name = std::string(side) + "." + key;
+    if (v < 0 || v > max * scale)
+      out.push_back(name + " must be 0 (infinite) to " + std::to_string(max * scale) +
+                    (scale > 1 ? " (scaled flow control)" : " without scaled flow control (gen 4+)") +
+                    ", got " + std::to_string(v));
+    else if (v != 0 && v < min)
+      out.push_back(name + " must be 0 (infinite) or at least " + std::to_string(min) +
+                    " (the spec's minimum advertisement" +
+                    (min > 1 ? ": one max_payload TLP" : "") + "), got " + std::to_string(v));
+  };
+  check("posted_header", r.posted_header, kMaxHeaderCredits, 1);
+  check("posted_data", r.posted_data, kMaxDataCredits, mps_credits);
+  check("non_posted_header", r.non_posted_header, kMaxHeaderCredits, 1);
+  check("non_posted_data", r.non_posted_data, kMaxDataCredits, 1);
+  check("completion_header", r.completion_header, kMaxHeaderCredits, 1);
+  check("completion_data", r.completion_data, kMaxDataCredits, mps_credits);
+  if (r.processing.ps > kMaxLatency.ps)
+    out.push_back(std::string(side) + ".processing must not exceed 100us");
+}
 
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -39,6 +70,61 @@ std::vector<std::string> shape_problems(const PcieConfig& c) {
 }
 
 }  // namespace
+
+void PcieReceiverConfig::bind(core::Binder& b) {
+  const int64_t hmax = kMaxHeaderCredits * kMaxFcScale;
+  const int64_t dmax = kMaxDataCredits * kMaxFcScale;
+  b.field("posted_header", posted_header,
+          "posted header credits (one per TLP: MMIO and DMA writes, MSIs); 0 = infinite; at most "
+          "127 below gen 4",
+          0, hmax, "credits");
+  b.field("posted_data", posted_data,
+          "posted data credits (16 B of payload each); 0 = infinite; at least max_payload / 16, "
+          "at most 2047 below gen 4",
+          0, dmax, "credits");
+  b.field("non_posted_header", non_posted_header,
+          "non-posted header credits (one per read request TLP); 0 = infinite; at most 127 "
+          "below gen 4",
+          0, hmax, "credits");
+  b.field("non_posted_data", non_posted_data,
+          "non-posted data credits (16 B each; no modelled request carries data); 0 = infinite",
+          0, dmax, "credits");
+  b.field("completion_header", completion_header,
+          "completion header credits; 0 = infinite, which the spec requires of endpoints and "
+          "root ports commonly advertise",
+          0, hmax, "credits");
+  b.field("completion_data", completion_data,
+          "completion data credits (16 B each); 0 = infinite; else at least max_payload / 16", 0,
+          dmax, "credits");
+  b.field("processing", processing,
+          "receiver processing time: from a TLP's arrival to its buffer being freed (its credits "
+          "go back with the next UpdateFC)",
+          core::Duration{0}, kMaxLatency);
+}
+
+uint64_t PcieReceiverConfig::header_credits(FcType type) const {
+  switch (type) {
+    case FcType::posted:
+      return static_cast<uint64_t>(posted_header);
+    case FcType::non_posted:
+      return static_cast<uint64_t>(non_posted_header);
+    case FcType::completion:
+      return static_cast<uint64_t>(completion_header);
+  }
+  return 0;
+}
+
+uint64_t PcieReceiverConfig::data_credits(FcType type) const {
+  switch (type) {
+    case FcType::posted:
+      return static_cast<uint64_t>(posted_data);
+    case FcType::non_posted:
+      return static_cast<uint64_t>(non_posted_data);
+    case FcType::completion:
+      return static_cast<uint64_t>(completion_data);
+  }
+  return 0;
+}
 
 void PcieConfig::bind(core::Binder& b) {
   b.field("gen", gen,
@@ -72,14 +158,28 @@ void PcieConfig::bind(core::Binder& b) {
           "read request TLPs the endpoint may have in flight (tags); further requests wait", 1,
           kMaxTags, "tags");
   b.field("dllp_bytes", dllp_bytes,
-          "wire bytes of one DLLP (6 B and 2 B of framing); 0 leaves the data-link layer out",
+          "wire bytes of one DLLP (4 B, 16-bit CRC, 2 B of framing); 0: DLLPs take no link time "
+          "and are not counted (credits still apply)",
           0, 64);
   b.field("ack_every", ack_every,
-          "TLPs acknowledged by one Ack DLLP, sent the other way", 1, 1024, "TLPs");
+          "TLPs acknowledged by one Ack DLLP, sent the other way (our coalescing choice)", 1,
+          1024, "TLPs");
   b.field("update_fc_every", update_fc_every,
-          "TLPs whose flow-control credits one UpdateFC DLLP returns, the other way", 1, 1024,
-          "TLPs");
+          "TLPs of one credit type (posted, non-posted, completion) whose credits one UpdateFC "
+          "DLLP returns, the other way; sooner when the sender runs low; none for infinite "
+          "credits",
+          1, 1024, "TLPs");
+  b.section("root_port", root_port,
+            "Receive buffers of the root port: flow-control credits for upstream TLPs (DMA "
+            "writes, MSIs, read requests, MMIO read completions).");
+  b.section("endpoint", endpoint,
+            "Receive buffers of the endpoint (the NIC): flow-control credits for downstream TLPs "
+            "(MMIO writes and reads, DMA read completions).");
   for (const std::string& p : shape_problems(*this)) b.error(p);
+  std::vector<std::string> credits;
+  check_receiver(*this, root_port, "root_port", credits);
+  check_receiver(*this, endpoint, "endpoint", credits);
+  for (const std::string& p : credits) b.error(p);
 }
 
 double PcieConfig::transfer_rate_gtps() const {
@@ -146,6 +246,12 @@ std::vector<std::string> PcieConfig::problems() const {
   if (max_outstanding_reads < 1 || max_outstanding_reads > kMaxTags)
     out.push_back("max_outstanding_reads must be 1.." + std::to_string(kMaxTags) + " (got " +
                   std::to_string(max_outstanding_reads) + ")");
+  if (ack_every < 1 || ack_every > 1024) out.push_back("ack_every must be 1..1024");
+  if (update_fc_every < 1 || update_fc_every > 1024)
+    out.push_back("update_fc_every must be 1..1024");
+  if (dllp_bytes.n > 64) out.push_back("dllp_bytes must not exceed 64 B");
+  check_receiver(*this, root_port, "root_port", out);
+  check_receiver(*this, endpoint, "endpoint", out);
   for (std::string& p : shape_problems(*this)) out.push_back(std::move(p));
   return out;
 }

@@ -16,6 +16,39 @@
 
 namespace mprdma::pcie {
 
+// The receive buffers of one end of the link, as the flow-control credits
+// it advertises for the TLPs coming to it (data-link layer, per credit type:
+// one header credit per TLP, one data credit per 16 B of payload). 0 means
+// infinite: the transmitter never waits, and the receiver sends no UpdateFC
+// for that type.
+//
+// Defaults (our choice): 127 header and 2047 data credits for posted and
+// non-posted TLPs, the largest a port may advertise without scaled flow
+// control (8-bit / 12-bit fields, at most half of their range outstanding);
+// with the link's 150 ns each way the credit loop is ~0.35 us, and these
+// pools cover it for every stream the platform makes (a 32-header pool,
+// usual in FPGA endpoints, would hold back-to-back 64 B MMIO lines).
+// Completion credits are infinite: the spec requires endpoints to advertise
+// infinite completion credits (they only issue reads they have room for:
+// here, the read tags), and root ports do too (e.g. Intel's R-Tile).
+struct PcieReceiverConfig {
+  int64_t posted_header = 127;
+  int64_t posted_data = 2047;
+  int64_t non_posted_header = 127;
+  int64_t non_posted_data = 2047;
+  int64_t completion_header = 0;
+  int64_t completion_data = 0;
+  // From a TLP's arrival (the end of `latency`) to the receiver freeing its
+  // buffer; its credits go back with the next UpdateFC. 0: `latency`
+  // already runs to the point of use.
+  core::Duration processing{0};
+
+  void bind(core::Binder& b);
+  // Header and data credits of `type` (0 = infinite).
+  uint64_t header_credits(FcType type) const;
+  uint64_t data_credits(FcType type) const;
+};
+
 struct PcieConfig {
   // PCIe generation 1..5: 2.5, 5, 8, 16, 32 GT/s per lane.
   int64_t gen = 3;
@@ -45,15 +78,22 @@ struct PcieConfig {
   // Read tags of the endpoint: request TLPs in flight at once. 256 is what
   // 8-bit Extended Tags give; fewer caps read bandwidth at tags*MRRS/RTT.
   int64_t max_outstanding_reads = 256;
-  // Data-link layer: every DLLP is 8 bytes on the wire (6 B of DLLP and 2 B
-  // of framing). The receiver of TLPs acknowledges them with an Ack DLLP per
-  // `ack_every` TLPs and returns their flow-control credits with an
-  // UpdateFC DLLP per `update_fc_every` TLPs, in the other direction. Both
-  // are our choices (the spec lets the receiver coalesce); with TLPs of
-  // ~100 B they make DLLPs ~4 % of TLP bytes, Kalia's "< 5 %".
+  // Data-link layer: every DLLP is 8 bytes on the wire (4 B, a 16-bit CRC
+  // and 2 B of framing). The receiver of TLPs acknowledges them with an Ack
+  // DLLP per `ack_every` TLPs and returns the credits of each finite credit
+  // type with an UpdateFC DLLP per `update_fc_every` TLPs of that type (or
+  // at once when the transmitter is about to run out, as the spec demands),
+  // in the other direction. The counts are our choices (the spec lets the
+  // receiver coalesce); Kalia (after Xilinx WP350) assumes one Ack and one
+  // UpdateFC per 4-5 TLPs, DLLPs under 5 % of the traffic.
   core::Bytes dllp_bytes{8};
   int64_t ack_every = 4;
   int64_t update_fc_every = 4;
+  // Receive buffers of the root port (credits for upstream TLPs: DMA
+  // writes, MSIs, read requests, MMIO read completions) and of the endpoint
+  // (downstream: MMIO writes and reads, DMA read completions).
+  PcieReceiverConfig root_port;
+  PcieReceiverConfig endpoint;
 
   void bind(core::Binder& b);
 

@@ -52,12 +52,38 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, core::Si
   };
   dir_totals(down_, "downstream");
   dir_totals(up_, "upstream");
+  down_.back = &up_;
+  up_.back = &down_;
+  // Downstream TLPs go to the endpoint's buffers, upstream ones to the root
+  // port's.
+  for (auto [d, rx] : {std::pair<Direction*, const PcieReceiverConfig*>{&down_, &cfg_.endpoint},
+                       std::pair<Direction*, const PcieReceiverConfig*>{&up_, &cfg_.root_port}}) {
+    for (int t = 0; t < kFcTypes; ++t) {
+      const FcType type = static_cast<FcType>(t);
+      FcPool& fc = d->fc[t];
+      fc.limit_h = fc.avail_h = rx->header_credits(type);
+      fc.limit_d = fc.avail_d = rx->data_credits(type);
+      fc.low_d = type == FcType::non_posted ? 1 : fc_data_credits(cfg_.max_payload.n);
+    }
+    d->rx_processing = rx->processing.sc();
+  }
   for (auto [d, dir] : {std::pair<Direction*, const char*>{&down_, "downstream"},
                         std::pair<Direction*, const char*>{&up_, "upstream"}}) {
-    d->dllps = &st.counter(prefix_ + "." + dir + ".dllp.count", "DLLPs",
+    const std::string base = prefix_ + "." + dir;
+    d->dllps = &st.counter(base + ".dllp.count", "DLLPs",
                            std::string("Ack and UpdateFC DLLPs sent ") + dir);
-    d->dllp_bytes = &st.counter(prefix_ + "." + dir + ".dllp.bytes", "B",
+    d->dllp_bytes = &st.counter(base + ".dllp.bytes", "B",
                                 std::string("DLLP bytes sent ") + dir + " (not in .bytes)");
+    d->acks = &st.counter(base + ".dllp.acks", "DLLPs",
+                          std::string("Ack DLLPs sent ") + dir);
+    d->update_fcs = &st.counter(base + ".dllp.update_fcs", "DLLPs",
+                                std::string("UpdateFC DLLPs sent ") + dir);
+    d->credit_waits = &st.counter(base + ".credit_waits", "TLPs",
+                                  std::string("TLPs sent ") + dir +
+                                      " that waited for flow-control credits");
+    d->credit_wait_ps = &st.counter(base + ".credit_wait_ps", "ps",
+                                    std::string("time TLPs sent ") + dir +
+                                        " waited for flow-control credits, summed");
   }
   register_kind(st, down_, "downstream", TlpKind::mmio_write);
   register_kind(st, down_, "downstream", TlpKind::mmio_read);
@@ -96,31 +122,105 @@ void PcieLink::register_kind(core::StatsRegistry& stats, Direction& dir, const c
 }
 
 PcieLink::Slot PcieLink::reserve(Direction& dir, const sc_time& earliest, TlpKind kind,
-                                 uint64_t tlps, uint64_t wire_bytes) {
+                                 uint64_t overhead) {
   const int k = static_cast<int>(kind);
   if (dir.kind_tlps[k] == nullptr)
     throw std::logic_error(prefix_ + ": " + tlp_kind_name(kind) + " TLPs do not go this way");
+  FcPool& fc = dir.fc[static_cast<int>(fc_type_of(kind, &dir == &down_))];
   Slot s;
-  s.start = std::max(earliest, dir.busy_until);
-  s.end = s.start + serialize(wire_bytes);
-  dir.busy_until = s.end;
-  dir.tlps->add(tlps);
-  dir.bytes->add(wire_bytes);
-  dir.kind_tlps[k]->add(tlps);
-  dir.kind_bytes[k]->add(wire_bytes);
-  // The receiver acknowledges the TLPs and returns their credits, in the
-  // other direction, once the last has arrived.
-  if (cfg_.dllp_bytes.n) {
-    Direction& back = &dir == &down_ ? up_ : down_;
-    const sc_time arrived = s.end + latency_;
-    back.unacked += tlps;
-    back.uncredited += tlps;
-    const uint64_t ack_every = static_cast<uint64_t>(cfg_.ack_every);
-    const uint64_t fc_every = static_cast<uint64_t>(cfg_.update_fc_every);
-    for (; back.unacked >= ack_every; back.unacked -= ack_every) send_dllp(back, arrived);
-    for (; back.uncredited >= fc_every; back.uncredited -= fc_every) send_dllp(back, arrived);
+  // TLPs sent back to back form a run, serialised as one (rounded once);
+  // waiting for credits starts a new run.
+  sc_time run_start = std::max(earliest, dir.busy_until);
+  uint64_t run_bytes = 0;
+  uint64_t wire_total = 0;
+  for (size_t i = 0; i < tlps_.size(); ++i) {
+    const uint64_t wire = tlps_[i].wire_bytes;
+    const uint64_t data = fc_data_credits(wire - overhead);
+    const sc_time ready = run_bytes == 0 ? run_start : s.end;
+    const sc_time start = take_credits(dir, fc, ready, 1, data);
+    if (start != ready) {
+      run_start = start;
+      run_bytes = 0;
+    }
+    run_bytes += wire;
+    wire_total += wire;
+    if (i == 0) s.start = start;
+    s.last_start = start;
+    s.end = run_start + serialize(run_bytes);
+    received(dir, fc, s.end + latency_, 1, data);
   }
+  dir.busy_until = s.end;
+  const uint64_t n = tlps_.size();
+  dir.tlps->add(n);
+  dir.bytes->add(wire_total);
+  dir.kind_tlps[k]->add(n);
+  dir.kind_bytes[k]->add(wire_total);
   return s;
+}
+
+sc_time PcieLink::take_credits(Direction& dir, FcPool& fc, sc_time t, uint64_t h, uint64_t d) {
+  if (fc.limit_h == 0) h = 0;
+  if (fc.limit_d == 0) d = 0;
+  if (h == 0 && d == 0) return t;
+  const sc_time asked = t;
+  auto settle = [&] {
+    while (!fc.returns.empty() && fc.returns.front().at <= t) {
+      fc.avail_h += fc.returns.front().h;
+      fc.avail_d += fc.returns.front().d;
+      fc.returns.pop_front();
+    }
+  };
+  settle();
+  while (fc.avail_h < h || fc.avail_d < d) {
+    if (fc.returns.empty()) {
+      // Cannot happen: the receiver returns credits at once when the
+      // transmitter has less than one TLP's worth (received()).
+      MPR_LOG(log_, error, "flow control: no credits to come, sending anyway");
+      fc.avail_h = std::max(fc.avail_h, h);
+      fc.avail_d = std::max(fc.avail_d, d);
+      break;
+    }
+    t = fc.returns.front().at;
+    settle();
+  }
+  if (t != asked) {
+    dir.credit_waits->add();
+    dir.credit_wait_ps->add((t - asked).value());
+  }
+  fc.avail_h -= h;
+  fc.avail_d -= d;
+  return t;
+}
+
+void PcieLink::received(Direction& dir, FcPool& fc, const sc_time& arrival, uint64_t h,
+                        uint64_t d) {
+  Direction& back = *dir.back;
+  const bool dllps = cfg_.dllp_bytes.n != 0;
+  if (dllps && ++dir.unacked >= static_cast<uint64_t>(cfg_.ack_every)) {
+    dir.unacked = 0;
+    back.acks->add();
+    send_dllp(back, arrival);
+  }
+  // Infinite credits need no UpdateFC.
+  if (fc.infinite()) return;
+  if (fc.limit_h != 0) fc.pending_h += h;
+  if (fc.limit_d != 0) fc.pending_d += d;
+  ++fc.pending_tlps;
+  // The transmitter's credits as the receiver sees them (all TLPs so far
+  // received, the pending ones not returned): the spec wants an UpdateFC at
+  // once when they cannot take one more TLP.
+  const bool low = (fc.limit_h != 0 && fc.limit_h - fc.pending_h == 0) ||
+                   (fc.limit_d != 0 && fc.limit_d - fc.pending_d < fc.low_d);
+  if (!low && fc.pending_tlps < static_cast<uint64_t>(cfg_.update_fc_every)) return;
+  const sc_time freed = arrival + dir.rx_processing;
+  sc_time usable = freed + latency_;
+  if (dllps) {
+    back.update_fcs->add();
+    send_dllp(back, freed);
+    usable += serialize(cfg_.dllp_bytes.n);
+  }
+  fc.returns.push_back(FcPool::Return{usable, fc.pending_h, fc.pending_d});
+  fc.pending_tlps = fc.pending_h = fc.pending_d = 0;
 }
 
 void PcieLink::send_dllp(Direction& dir, const sc_time& at) {
@@ -145,24 +245,31 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
     }
   }
   if (trans.is_write()) {
-    const TlpTotals t = write_totals(addr, len, rules_);
-    const Slot s = reserve(down_, t0, TlpKind::mmio_write, t.tlps, t.wire_bytes);
+    tlps_.clear();
+    for_each_write(addr, len, rules_, [this](const Tlp& t) { tlps_.push_back(t); });
+    const Slot s = reserve(down_, t0, TlpKind::mmio_write, rules_.request_overhead);
     sc_time dev_delay = s.end + latency_ - now;
     ep_mmio->b_transport(trans, dev_delay);
     // Posted: the CPU is released once its last TLP is on the wire.
-    delay = s.end - serialize(t.last_wire_bytes) - now;
+    delay = s.last_start - now;
     MPR_LOG(log_, trace, "mmio write 0x" << std::hex << addr << std::dec << " " << len
                                          << " B arrives " << (s.end + latency_));
   } else if (trans.is_read()) {
-    const TlpTotals rq = read_request_totals(addr, len, rules_);
-    const Slot s = reserve(down_, t0, TlpKind::mmio_read, rq.tlps, rq.wire_bytes);
+    tlps_.clear();
+    for_each_read_request(addr, len, rules_, [this](const Tlp& t) { tlps_.push_back(t); });
+    const size_t requests = tlps_.size();
+    const Slot s = reserve(down_, t0, TlpKind::mmio_read, rules_.request_overhead);
     sc_time dev_delay = s.end + latency_ - now;
     ep_mmio->b_transport(trans, dev_delay);
     const sc_time ready = now + dev_delay;
-    // An error completion carries no data: one header per request.
-    TlpTotals c{rq.tlps, rq.tlps * rules_.completion_overhead, rules_.completion_overhead};
-    if (trans.is_response_ok()) c = completion_totals(addr, len, rules_);
-    const Slot r = reserve(up_, ready, TlpKind::mmio_read, c.tlps, c.wire_bytes);
+    tlps_.clear();
+    if (trans.is_response_ok()) {
+      for_each_completion(addr, len, rules_, [this](const Tlp& t) { tlps_.push_back(t); });
+    } else {
+      // An error completion carries no data: one header per request.
+      tlps_.assign(requests, Tlp{addr, 0, rules_.completion_overhead});
+    }
+    const Slot r = reserve(up_, ready, TlpKind::mmio_read, rules_.completion_overhead);
     delay = r.end + latency_ - now;
     MPR_LOG(log_, trace, "mmio read 0x" << std::hex << addr << std::dec << " " << len
                                         << " B completes " << (r.end + latency_));
@@ -214,8 +321,9 @@ void PcieLink::dma_write(tlm::tlm_generic_payload& trans, sc_time& delay) {
   const uint64_t addr = trans.get_address();
   const uint64_t len = trans.get_data_length();
   const TlpKind kind = is_msi_address(addr) ? TlpKind::msi : TlpKind::dma_write;
-  const TlpTotals t = write_totals(addr, len, rules_);
-  const Slot s = reserve(up_, now + delay, kind, t.tlps, t.wire_bytes);
+  tlps_.clear();
+  for_each_write(addr, len, rules_, [this](const Tlp& t) { tlps_.push_back(t); });
+  const Slot s = reserve(up_, now + delay, kind, rules_.request_overhead);
   const sc_time arrival = s.end + latency_;
   sc_time rc_delay = arrival - now;
   // The root complex copies the data now and commits it at the arrival time.
@@ -275,7 +383,8 @@ void PcieLink::issue_requests() {
     const size_t first = job->next_issue;
     while (job->next_issue < job->requests.size() && tags_held_ < max_tags_) {
       ReadRequest& rq = job->requests[job->next_issue++];
-      const Slot s = reserve(up_, now, TlpKind::dma_read_request, 1, rules_.request_overhead);
+      tlps_.assign(1, Tlp{rq.addr, rq.len, rules_.request_overhead});
+      const Slot s = reserve(up_, now, TlpKind::dma_read_request, rules_.request_overhead);
       rq.service = s.end + latency_ + memory_latency_;
       ++tags_held_;
     }
@@ -313,15 +422,17 @@ void PcieLink::service(ReadJob* job, size_t first, size_t count) {
     service_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_time zero = sc_core::SC_ZERO_TIME;
     rc_dma->b_transport(service_gp_, zero);
-    // An Unsupported Request is answered by one completion without data.
-    TlpTotals c{1, rules_.completion_overhead, rules_.completion_overhead};
+    tlps_.clear();
     if (service_gp_.is_response_ok()) {
-      c = completion_totals(rq.addr, rq.len, rules_);
+      for_each_completion(rq.addr, rq.len, rules_, [this](const Tlp& t) { tlps_.push_back(t); });
     } else {
+      // An Unsupported Request is answered by one completion without data.
+      tlps_.assign(1, Tlp{rq.addr, 0, rules_.completion_overhead});
       job->ok = false;
     }
     // rq.service >= now: later requests of a burst arrived later.
-    const Slot s = reserve(down_, rq.service, TlpKind::dma_read_completion, c.tlps, c.wire_bytes);
+    const Slot s = reserve(down_, rq.service, TlpKind::dma_read_completion,
+                           rules_.completion_overhead);
     const sc_time arrival = s.end + latency_;
     tag_release_.push_back(arrival);
     job->last_arrival = arrival;

@@ -46,6 +46,13 @@
 //     for reads the link waits until then, for writes it reserves at that
 //     time straight away (keep such delays small to keep the FIFO honest).
 //
+// Data-link layer (see pcie.md, Timing): the receiver of TLPs sends Ack and
+// UpdateFC DLLPs the other way; they take link time when that direction is
+// backlogged. A TLP starts only when the transmitter holds the flow-control
+// credits it needs (header and data credits of its type at the far end's
+// receive buffers); credits come back with an UpdateFC after the receiver
+// has processed the TLP. A TLP waiting for credits holds up its direction.
+//
 // Statistics under pcie.<stats name>. (per direction, per TLP kind, plus the
 // payload totals an Intel uncore would report as PCIeRdCur / PCIeItoM).
 #pragma once
@@ -104,24 +111,57 @@ class PcieLink : public sc_core::sc_module {
   }
 
  private:
+  // Flow control of one credit type for the TLPs of one direction: the
+  // transmitter's credits and, at the receiver, the credits freed and not
+  // yet returned. Computed when TLPs are reserved, in their order, which is
+  // their arrival order (each direction is FIFO).
+  struct FcPool {
+    uint64_t limit_h = 0, limit_d = 0;  // advertised; 0 = infinite
+    uint64_t avail_h = 0, avail_d = 0;  // at the transmitter, as of the last take
+    // Data credits below which the receiver returns credits at once (the
+    // spec: posted/completion data below one max_payload TLP, else none).
+    uint64_t low_d = 1;
+    struct Return {
+      sc_core::sc_time at;  // UpdateFC received by the transmitter
+      uint64_t h, d;
+    };
+    std::deque<Return> returns;  // non-decreasing `at`
+    uint64_t pending_tlps = 0, pending_h = 0, pending_d = 0;
+    bool infinite() const { return limit_h == 0 && limit_d == 0; }
+  };
   struct Direction {
     sc_core::sc_time busy_until = sc_core::SC_ZERO_TIME;
+    Direction* back = nullptr;  // the other direction: carries this one's DLLPs
     core::Counter* tlps = nullptr;
     core::Counter* bytes = nullptr;
     std::array<core::Counter*, kTlpKinds> kind_tlps{};
     std::array<core::Counter*, kTlpKinds> kind_bytes{};
-    // Data-link layer: DLLPs this direction sends for TLPs received from
-    // the other one (TLPs not yet covered by an Ack / an UpdateFC).
+    // Data-link layer for the TLPs sent this way: the far end's receive
+    // buffers and TLPs it has not acknowledged yet.
+    std::array<FcPool, kFcTypes> fc;
+    sc_core::sc_time rx_processing = sc_core::SC_ZERO_TIME;
     uint64_t unacked = 0;
-    uint64_t uncredited = 0;
+    core::Counter* credit_waits = nullptr;
+    core::Counter* credit_wait_ps = nullptr;
+    // DLLPs sent this way (for TLPs of the other direction).
     core::Counter* dllps = nullptr;
     core::Counter* dllp_bytes = nullptr;
+    core::Counter* acks = nullptr;
+    core::Counter* update_fcs = nullptr;
   };
   // A DLLP of `dir`, ready to send at `at`: it takes link time only when
   // the direction is backlogged then (an idle link sends it in the gap).
   void send_dllp(Direction& dir, const sc_core::sc_time& at);
+  // The transmitter of `dir` takes `h` header and `d` data credits of `fc`
+  // no earlier than `t`; returns when it has them (later than `t` when it
+  // had to wait for an UpdateFC).
+  sc_core::sc_time take_credits(Direction& dir, FcPool& fc, sc_core::sc_time t, uint64_t h,
+                                uint64_t d);
+  // The receiver of `dir` got a TLP at `arrival`: Ack and UpdateFC DLLPs.
+  void received(Direction& dir, FcPool& fc, const sc_core::sc_time& arrival, uint64_t h,
+                uint64_t d);
   struct Slot {
-    sc_core::sc_time start, end;
+    sc_core::sc_time start, last_start, end;
   };
   struct ReadRequest {
     uint64_t addr = 0;
@@ -146,10 +186,10 @@ class PcieLink : public sc_core::sc_module {
   void dma_write(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   void dma_read_accept(tlm::tlm_generic_payload& trans, const sc_core::sc_time& delay);
 
-  // Reserves `wire_bytes` of back-to-back TLPs starting no earlier than
-  // `earliest`, and counts them.
-  Slot reserve(Direction& dir, const sc_core::sc_time& earliest, TlpKind kind, uint64_t tlps,
-               uint64_t wire_bytes);
+  // Reserves the TLPs in `tlps_` back to back, the first no earlier than
+  // `earliest`, each when its flow-control credits allow, and counts them.
+  // `overhead`: the bytes of each TLP that are not payload.
+  Slot reserve(Direction& dir, const sc_core::sc_time& earliest, TlpKind kind, uint64_t overhead);
   void register_kind(core::StatsRegistry& stats, Direction& dir, const char* dir_name,
                      TlpKind kind);
 
@@ -172,6 +212,7 @@ class PcieLink : public sc_core::sc_module {
   sc_core::sc_time memory_latency_;
 
   Direction down_, up_;
+  std::vector<Tlp> tlps_;  // scratch: the TLPs of the access being reserved
 
   // Read tags: `tags_held_` counts requests sent and not yet fully answered;
   // tags are returned lazily from `tag_release_` (completion arrival times,

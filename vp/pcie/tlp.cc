@@ -9,28 +9,6 @@ namespace {
 
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-void check_access(uint64_t addr, uint64_t len) {
-  if (len == 0) throw std::invalid_argument("PCIe access of zero bytes");
-  if (addr + len < addr)
-    throw std::invalid_argument("PCIe access wraps the 64-bit address space");
-}
-
-// Calls fn(chunk_addr, chunk_len) for the pieces of [addr, addr + len) cut
-// at every multiple of `boundary` (a power of two).
-template <class Fn>
-void for_each_chunk(uint64_t addr, uint64_t len, uint64_t boundary, Fn&& fn) {
-  const uint64_t end = addr + len;
-  uint64_t a = addr;
-  while (a < end) {
-    const uint64_t next = (a & ~(boundary - 1)) + boundary;
-    // `next` wraps to 0 only in the top block, where `end` (which
-    // check_access keeps below 2^64) comes first anyway.
-    const uint64_t stop = (next == 0 || next > end) ? end : next;
-    fn(a, stop - a);
-    a = stop;
-  }
-}
-
 void add(TlpTotals& t, uint64_t wire) {
   ++t.tlps;
   t.wire_bytes += wire;
@@ -38,6 +16,12 @@ void add(TlpTotals& t, uint64_t wire) {
 }
 
 }  // namespace
+
+void detail::check_access(uint64_t addr, uint64_t len) {
+  if (len == 0) throw std::invalid_argument("PCIe access of zero bytes");
+  if (addr + len < addr)
+    throw std::invalid_argument("PCIe access wraps the 64-bit address space");
+}
 
 void TlpRules::validate() const {
   auto check = [](uint64_t v, const char* what) {
@@ -72,6 +56,34 @@ const char* tlp_kind_name(TlpKind kind) {
   return "?";
 }
 
+const char* fc_type_name(FcType type) {
+  switch (type) {
+    case FcType::posted:
+      return "posted";
+    case FcType::non_posted:
+      return "non_posted";
+    case FcType::completion:
+      return "completion";
+  }
+  return "?";
+}
+
+FcType fc_type_of(TlpKind kind, bool downstream) {
+  switch (kind) {
+    case TlpKind::mmio_write:
+    case TlpKind::dma_write:
+    case TlpKind::msi:
+      return FcType::posted;
+    case TlpKind::mmio_read:
+      return downstream ? FcType::non_posted : FcType::completion;
+    case TlpKind::dma_read_request:
+      return FcType::non_posted;
+    case TlpKind::dma_read_completion:
+      return FcType::completion;
+  }
+  return FcType::posted;
+}
+
 uint64_t dword_span(uint64_t addr, uint64_t len) {
   if (len == 0) return 0;
   const uint64_t first = addr & ~(kDwordBytes - 1);
@@ -80,55 +92,38 @@ uint64_t dword_span(uint64_t addr, uint64_t len) {
 }
 
 std::vector<Tlp> split_read_requests(uint64_t addr, uint64_t len, const TlpRules& rules) {
-  check_access(addr, len);
   std::vector<Tlp> out;
-  for_each_chunk(addr, len, rules.max_read_request, [&](uint64_t a, uint64_t n) {
-    out.push_back(Tlp{a, n, rules.request_overhead});
-  });
+  for_each_read_request(addr, len, rules, [&](const Tlp& t) { out.push_back(t); });
   return out;
 }
 
 std::vector<Tlp> split_completions(uint64_t addr, uint64_t len, const TlpRules& rules) {
-  check_access(addr, len);
   std::vector<Tlp> out;
-  for_each_chunk(addr, len, rules.read_completion_boundary, [&](uint64_t a, uint64_t n) {
-    out.push_back(Tlp{a, n, dword_span(a, n) + rules.completion_overhead});
-  });
+  for_each_completion(addr, len, rules, [&](const Tlp& t) { out.push_back(t); });
   return out;
 }
 
 std::vector<Tlp> split_writes(uint64_t addr, uint64_t len, const TlpRules& rules) {
-  check_access(addr, len);
   std::vector<Tlp> out;
-  for_each_chunk(addr, len, rules.max_payload, [&](uint64_t a, uint64_t n) {
-    out.push_back(Tlp{a, n, dword_span(a, n) + rules.request_overhead});
-  });
+  for_each_write(addr, len, rules, [&](const Tlp& t) { out.push_back(t); });
   return out;
 }
 
 TlpTotals read_request_totals(uint64_t addr, uint64_t len, const TlpRules& rules) {
-  check_access(addr, len);
   TlpTotals t;
-  for_each_chunk(addr, len, rules.max_read_request,
-                 [&](uint64_t, uint64_t) { add(t, rules.request_overhead); });
+  for_each_read_request(addr, len, rules, [&](const Tlp& tlp) { add(t, tlp.wire_bytes); });
   return t;
 }
 
 TlpTotals completion_totals(uint64_t addr, uint64_t len, const TlpRules& rules) {
-  check_access(addr, len);
   TlpTotals t;
-  for_each_chunk(addr, len, rules.read_completion_boundary, [&](uint64_t a, uint64_t n) {
-    add(t, dword_span(a, n) + rules.completion_overhead);
-  });
+  for_each_completion(addr, len, rules, [&](const Tlp& tlp) { add(t, tlp.wire_bytes); });
   return t;
 }
 
 TlpTotals write_totals(uint64_t addr, uint64_t len, const TlpRules& rules) {
-  check_access(addr, len);
   TlpTotals t;
-  for_each_chunk(addr, len, rules.max_payload, [&](uint64_t a, uint64_t n) {
-    add(t, dword_span(a, n) + rules.request_overhead);
-  });
+  for_each_write(addr, len, rules, [&](const Tlp& tlp) { add(t, tlp.wire_bytes); });
   return t;
 }
 

@@ -82,6 +82,21 @@ struct TlpTotals {
 // Bytes of the double words covering [addr, addr + len).
 uint64_t dword_span(uint64_t addr, uint64_t len);
 
+// Flow control (data-link layer). A receiver advertises its buffers per
+// class of TLP as header credits (one per TLP) and data credits (one per
+// 4 DW = 16 B of payload, rounded up).
+enum class FcType : uint8_t { posted, non_posted, completion };
+inline constexpr int kFcTypes = 3;
+const char* fc_type_name(FcType type);
+inline constexpr uint64_t kFcDataCreditBytes = 16;
+// Data credits of a TLP carrying `data_bytes` (whole DWs) of payload.
+inline constexpr uint64_t fc_data_credits(uint64_t data_bytes) {
+  return (data_bytes + kFcDataCreditBytes - 1) / kFcDataCreditBytes;
+}
+// The class a TLP of `kind` belongs to. mmio_read is a request downstream
+// and a completion upstream.
+FcType fc_type_of(TlpKind kind, bool downstream);
+
 // All functions below throw std::invalid_argument for len == 0 (PCIe's
 // zero-length read is a flush, which nothing here needs) or for an access
 // that wraps the 64-bit address space.
@@ -95,5 +110,48 @@ TlpTotals read_request_totals(uint64_t addr, uint64_t len, const TlpRules& rules
 // multiple of RCB, so every request cut is also a completion cut.
 TlpTotals completion_totals(uint64_t addr, uint64_t len, const TlpRules& rules);
 TlpTotals write_totals(uint64_t addr, uint64_t len, const TlpRules& rules);
+
+// The same TLPs one at a time, without building a vector: fn(const Tlp&)
+// is called for each, in order. Same exceptions as above.
+namespace detail {
+void check_access(uint64_t addr, uint64_t len);
+// fn(chunk_addr, chunk_len) for [addr, addr + len) cut at every multiple of
+// `boundary` (a power of two).
+template <class Fn>
+void for_each_chunk(uint64_t addr, uint64_t len, uint64_t boundary, Fn&& fn) {
+  const uint64_t end = addr + len;
+  uint64_t a = addr;
+  while (a < end) {
+    const uint64_t next = (a & ~(boundary - 1)) + boundary;
+    // `next` wraps to 0 only in the top block, where `end` (which
+    // check_access keeps below 2^64) comes first anyway.
+    const uint64_t stop = (next == 0 || next > end) ? end : next;
+    fn(a, stop - a);
+    a = stop;
+  }
+}
+}  // namespace detail
+
+template <class Fn>
+void for_each_read_request(uint64_t addr, uint64_t len, const TlpRules& rules, Fn&& fn) {
+  detail::check_access(addr, len);
+  detail::for_each_chunk(addr, len, rules.max_read_request, [&](uint64_t a, uint64_t n) {
+    fn(Tlp{a, n, rules.request_overhead});
+  });
+}
+template <class Fn>
+void for_each_completion(uint64_t addr, uint64_t len, const TlpRules& rules, Fn&& fn) {
+  detail::check_access(addr, len);
+  detail::for_each_chunk(addr, len, rules.read_completion_boundary, [&](uint64_t a, uint64_t n) {
+    fn(Tlp{a, n, dword_span(a, n) + rules.completion_overhead});
+  });
+}
+template <class Fn>
+void for_each_write(uint64_t addr, uint64_t len, const TlpRules& rules, Fn&& fn) {
+  detail::check_access(addr, len);
+  detail::for_each_chunk(addr, len, rules.max_payload, [&](uint64_t a, uint64_t n) {
+    fn(Tlp{a, n, dword_span(a, n) + rules.request_overhead});
+  });
+}
 
 }  // namespace mprdma::pcie

@@ -162,6 +162,31 @@ TEST(TlpArithmetic, RejectsEmptyAndWrappingAccesses) {
   EXPECT_NO_THROW(r.validate());
 }
 
+// Flow-control units: one header credit per TLP, one data credit per 16 B
+// (4 DW) of payload, rounded up; credit types by TLP kind and direction.
+TEST(TlpArithmetic, FlowControlCreditsAndTypes) {
+  EXPECT_EQ(fc_data_credits(0), 0u);
+  EXPECT_EQ(fc_data_credits(4), 1u);
+  EXPECT_EQ(fc_data_credits(16), 1u);
+  EXPECT_EQ(fc_data_credits(20), 2u);
+  EXPECT_EQ(fc_data_credits(256), 16u);
+  EXPECT_EQ(fc_data_credits(4096), 256u);
+  EXPECT_EQ(fc_type_of(TlpKind::mmio_write, true), FcType::posted);
+  EXPECT_EQ(fc_type_of(TlpKind::dma_write, false), FcType::posted);
+  EXPECT_EQ(fc_type_of(TlpKind::msi, false), FcType::posted);
+  EXPECT_EQ(fc_type_of(TlpKind::mmio_read, true), FcType::non_posted);
+  EXPECT_EQ(fc_type_of(TlpKind::mmio_read, false), FcType::completion);
+  EXPECT_EQ(fc_type_of(TlpKind::dma_read_request, false), FcType::non_posted);
+  EXPECT_EQ(fc_type_of(TlpKind::dma_read_completion, true), FcType::completion);
+  EXPECT_STREQ(fc_type_name(FcType::non_posted), "non_posted");
+  // The TLP-by-TLP walk gives the lists' TLPs.
+  std::vector<Tlp> walked;
+  for_each_completion(0x40, 200, kalia(), [&](const Tlp& t) { walked.push_back(t); });
+  const auto listed = split_completions(0x40, 200, kalia());
+  ASSERT_EQ(walked.size(), listed.size());
+  for (size_t i = 0; i < walked.size(); ++i) EXPECT_EQ(walked[i].wire_bytes, listed[i].wire_bytes);
+}
+
 TEST(PcieConfigTest, LaneAndLinkRates) {
   PcieConfig c;
   EXPECT_NEAR(c.lane_bytes_per_sec(), 984.615e6, 1e3);  // 8 GT/s * 128/130 / 8
@@ -222,6 +247,55 @@ TEST(PcieConfigTest, BindNamesEveryKeyAndChecksShapes) {
   EXPECT_THROW(c.validate(), std::invalid_argument);
   c = PcieConfig{};
   c.max_outstanding_reads = 0;
+  EXPECT_THROW(c.validate(), std::invalid_argument);
+}
+
+// Credits: 0 is infinite; finite values between the spec's minimum
+// advertisement (1 header, one max_payload TLP of posted/completion data)
+// and 127 / 2047 (gen 1-3) or 16 times that with scaled flow control.
+TEST(PcieConfigTest, FlowControlCreditsAreCheckedAgainstTheSpec) {
+  {
+    PcieConfig c;
+    RecordingBinder b;
+    c.bind(b);
+    EXPECT_TRUE(b.errors.empty());
+    for (const char* key : {"dllp_bytes", "ack_every", "update_fc_every", "posted_header",
+                            "posted_data", "non_posted_header", "non_posted_data",
+                            "completion_header", "completion_data", "processing"})
+      EXPECT_TRUE(b.keys.count(key)) << key;
+    EXPECT_EQ(b.keys["posted_data"].unit, "credits");
+    EXPECT_EQ(c.endpoint.header_credits(FcType::completion), 0u) << "infinite by default";
+    EXPECT_EQ(c.root_port.data_credits(FcType::posted), 2047u);
+  }
+  struct Case {
+    uint64_t value;
+    bool ok;
+  };
+  // posted_data: MPS 256 needs at least 16 credits.
+  for (const Case& k : {Case{0, true}, Case{15, false}, Case{16, true}, Case{2047, true},
+                        Case{2048, false}}) {
+    PcieConfig c;
+    RecordingBinder b;
+    b.set["posted_data"] = k.value;  // both sides
+    c.bind(b);
+    EXPECT_EQ(b.errors.empty(), k.ok) << k.value;
+    if (k.ok) {
+      EXPECT_NO_THROW(c.validate()) << k.value;
+    } else {
+      EXPECT_THROW(c.validate(), std::invalid_argument) << k.value;
+      EXPECT_NE(b.errors[0].find("posted_data"), std::string::npos) << b.errors[0];
+    }
+  }
+  PcieConfig c;
+  c.root_port.non_posted_header = 128;
+  EXPECT_THROW(c.validate(), std::invalid_argument);
+  c.gen = 4;  // scaled flow control
+  EXPECT_NO_THROW(c.validate());
+  c.endpoint.completion_data = 8;  // below one 256 B TLP
+  EXPECT_THROW(c.validate(), std::invalid_argument);
+  c = PcieConfig{};
+  c.max_payload = core::Bytes{512};  // the default 2047 still holds one
+  c.endpoint.posted_data = 16;
   EXPECT_THROW(c.validate(), std::invalid_argument);
 }
 
