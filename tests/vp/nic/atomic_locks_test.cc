@@ -8,9 +8,14 @@
 // adds sent to it (atomics never lost or executed twice, whatever overlaps).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "support/scenario_run.h"
+#include "vp/core/log.h"
 
 namespace mprdma::platform {
 namespace {
@@ -54,6 +59,96 @@ TEST_F(AtomicLocks, BucketsDecideWhichAtomicsOverlap) {
   EXPECT_TRUE(same_low_bits.data_ok) << same_low_bits.error;
   EXPECT_GT(counter("nic.h1.atomics.lock_conflicts"), 700u);
   EXPECT_NEAR(same_low_bits.msg_rate_mpps, one.msg_rate_mpps, 0.05 * one.msg_rate_mpps);
+}
+
+// The order of the server's 8-byte DMA reads and writes of two atomics sent
+// back to back on one connection (counters 0 and 1, `stride` bytes apart),
+// from the PCIe link's trace log: "R<k>" is the read of counter k, "W<k>"
+// its write. Only addresses that are both read and written with 8 bytes
+// count (the counters); they must be exactly the two counters.
+class AtomicRmwOrder : public test::ScenarioRun {
+ protected:
+  std::vector<std::string> rmw_order(int buckets, int stride);
+};
+
+std::vector<std::string> AtomicRmwOrder::rmw_order(int buckets, int stride) {
+  std::ostringstream log;
+  core::Log::set_sink(&log);
+  core::Log::configure("pcie.h1=trace");
+  const bool ok =
+      run("name: order\n"
+            "end_time: 10ms\n"
+            "nic: {mtu: 1024, atomics: {lock_buckets: " + std::to_string(buckets) + "}}\n"
+            "hosts: [{name: h0}, {name: h1}]\n"
+            "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
+            "jobs:\n"
+            "  - {name: a, app: atomic_bw, client: h0, server: h1, iterations: 2, tx_depth: 2, "
+            "cq_mod: 1, counters: 2, counter_stride: " + std::to_string(stride) + "}\n");
+  core::Log::set_sink(nullptr);
+  core::Log::reset();
+  EXPECT_TRUE(ok);
+  EXPECT_TRUE(result().data_ok) << result().error;
+  // (kind, address) of every 8-byte DMA read and write, in simulated order.
+  std::vector<std::pair<char, uint64_t>> events;
+  std::map<uint64_t, int> seen;  // bit 0: read, bit 1: written
+  std::string line;
+  std::istringstream in(log.str());
+  while (std::getline(in, line)) {
+    if (line.find("pcie.h1:") == std::string::npos) continue;
+    char kind = 0;
+    size_t at = std::string::npos;
+    if ((at = line.find("dma read 0x")) != std::string::npos) {
+      kind = 'R';
+      at += 11;
+    } else if ((at = line.find("dma_write 0x")) != std::string::npos) {
+      kind = 'W';
+      at += 12;
+    } else {
+      continue;
+    }
+    size_t end = 0;
+    const uint64_t addr = std::stoull(line.substr(at), &end, 16);
+    if (line.compare(at + end, 5, " 8 B ") != 0 && line.compare(at + end, 5, " 8 B,") != 0)
+      continue;
+    events.emplace_back(kind, addr);
+    seen[addr] |= kind == 'R' ? 1 : 2;
+  }
+  // Counter 0's atomic arrives first, so its address is read first. The
+  // buffer's pages need not be contiguous in physical memory, but the low 12
+  // bits of the physical address are those of the virtual one.
+  std::vector<uint64_t> counters;
+  for (const auto& [kind, addr] : events)
+    if (seen[addr] == 3 && std::find(counters.begin(), counters.end(), addr) == counters.end())
+      counters.push_back(addr);
+  EXPECT_EQ(counters.size(), 2u) << log.str().substr(0, 4000);
+  if (counters.size() != 2) return {};
+  EXPECT_EQ((counters[1] - counters[0]) & 4095, static_cast<uint64_t>(stride) & 4095);
+  std::vector<std::string> order;
+  for (const auto& [kind, addr] : events)
+    if (addr == counters[0] || addr == counters[1])
+      order.push_back(std::string(1, kind) + (addr == counters[0] ? "0" : "1"));
+  return order;
+}
+
+using Order = std::vector<std::string>;
+
+// One lock: the second atomic's read is issued only after the first one's
+// write (the write releases the lock and the next read follows it on the link).
+TEST_F(AtomicRmwOrder, OneBucketSerialisesTheReadModifyWrites) {
+  EXPECT_EQ(rmw_order(1, 8), (Order{"R0", "W0", "R1", "W1"}));
+}
+
+// 4096 buckets: counters 8 B apart have their own locks, so the second read
+// goes out while the first atomic still waits for its read completion.
+TEST_F(AtomicRmwOrder, DifferentBucketsOverlap) {
+  EXPECT_EQ(rmw_order(4096, 8), (Order{"R0", "R1", "W0", "W1"}));
+}
+
+// 4096 buckets on bits 0-11: counters 4096 B apart share a bucket.
+TEST_F(AtomicRmwOrder, SameLow12BitsSerialise) {
+  EXPECT_EQ(rmw_order(4096, 4096), (Order{"R0", "W0", "R1", "W1"}));
+  // The lock is the address's low 12 bits, not the page: 4104 B apart overlap.
+  EXPECT_EQ(rmw_order(4096, 4104), (Order{"R0", "R1", "W0", "W1"}));
 }
 
 TEST_F(AtomicLocks, CountersAreCheckedAndOnlyForAtomics) {
