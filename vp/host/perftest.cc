@@ -115,6 +115,10 @@ void JobConfig::bind(core::Binder& b) {
           "atomic_bw: bytes between consecutive counters (a multiple of 8; 4096 puts them all "
           "on the same low 12 address bits).",
           8, uint64_t{1} << 20);
+  b.choice("counter_pick", counter_pick, {"round_robin", "random"},
+           "atomic_bw: the counter of each atomic: round_robin = 0, 1, .., counters - 1, 0, ..; "
+           "random = uniform over the counters, from the seeded stream "
+           "job.<name>[.qp<copy>].counters (Kalia et al.'s clients pick at random).");
   b.field("run_at", run_at,
           "The measured part starts at this time at the earliest (set-up happens before "
           "it), so that jobs whose set-up takes different times start together. 0: right "
@@ -132,8 +136,9 @@ void JobConfig::bind(core::Binder& b) {
         app != "atomic_bw")
       b.error("qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw)");
     if (qps > 1 && sizes.size() != 1) b.error("qps > 1 needs exactly one size");
-    if ((counters > 1 || counter_stride.n != 8) && app != "atomic_bw")
-      b.error("counters and counter_stride apply to atomic_bw only");
+    if ((counters > 1 || counter_stride.n != 8 || counter_pick != "round_robin") &&
+        app != "atomic_bw")
+      b.error("counters, counter_stride and counter_pick apply to atomic_bw only");
     if (counters > 1 && atomic_op != "fetch_add") b.error("counters > 1 needs atomic_op fetch_add");
     if (counter_stride.n % 8) b.error("counter_stride must be a multiple of 8");
     if ((wqe_by_mmio || post_list > 1) && app != "write_bw" && app != "read_bw" &&
@@ -726,6 +731,9 @@ SizeResult PerfTest::run_atomic(uint64_t) {
   wr.rkey = s.mr.key;
   wr.sg_list = &sge;
   wr.num_sge = 1;
+  const bool random_pick = cfg_.counter_pick == "random";
+  core::RandomStream* pick = random_pick ? &stream("counters") : nullptr;
+  std::vector<uint64_t> sent(counters, 0);  // atomics posted to each counter
   const uint32_t ci0 = c.qp->dp.sq.ci;
   uint64_t posted = 0;
   std::vector<mpr_wc> wc(64);
@@ -736,7 +744,9 @@ SizeResult PerfTest::run_atomic(uint64_t) {
       // CAS walks the counter forward: compare i, swap i + 1.
       wr.compare_add = cas ? posted : 1;
       wr.swap = posted + 1;
-      wr.remote_addr = s.buf + (posted % counters) * stride;
+      const uint64_t k = random_pick ? pick->below(counters) : posted % counters;
+      ++sent[k];
+      wr.remote_addr = s.buf + k * stride;
       wr.flags = ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations)
                      ? MPR_WQE_F_SIGNALED
                      : 0;
@@ -760,12 +770,13 @@ SizeResult PerfTest::run_atomic(uint64_t) {
     r.bw_MBps = 8.0 * double(r.iterations) / r.seconds / 1048576.0;
   }
   // Atomics on one address execute in order, so a counter ends at exactly
-  // the number of atomics sent to it, for FETCH_ADD(1) and the CAS chain.
+  // the number of atomics sent to it, for FETCH_ADD(1) and the CAS chain;
+  // the counters then sum to the iterations (each added 1).
   r.data_ok = true;
   for (uint64_t k = 0; k < counters; ++k) {
     uint64_t counter = 0;
     s.as.read(s.buf + k * stride, &counter, 8);
-    const uint64_t want = r.iterations / counters + (k < r.iterations % counters ? 1 : 0);
+    const uint64_t want = sent[k];
     if (counter != want) {
       r.data_ok = false;
       r.error = "remote counter " + std::to_string(k) + " is " + std::to_string(counter) +

@@ -86,6 +86,10 @@ struct JobConfig {
   int64_t post_list = 1;
   int64_t counters = 1;
   core::Bytes counter_stride{8};
+  // atomic_bw: which counter each atomic targets: "round_robin" (0, 1, ..,
+  // counters - 1, 0, ..) or "random" (uniform, drawn from the seeded stream
+  // job.<name>[.qp<copy>].counters, as Kalia et al.'s clients pick them).
+  std::string counter_pick = "round_robin";
   // The measured part starts at this time at the earliest; set-up (QPs,
   // buffers, connection) happens before it. Jobs whose set-up takes
   // different times can so start together. 0: right after set-up.

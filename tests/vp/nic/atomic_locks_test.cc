@@ -151,6 +151,22 @@ TEST_F(AtomicRmwOrder, SameLow12BitsSerialise) {
   EXPECT_EQ(rmw_order(4096, 4104), (Order{"R0", "R1", "W0", "W1"}));
 }
 
+// Counters picked at random from the job's seeded stream, eight connections
+// with 16 atomics each in flight over 4 buckets: the atomics overlap and
+// queue, and every counter still ends at the number of adds sent to it
+// (perftest's data check), whose sum is the number of atomics.
+TEST_F(AtomicLocks, RandomCountersUnderConcurrencyAddUpExactly) {
+  std::string text = scenario(4096, 8, ", counter_pick: random");
+  text.replace(text.find("qps: 4"), 6, "qps: 8");
+  text.replace(text.find("counters: 16"), 12, "counters: 4");
+  const host::SizeResult r = run_job(text);
+  EXPECT_TRUE(r.data_ok) << r.error;
+  EXPECT_EQ(r.iterations, 1600u);
+  EXPECT_EQ(counter("nic.h1.responder.atomics"), 1600u);
+  EXPECT_GT(counter("nic.h1.atomics.lock_conflicts"), 100u) << "the atomics did contend";
+  EXPECT_GT(counter("nic.h1.atomics.lock_max_queue"), 1u);
+}
+
 TEST_F(AtomicLocks, CountersAreCheckedAndOnlyForAtomics) {
   EXPECT_NE(config_error(scenario(4096, 8, ", atomic_op: cmp_swap")).find("needs atomic_op fetch_add"),
             std::string::npos);
@@ -159,7 +175,9 @@ TEST_F(AtomicLocks, CountersAreCheckedAndOnlyForAtomics) {
             std::string::npos);
   std::string w = scenario(4096, 8);
   w.replace(w.find("app: atomic_bw"), 14, "app: write_bw, sizes: [64]");
-  EXPECT_NE(config_error(w).find("counters and counter_stride apply to atomic_bw only"),
+  EXPECT_NE(config_error(w).find("counters, counter_stride and counter_pick apply to atomic_bw only"),
+            std::string::npos);
+  EXPECT_NE(config_error(scenario(4096, 8, ", counter_pick: zipf")).find("counter_pick"),
             std::string::npos);
 }
 
