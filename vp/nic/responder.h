@@ -5,9 +5,11 @@
 // then checks and executes the request: SEND data is placed into the buffers
 // of the next RECV WQE (fetched ahead by DMA, rq_prefetch deep), WRITE data
 // at the rkey-checked address, READs become a stream of response packets,
-// atomics run in the NIC's atomic unit (one at a time: a single lock, as on
-// ConnectX-3) as a DMA read-modify-write. ACKs, NAKs and responses leave in
-// PSN order through one output queue per QP.
+// atomics run in the NIC's atomic unit as a DMA read-modify-write, each
+// holding the lock of its address's bucket (nic.atomics: one bucket
+// serialises all, as on ConnectX-3; 4096 on bits 0-11 let atomics on other
+// buckets overlap, as on Connect-IB). ACKs, NAKs and responses leave in PSN
+// order through one output queue per QP.
 //
 // Errors follow the IB responder rules: no RECV posted -> RNR NAK; a PSN
 // beyond the expected one -> one sequence NAK; a bad rkey, bounds or access
