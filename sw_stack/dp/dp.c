@@ -37,10 +37,18 @@ static inline uint32_t sq_seg_room(const struct mpr_dp_qp *qp)
 	return (1u << qp->sq.log_stride) - (uint32_t)sizeof(struct mpr_wqe_ctrl);
 }
 
+static inline int qp_is_ud(const struct mpr_dp_qp *qp)
+{
+	return qp->qp_type == MPR_QPT_UD;
+}
+
 uint32_t mpr_dp_max_inline(const struct mpr_dp_qp *qp)
 {
-	/* Worst case: a remote segment precedes the inline block. */
-	uint32_t room = sq_seg_room(qp) - (uint32_t)sizeof(struct mpr_wqe_raddr) -
+	/* Worst case: a remote segment (RC) or the UD address segment precedes
+	 * the inline block. */
+	uint32_t room = sq_seg_room(qp) -
+			(qp_is_ud(qp) ? (uint32_t)sizeof(struct mpr_wqe_ud) :
+					(uint32_t)sizeof(struct mpr_wqe_raddr)) -
 			(uint32_t)sizeof(struct mpr_wqe_inline);
 
 	return room < qp->max_inline ? room : qp->max_inline;
@@ -107,6 +115,9 @@ static int check_send_wr(const struct mpr_dp_qp *qp,
 		return -EINVAL;
 	if (wr->opcode == MPR_WQE_RDMA_READ && (wr->flags & MPR_WQE_F_INLINE))
 		return -EINVAL;
+	if (qp_is_ud(qp) && ((wr->opcode != MPR_WQE_SEND &&
+			      wr->opcode != MPR_WQE_SEND_IMM) || !wr->ud))
+		return -EINVAL;
 	return 0;
 }
 
@@ -131,6 +142,15 @@ int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr,
 	/* Build in a staging buffer so that a failed post leaves the ring
 	 * untouched and the slot is written in one pass. */
 	memset(staging, 0, stride);
+	if (qp_is_ud(qp)) {
+		struct mpr_wqe_ud *ud = (struct mpr_wqe_ud *)seg;
+
+		*ud = *wr->ud;
+		ud->remote_qpn = htole32(wr->ud->remote_qpn);
+		ud->qkey = htole32(wr->ud->qkey);
+		seg += sizeof(*ud);
+		num_ds += (uint32_t)(sizeof(*ud) / MPR_WQE_SEG_SIZE);
+	}
 	if (opcode_has_raddr(wr->opcode)) {
 		struct mpr_wqe_raddr *raddr = (struct mpr_wqe_raddr *)seg;
 
@@ -293,6 +313,7 @@ int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc)
 		out->syndrome = cqe->syndrome;
 		out->wqe_index = le16toh(cqe->wqe_index);
 		out->is_recv = cqe->opcode >= MPR_CQE_RESP_RECV;
+		out->src_qp = le32toh(cqe->src_qp) & MPR_DB_QPN_MASK;
 		out->wr_id = 0;
 
 		qp = cq->ops->lookup_qp(cq->ops->ctx, out->qpn);

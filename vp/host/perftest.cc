@@ -107,6 +107,9 @@ void JobConfig::bind(core::Binder& b) {
   b.field("post_list", post_list,
           "Bandwidth tests: post this many WQEs behind one doorbell (perftest --post_list).",
           1, 4096, "WQEs");
+  b.choice("transport", transport, {"rc", "ud"},
+           "send_bw: rc = one RC connection per copy; ud = UD QPs, every SEND a datagram "
+           "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first).");
   b.field("counters", counters,
           "atomic_bw: atomics go round robin over this many 8-byte counters (fetch_add for "
           "more than one); every counter is checked at the end (their sum is the count).",
@@ -145,6 +148,7 @@ void JobConfig::bind(core::Binder& b) {
         app != "send_bw")
       b.error("wqe_by_mmio and post_list apply to write_bw, read_bw and send_bw only");
     if (wqe_by_mmio && post_list > 1) b.error("give either wqe_by_mmio or post_list, not both");
+    if (transport == "ud" && app != "send_bw") b.error("transport ud applies to send_bw only");
     // As perftest does: a signal must fall inside every window of tx_depth
     // requests, or the sender would wait for a completion never asked for.
     cq_mod = std::min(cq_mod, tx_depth);
@@ -169,6 +173,7 @@ struct PerfTest::Side {
   CompletionQueue* scq = nullptr;
   CompletionQueue* rcq = nullptr;
   QueuePair* qp = nullptr;
+  mpr_wqe_ud peer{};  // transport ud: the other side's address
 };
 
 PerfTest::PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server,
@@ -197,6 +202,7 @@ uint64_t PerfTest::buffer_bytes() const {
   for (const core::Bytes& s : cfg_.sizes) m = std::max(m, s.n);
   if (cfg_.app == "atomic_bw")
     m = std::max(m, static_cast<uint64_t>(cfg_.counters - 1) * cfg_.counter_stride.n + 8);
+  if (cfg_.transport == "ud") m = std::max<uint64_t>(m, MPR_UD_GRH_BYTES);  // GRH space
   return m;
 }
 
@@ -211,6 +217,8 @@ void PerfTest::setup() {
   caps.max_send_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.tx_depth, 2));
   caps.max_recv_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.rx_depth, 2));
   caps.max_inline = static_cast<uint32_t>(cfg_.inline_size.n);
+  const bool ud = cfg_.transport == "ud";
+  if (ud) caps.qp_type = MPR_QPT_UD;
   for (Side* s : {client_.get(), server_.get()}) {
     s->ctx = std::make_unique<VerbsContext>(s->host.driver(), s->as, s->host.config());
     s->pd = s->ctx->alloc_pd();
@@ -225,6 +233,16 @@ void PerfTest::setup() {
   core::RandomStream& psn = stream("psn");
   const auto ci = client_->ctx->local_info(client_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
   const auto si = server_->ctx->local_info(server_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
+  if (ud) {
+    // Datagrams: each QP is activated alone; the client addresses the
+    // server's QP in every WQE (perftest's ud test exchanges the same).
+    constexpr uint32_t kQkey = 0x11111111;  // perftest's DEF_QKEY
+    client_->ctx->activate_ud(client_->qp, kQkey, ci.psn);
+    server_->ctx->activate_ud(server_->qp, kQkey, si.psn);
+    client_->peer = VerbsContext::ud_dest(si, kQkey);
+    server_->peer = VerbsContext::ud_dest(ci, kQkey);
+    return;
+  }
   const uint8_t mtu = mtu_code(cfg_.mtu.n);
   client_->ctx->connect(client_->qp, ci, si, mtu, access, cfg_.timeout, cfg_.retry_cnt, 7, 16,
                         static_cast<uint16_t>(cfg_.udp_sport));
@@ -337,6 +355,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   wr.rkey = s.mr.key;
   wr.sg_list = &sge;
   wr.num_sge = 1;
+  if (cfg_.transport == "ud") wr.ud = &c.peer;
   const bool inl = !read && size <= cfg_.inline_size.n && size > 0;
 
   const uint32_t ci0 = c.qp->dp.sq.ci;
@@ -458,7 +477,11 @@ SizeResult PerfTest::run_bw(uint64_t size) {
 
 void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string& error) {
   Side& s = *server_;
-  mpr_sge sge{s.buf + s.half, static_cast<uint32_t>(s.half), s.mr.key};
+  // UD: the datagram lands after 40 bytes of GRH, which take the end of
+  // the (unused) send half, so the data still starts at buf + half.
+  const bool ud = cfg_.transport == "ud";
+  const uint64_t grh = ud ? MPR_UD_GRH_BYTES : 0;
+  mpr_sge sge{s.buf + s.half - grh, static_cast<uint32_t>(s.half + grh), s.mr.key};
   mpr_recv_wr rwr{0, &sge, 1};
   const uint64_t depth = std::min<uint64_t>(count, static_cast<uint64_t>(cfg_.rx_depth));
   uint64_t posted = 0;
@@ -473,6 +496,11 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != MPR_CQE_SUCCESS) {
         error = std::string("receive completion with status ") + status_name(wc[i].status);
+        return;
+      }
+      if (ud && (wc[i].src_qp != client_->qp->qpn || !(wc[i].flags & MPR_CQE_F_GRH))) {
+        error = "UD receive completion from QP " + std::to_string(wc[i].src_qp) +
+                " (expected " + std::to_string(client_->qp->qpn) + ") or without GRH";
         return;
       }
       ++received;

@@ -84,6 +84,10 @@ struct JobConfig {
   // --post_list), and the NIC reads them by DMA.
   bool wqe_by_mmio = false;
   int64_t post_list = 1;
+  // send_bw: "ud" runs it over UD QPs (datagram SENDs with the server's
+  // address in every WQE, one packet per message, no ACKs; the server's
+  // RECVs leave 40 bytes of GRH space before the data).
+  std::string transport = "rc";
   int64_t counters = 1;
   core::Bytes counter_stride{8};
   // atomic_bw: which counter each atomic targets: "round_robin" (0, 1, ..,

@@ -155,9 +155,13 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
   // the SGE list and the inline block.
   const uint64_t body = std::max<uint64_t>(caps.max_send_sge * sizeof(mpr_wqe_data),
                                            sizeof(mpr_wqe_inline) + caps.max_inline);
+  // UD: control, address segment and the body.
+  const bool ud = caps.qp_type == MPR_QPT_UD;
   const uint32_t sq_stride = std::max<uint32_t>(
       MPR_SQ_LOG_STRIDE_MIN,
-      log2_ceil(sizeof(mpr_wqe_ctrl) + sizeof(mpr_wqe_raddr) + sizeof(mpr_wqe_atomic) + body));
+      log2_ceil(sizeof(mpr_wqe_ctrl) +
+                (ud ? sizeof(mpr_wqe_ud) : sizeof(mpr_wqe_raddr) + sizeof(mpr_wqe_atomic)) +
+                body));
   const uint32_t rq_stride = std::max<uint32_t>(
       MPR_RQ_LOG_STRIDE_MIN, log2_ceil(caps.max_recv_sge * sizeof(mpr_wqe_data)));
   SparseMemory& mem = driver_.memory();
@@ -175,7 +179,7 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
   c.send_cqn = send_cq->cqn;
   c.recv_cqn = recv_cq->cqn;
   c.uar_index = uar_;
-  c.qp_type = MPR_QPT_RC;
+  c.qp_type = caps.qp_type;
   c.sq_log_size = static_cast<uint8_t>(sq_log);
   c.sq_log_stride = static_cast<uint8_t>(sq_stride);
   c.rq_log_size = static_cast<uint8_t>(rq_log);
@@ -194,6 +198,7 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
   mpr_dp_qp& d = qp->dp;
   d.qpn = qp->qpn;
   d.state = MPR_DP_QPS_RESET;
+  d.qp_type = caps.qp_type;
   d.max_inline = caps.max_inline;
   d.sq_sig_all = caps.sq_sig_all;
   d.sq = mpr_dp_wq{mem.ptr(sq_pa, sq_bytes), qp->sq_wrid.data(), sq_log, sq_stride, 0, 0,
@@ -280,6 +285,38 @@ void VerbsContext::arm_cq(CompletionQueue* cq, bool solicited_only) {
 
 VerbsContext::PeerInfo VerbsContext::local_info(const QueuePair* qp, uint32_t psn) const {
   return PeerInfo{qp->qpn, psn & 0xffffff, driver_.nic().ip, driver_.nic().mac};
+}
+
+void VerbsContext::activate_ud(QueuePair* qp, uint32_t qkey, uint32_t sq_psn) {
+  mpr_qp_attr a{};
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_QKEY;
+  a.qp_state = MPR_QPS_INIT;
+  a.port_num = 1;
+  a.qkey = qkey;
+  CommandResult r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP (UD) to INIT", r);
+  a = mpr_qp_attr{};
+  a.attr_mask = MPR_QP_ATTR_STATE;
+  a.qp_state = MPR_QPS_RTR;
+  r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP (UD) to RTR", r);
+  a = mpr_qp_attr{};
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_SQ_PSN;
+  a.qp_state = MPR_QPS_RTS;
+  a.sq_psn = sq_psn & 0xffffff;
+  r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP (UD) to RTS", r);
+}
+
+mpr_wqe_ud VerbsContext::ud_dest(const PeerInfo& remote, uint32_t qkey) {
+  mpr_wqe_ud d{};
+  d.remote_qpn = remote.qpn;
+  d.qkey = qkey;
+  const auto gid = ipv4_gid(remote.ip);
+  std::memcpy(d.dgid, gid.data(), 16);
+  std::memcpy(d.dmac, remote.mac.data(), 6);
+  d.hop_limit = 64;
+  return d;
 }
 
 void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote,

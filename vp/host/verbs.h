@@ -64,6 +64,7 @@ struct QpCaps {
   uint32_t max_recv_sge = 1;
   uint32_t max_inline = 0;
   bool sq_sig_all = false;
+  uint8_t qp_type = MPR_QPT_RC;  // or MPR_QPT_UD
 };
 
 class VerbsContext {
@@ -105,6 +106,10 @@ class VerbsContext {
     std::array<uint8_t, 6> mac;
   };
   PeerInfo local_info(const QueuePair* qp, uint32_t psn) const;
+  // A UD QP: INIT (with its Q_Key), RTR, RTS (with its SQ PSN).
+  void activate_ud(QueuePair* qp, uint32_t qkey, uint32_t sq_psn);
+  // The address segment of a UD SEND to `remote` (an address handle).
+  static mpr_wqe_ud ud_dest(const PeerInfo& remote, uint32_t qkey);
   void connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote, uint8_t path_mtu,
                uint32_t access, uint8_t timeout = 14, uint8_t retry_cnt = 7,
                uint8_t rnr_retry = 7, uint8_t max_rd_atomic = 16, uint16_t udp_sport = 0);

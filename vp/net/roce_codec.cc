@@ -26,6 +26,7 @@ enum : uint16_t {
   kOnly = 1 << 9,
   kRequest = 1 << 10,
   kResponse = 1 << 11,
+  kDeth = 1 << 12,
 };
 
 struct OpInfo {
@@ -56,14 +57,21 @@ constexpr OpInfo kOps[kNumOpcodes] = {
     {"COMPARE_SWAP", kAtomic | kOnly | kRequest},
     {"FETCH_ADD", kAtomic | kOnly | kRequest},
 };
+// UD opcodes 0x64 and 0x65 (IBA table 38, UD column).
+constexpr OpInfo kUdOps[2] = {
+    {"UD_SEND_ONLY", kDeth | kPayload | kOnly | kRequest},
+    {"UD_SEND_ONLY_WITH_IMMEDIATE", kDeth | kImm | kPayload | kOnly | kRequest},
+};
+
+inline const OpInfo& info_of(uint8_t v) { return v < kNumOpcodes ? kOps[v] : kUdOps[v - 0x64]; }
 
 inline uint16_t flags_of(Opcode op) {
   const auto v = static_cast<uint8_t>(op);
-  return is_valid_opcode(v) ? kOps[v].flags : 0;
+  return is_valid_opcode(v) ? info_of(v).flags : 0;
 }
 
 constexpr size_t ext_bytes_of(uint16_t flags) {
-  return ((flags & kReth) ? kRethBytes : 0) + ((flags & kAeth) ? kAethBytes : 0) +
+  return ((flags & kDeth) ? kDethBytes : 0) + ((flags & kReth) ? kRethBytes : 0) + ((flags & kAeth) ? kAethBytes : 0) +
          ((flags & kImm) ? kImmDtBytes : 0) + ((flags & kAtomic) ? kAtomicEthBytes : 0) +
          ((flags & kAtomicAck) ? kAtomicAckEthBytes : 0);
 }
@@ -122,9 +130,10 @@ size_t require_ipv4(const Packet& p, const char* who) {
 
 const char* to_string(Opcode op) {
   const auto v = static_cast<uint8_t>(op);
-  return is_valid_opcode(v) ? kOps[v].name : "INVALID";
+  return is_valid_opcode(v) ? info_of(v).name : "INVALID";
 }
 
+bool has_deth(Opcode op) { return flags_of(op) & kDeth; }
 bool has_reth(Opcode op) { return flags_of(op) & kReth; }
 bool has_aeth(Opcode op) { return flags_of(op) & kAeth; }
 bool has_imm(Opcode op) { return flags_of(op) & kImm; }
@@ -177,13 +186,13 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
   const auto op = static_cast<uint8_t>(f.opcode);
   if (!is_valid_opcode(op))
     throw std::invalid_argument("build_roce: opcode " + std::to_string(op) +
-                                " is not an RC opcode");
-  const uint16_t flags = kOps[op].flags;
+                                " is not an RC or UD opcode");
+  const uint16_t flags = info_of(op).flags;
   if (f.trailer_len > len)
     throw std::invalid_argument("build_roce: a trailer of " + std::to_string(f.trailer_len) +
                                 " bytes in a payload of " + std::to_string(len));
   if (len != f.trailer_len && !(flags & kPayload))
-    throw std::invalid_argument(std::string("build_roce: ") + kOps[op].name +
+    throw std::invalid_argument(std::string("build_roce: ") + info_of(op).name +
                                 " carries no payload but " + std::to_string(len - f.trailer_len) +
                                 " bytes were given");
   if (len != 0 && payload == nullptr) throw std::invalid_argument("build_roce: null payload");
@@ -192,6 +201,7 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
   check_range(f.dest_qp, kMax24, "dest_qp");
   check_range(f.psn, kMax24, "psn");
   check_range(f.aeth_msn, kMax24, "aeth_msn");
+  check_range(f.deth_src_qp, kMax24, "deth_src_qp");
 
   const size_t pad = pad_bytes(len);
   const size_t ext = ext_bytes_of(flags);
@@ -206,6 +216,11 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
 
   // Extended headers in IBA order.
   uint8_t* p = d + kExtOffset;
+  if (flags & kDeth) {
+    put32(p, f.deth_qkey);
+    put24(p + 5, f.deth_src_qp);  // byte 4 reserved
+    p += kDethBytes;
+  }
   if (flags & kReth) {
     put64(p, f.reth_va);
     put32(p + 8, f.reth_rkey);
@@ -249,7 +264,7 @@ ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out, size_t tra
 
   const uint8_t* bth = d + kBthOffset;
   if (!is_valid_opcode(bth[0])) return ParseStatus::bad_opcode;
-  const uint16_t flags = kOps[bth[0]].flags;
+  const uint16_t flags = info_of(bth[0]).flags;
   const size_t ext = ext_bytes_of(flags);
   const size_t after_bth = udp_len - kUdpHeaderBytes - kBthBytes - kIcrcBytes;
   if (after_bth < ext) return ParseStatus::bad_length;
@@ -265,6 +280,11 @@ ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out, size_t tra
   out.opcode = static_cast<Opcode>(bth[0]);
 
   const uint8_t* p = d + kExtOffset;
+  if (flags & kDeth) {
+    out.deth_qkey = get32(p);
+    out.deth_src_qp = get24(p + 5);
+    p += kDethBytes;
+  }
   if (flags & kReth) {
     out.reth_va = get64(p);
     out.reth_rkey = get32(p + 8);

@@ -1,14 +1,14 @@
 // RoCEv2 packets as real bytes: building and parsing Ethernet II / IPv4 /
 // UDP / InfiniBand BTH (+ extended transport headers) / payload / pad / ICRC
-// for the Reliable Connection opcodes.
+// for the Reliable Connection opcodes and the Unreliable Datagram SENDs.
 //
 // Frame layout (offsets from the destination MAC):
 //   0  Ethernet II, 14 B, ethertype 0x0800
 //   14 IPv4, 20 B (no options), DF set, protocol 17
 //   34 UDP, 8 B, destination port 4791, checksum 0 (allowed by RoCEv2)
 //   42 BTH, 12 B
-//   54 extended headers by opcode, in this order: RETH 16 B | AETH 4 B,
-//      then AtomicETH 28 B | AtomicAckETH 8 B | ImmDt 4 B
+//   54 extended headers by opcode, in this order: DETH 8 B (UD) | RETH 16 B
+//      | AETH 4 B, then AtomicETH 28 B | AtomicAckETH 8 B | ImmDt 4 B
 //   .. payload, zero pad to a multiple of 4 (BTH PadCnt), ICRC 4 B
 // All multi-byte fields are big-endian on the wire except the ICRC (see
 // icrc.h).
@@ -45,15 +45,21 @@ enum class Opcode : uint8_t {
   ATOMIC_ACKNOWLEDGE = 0x12,
   COMPARE_SWAP = 0x13,
   FETCH_ADD = 0x14,
+  // UD (transport bits 7..5 = 011): single-packet datagrams with a DETH.
+  UD_SEND_ONLY = 0x64,
+  UD_SEND_ONLY_WITH_IMMEDIATE = 0x65,
 };
-constexpr int kNumOpcodes = 0x15;  // every value below this is a valid Opcode
+constexpr int kNumOpcodes = 0x15;  // every value below this is a valid RC Opcode
 
-// True for the 21 RC opcodes above.
-constexpr bool is_valid_opcode(uint8_t v) { return v < kNumOpcodes; }
+// The two UD opcodes.
+constexpr bool is_ud_opcode(uint8_t v) { return v == 0x64 || v == 0x65; }
+// True for the 21 RC opcodes and the 2 UD opcodes above.
+constexpr bool is_valid_opcode(uint8_t v) { return v < kNumOpcodes || is_ud_opcode(v); }
 // "SEND_FIRST", ...; "INVALID" for other values.
 const char* to_string(Opcode op);
 
 // Which headers and data an opcode carries (IBA table 38 for RC).
+bool has_deth(Opcode op);  // UD: Q_Key and source QP
 bool has_reth(Opcode op);
 bool has_aeth(Opcode op);
 bool has_imm(Opcode op);
@@ -102,6 +108,7 @@ struct RoceFields {
   uint64_t atomic_swap_add = 0, atomic_compare = 0;
   uint64_t atomic_ack_orig = 0;
   uint32_t imm = 0;  // the 4 ImmDt bytes as a big-endian number
+  uint32_t deth_qkey = 0, deth_src_qp = 0 /* 24 bits */;  // UD only
   uint32_t payload_offset = 0, payload_len = 0;  // filled by parse (pad excluded)
   // Bytes at the end of the payload area that are a transport trailer
   // (vp/net/mp_ext.h), not payload: build_roce() takes them as the last
@@ -119,6 +126,7 @@ constexpr size_t kAethBytes = 4;
 constexpr size_t kAtomicEthBytes = 28;
 constexpr size_t kAtomicAckEthBytes = 8;
 constexpr size_t kImmDtBytes = 4;
+constexpr size_t kDethBytes = 8;
 constexpr size_t kIpOffset = kEthHeaderBytes;
 constexpr size_t kUdpOffset = kIpOffset + kIpv4HeaderBytes;
 constexpr size_t kBthOffset = kUdpOffset + kUdpHeaderBytes;
@@ -149,7 +157,7 @@ enum class ParseStatus {
   truncated,        // fewer bytes than the IP total length (or a header) needs
   bad_ip_checksum,  // IPv4 header checksum wrong
   bad_icrc,         // invariant CRC wrong
-  bad_opcode,       // not an RC opcode
+  bad_opcode,       // not an RC or UD opcode
   bad_length,       // IP/UDP lengths inconsistent, payload where none may be,
                     // or pad longer than the payload area
 };

@@ -83,7 +83,9 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
                                                 "doorbells",
                                                 "SQ doorbells ignored (QP in RESET or bad index)")),
       wqes_by_mmio_(core.env.stats.counter(core.stat("requester.wqes_by_mmio"), "WQEs",
-                                           "Send WQEs taken from the MMIO write, no DMA read")) {
+                                           "Send WQEs taken from the MMIO write, no DMA read")),
+      ud_sends_(core.env.stats.counter(core.stat("requester.ud_sends"), "packets",
+                                       "UD datagrams sent")) {
   if (core.cfg.congestion_control == "dcqcn") {
     const DcqcnConfig& d = core.cfg.dcqcn;
     const uint64_t period = core.cfg.period_ps();
@@ -200,6 +202,14 @@ void Requester::qp_to_rts(uint32_t qpn) {
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
   qp.next_psn = q->attr.sq_psn;
   qp.next_recv_msn = 0;
+  qp.ud = q->qp_type == MPR_QPT_UD;
+  qp.qkey = q->attr.qkey;
+  if (qp.ud) {
+    // Datagrams: no connection, no engine; a message is one packet of at
+    // most the port's MTU (UD QPs have no path MTU attribute).
+    qp.mtu = static_cast<uint32_t>(core_.cfg.mtu.n);
+    return fetch(qp);
+  }
   core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
   if (cnp_rx_) {
     qp.rp.emplace(rp_params_);
@@ -358,6 +368,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
 
   const uint8_t* seg = wqe + sizeof ctrl;
   const uint8_t* end = seg + size_t(ctrl.num_ds) * MPR_WQE_SEG_SIZE;
+  if (qp.ud && !parse_ud(qp, seg, end, m)) return;
   if (has_raddr(m.opcode)) {
     if (end - seg < static_cast<ptrdiff_t>(sizeof(mpr_wqe_raddr)))
       return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
@@ -421,6 +432,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
 }
 
 void Requester::assign(Qp& qp) {
+  if (qp.ud) return assign_ud(qp);
   bool added = false;
   while (!qp.pending.empty()) {
     Message& m = qp.pending.front();
@@ -471,6 +483,7 @@ uint32_t Requester::ack_limit(const Qp& qp) const {
 bool Requester::try_emit(uint32_t qpn) {
   Qp* qp = find(qpn);
   if (!qp || !qp->active || qp->error) return false;
+  if (qp->ud) return emit_ud(*qp);
   const uint64_t now = core_.now_cycle();
   if (qp->rp) {
     // DCQCN pacing: not before the previous packet's start + its wire time
@@ -612,7 +625,7 @@ bool Requester::try_emit(uint32_t qpn) {
 void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   const uint32_t qpn = f.dest_qp;
   Qp* qp = find(qpn);
-  if (!qp || !qp->active || qp->error) {
+  if (!qp || !qp->active || qp->error || qp->ud) {
     ++bad_responses_;
     return;
   }
@@ -775,6 +788,7 @@ void Requester::build_ooo(const Message& m, uint32_t k, bool retx,
 
 void Requester::retire(Qp& qp) {
   if (qp.error) return;
+  if (qp.ud) return retire_ud(qp);
   const uint32_t una = qp.active ? core_.engine.snd_una(qp.qpn) : qp.next_psn;
   bool retired = false;
   while (!qp.inflight.empty()) {
@@ -822,6 +836,14 @@ void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syn
     q->state = MPR_QPS_ERR;
     q->attr.qp_state = MPR_QPS_ERR;
   }
+  for (const Qp::UdSent& u : qp.ud_sent) {  // UD: sent, not yet completed
+    Message m;
+    m.index = u.index;
+    m.opcode = u.opcode;
+    m.length = u.length;
+    complete(qp, m, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
+  }
+  qp.ud_sent.clear();
   for (auto* list : {&qp.inflight, &qp.pending})
     for (const Message& m : *list) {
       const bool guilty = &m == culprit;

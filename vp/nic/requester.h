@@ -1,4 +1,4 @@
-// Requester: the send side of every RC QP.
+// Requester: the send side of every RC and UD QP (UD: requester_ud.cc).
 //
 // Doorbell -> WQE fetch by DMA (up to wqe_fetch_batch WQEs per read) -> parse,
 // validate and translate each WQE (latency.wqe_parse cycles) -> PSNs assigned
@@ -96,6 +96,12 @@ class Requester : public sc_core::sc_module, public TxSource {
     // messages that consume a RECV (SEND, WRITE with immediate), carried by
     // every packet so the responder places it in the right RECV WQE.
     uint32_t recv_msn = 0;
+    // UD: the WQE's address segment (struct mpr_wqe_ud).
+    struct UdDest {
+      uint32_t qpn = 0, qkey = 0, dst_ip = 0;
+      net::MacAddr dmac;
+      uint8_t ttl = 64, dscp = 0;
+    } ud;
     uint8_t status = MPR_CQE_SUCCESS;
     uint8_t syndrome = MPR_SYN_NONE;
     bool is_read_or_atomic() const {
@@ -130,6 +136,18 @@ class Requester : public sc_core::sc_module, public TxSource {
     std::optional<DcqcnRp> rp;
     uint64_t pace_at = kNever;
     core::Counter* rate_gauge = nullptr;
+    // UD QP (requester_ud.cc): no transport engine, no ACKs; a WQE
+    // completes once its one packet is built (payload read).
+    bool ud = false;
+    uint32_t qkey = 0;
+    struct UdSent {
+      uint32_t index = 0;
+      uint8_t opcode = 0, flags = 0;
+      uint64_t length = 0;
+      bool ready = false;
+      uint8_t status = MPR_CQE_SUCCESS, syndrome = MPR_SYN_NONE;
+    };
+    std::deque<UdSent> ud_sent;  // emitted, completing in SQ order
   };
 
   Qp* find(uint32_t qpn);
@@ -161,6 +179,15 @@ class Requester : public sc_core::sc_module, public TxSource {
   // number, index, ReTx, synchronise, tail). WRITE packets are each a WRITE
   // ONLY with their own RETH (try_emit).
   void build_ooo(const Message& m, uint32_t k, bool retx, std::vector<uint8_t>& trailer) const;
+  // UD (requester_ud.cc). parse_ud reads the address segment (false: the
+  // WQE failed and carries its status); assign_ud, retire_ud and emit_ud
+  // replace assign, retire and try_emit for a UD QP; ud_complete retires
+  // the emitted WQEs whose packets are built, in order.
+  bool parse_ud(Qp& qp, const uint8_t*& seg, const uint8_t* end, Message& m);
+  void assign_ud(Qp& qp);
+  void retire_ud(Qp& qp);
+  bool emit_ud(Qp& qp);
+  void ud_complete(Qp& qp);
 
   NicCore& core_;
   core::Calendar calendar_;
@@ -178,6 +205,7 @@ class Requester : public sc_core::sc_module, public TxSource {
   core::Counter& bad_responses_;
   core::Counter& doorbells_dropped_;
   core::Counter& wqes_by_mmio_;
+  core::Counter& ud_sends_;
   // DCQCN only (null otherwise, so `none` registers no new statistics).
   DcqcnRpParams rp_params_;
   core::Counter* cnp_rx_ = nullptr;

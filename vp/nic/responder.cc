@@ -65,7 +65,12 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
                                                 "doorbells", "RQ doorbells ignored")),
       rnr_drops_(core.env.stats.counter(
           core.stat("responder.rnr_drops"), "packets",
-          "Out-of-order transports: SEND packets dropped, no RECV posted for their message")) {
+          "Out-of-order transports: SEND packets dropped, no RECV posted for their message")),
+      qkey_drops_(core.env.stats.counter(core.stat("responder.qkey_drops"), "packets",
+                                         "UD datagrams dropped: Q_Key differs from the QP's")),
+      ud_drops_(core.env.stats.counter(
+          core.stat("responder.ud_drops"), "packets",
+          "UD datagrams dropped: no RECV posted, or not a UD SEND")) {
   locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
   if (core.cfg.congestion_control == "dcqcn") {
     np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));
@@ -134,7 +139,9 @@ void Responder::qp_to_rtr(uint32_t qpn) {
   qp.min_rnr_timer = q->attr.min_rnr_timer;
   qp.max_dest_rd_atomic = std::max<uint32_t>(1, q->attr.max_dest_rd_atomic);
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
-  core_.engine.open(conn_params(*q, core_.cfg, qp.base));
+  qp.ud = q->qp_type == MPR_QPT_UD;
+  qp.qkey = q->attr.qkey;
+  if (!qp.ud) core_.engine.open(conn_params(*q, core_.cfg, qp.base));
   qp.recv_msn_base = 0;
   qp.recv_need = 0;
   qp.tails.clear();
@@ -257,7 +264,7 @@ void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {
   // DCQCN notification point: a CE-marked request of the QP asks for a CNP
   // to its requester, at most one per min_cnp_interval, whatever becomes of
   // the packet itself.
-  if (np_ && f.ecn == 3 && np_->on_ce(qp->qpn, core_.now_cycle())) {
+  if (np_ && !qp->ud && f.ecn == 3 && np_->on_ce(qp->qpn, core_.now_cycle())) {
     qp->cnp_due = true;
     core_.tx.activate(qp->qpn);
   }
@@ -284,6 +291,7 @@ void Responder::drain_stalled(Qp& qp) {
 }
 
 Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
+  if (qp.ud || net::has_deth(f.opcode)) return handle_ud(qp, pkt, f);
   if (core_.engine.out_of_order()) return handle_ooo(qp, pkt, f);
   switch (core_.engine.classify(qp.qpn, f.psn, core_.now_cycle())) {
     case RxVerdict::accept: return execute(qp, pkt, f);

@@ -1,4 +1,4 @@
-// Responder: the receive side of every RC QP.
+// Responder: the receive side of every RC and UD QP (UD: responder_ud.cc).
 //
 // Request packets arrive from the MAC in order per QP. The transport engine
 // classifies each PSN (next expected, duplicate, or beyond); the responder
@@ -121,6 +121,9 @@ class Responder : public sc_core::sc_module, public TxSource {
     uint32_t recv_msn_base = 0;  // message number of recv_cache.front()
     uint32_t recv_need = 0;      // RECV WQEs wanted on chip (an early SEND)
     std::unordered_map<uint32_t, Tail> tails;  // by tail PSN
+    // UD QP (responder_ud.cc): datagrams, no engine, no ACKs.
+    bool ud = false;
+    uint32_t qkey = 0;
   };
   struct AtomicJob {
     uint32_t qpn;
@@ -137,6 +140,9 @@ class Responder : public sc_core::sc_module, public TxSource {
 
   Qp* find(uint32_t qpn);
   Step handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
+  // UD: checks the opcode and Q_Key, places GRH + payload into the next
+  // RECV, writes its CQE (src_qp); drops what it cannot take, never NAKs.
+  Step handle_ud(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
   Step execute(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
   // Out-of-order engines: place a SEND/WRITE packet wherever it falls,
   // complete messages in order as the engine reports them.
@@ -195,6 +201,8 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& atomic_lock_max_queue_;
   core::Counter& doorbells_dropped_;
   core::Counter& rnr_drops_;
+  core::Counter& qkey_drops_;
+  core::Counter& ud_drops_;
   // DCQCN notification point (congestion_control: dcqcn only).
   std::optional<DcqcnNp> np_;
   core::Counter* cnp_tx_ = nullptr;

@@ -62,6 +62,7 @@ enum mpr_dp_qp_state {
 struct mpr_dp_qp {
 	uint32_t qpn;
 	uint32_t state;      /* enum mpr_dp_qp_state */
+	uint32_t qp_type;    /* enum mpr_qp_type; 0 is taken as MPR_QPT_RC */
 	uint32_t max_inline;
 	int sq_sig_all;
 	struct mpr_dp_wq sq;
@@ -95,6 +96,9 @@ struct mpr_send_wr {
 	uint64_t swap;        /* CAS: swap value */
 	const struct mpr_sge *sg_list;
 	uint32_t num_sge;
+	/* UD QPs only: the destination (an address handle's fields and the
+	 * remote QP); copied into the WQE's struct mpr_wqe_ud. */
+	const struct mpr_wqe_ud *ud;
 };
 
 struct mpr_recv_wr {
@@ -114,6 +118,7 @@ struct mpr_wc {
 	uint32_t syndrome; /* enum mpr_cqe_syndrome */
 	uint32_t wqe_index;
 	int is_recv;
+	uint32_t src_qp;   /* UD receive: the sender's QP */
 };
 
 /* Largest payload a WQE of this QP can carry inline. */
@@ -123,7 +128,8 @@ uint32_t mpr_dp_max_inline(const struct mpr_dp_qp *qp);
  * `ring` is non-zero (pass 0 to batch several WQEs behind one doorbell).
  * Returns 0, -ENOMEM when the SQ is full, -EINVAL for a malformed request
  * (unknown opcode, too many SGEs, inline payload too long, atomic without
- * exactly one 8-byte SGE) or when the QP is in RESET, -EFAULT if an inline
+ * exactly one 8-byte SGE; on a UD QP: not a SEND or no destination) or
+ * when the QP is in RESET, -EFAULT if an inline
  * source is unreadable. On error nothing is posted. */
 int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr, int ring);
 /* Like mpr_dp_post_send(qp, wr, 1), but hands the WQE to the NIC by MMIO

@@ -104,6 +104,7 @@ enum mpr_cq_db_cmd {
 /* ---------------------------------------------------------------------- */
 /* A send WQE occupies exactly one slot of 2^sq_log_stride bytes (64..1024).
  * It is a control segment followed by num_ds 16-byte segments, in this order:
+ *   UD address seg.  (UD QPs: every WQE, struct mpr_wqe_ud, 2 segments)
  *   remote segment   (RDMA WRITE[_IMM], RDMA READ, atomics)
  *   atomic segment   (CAS, FETCH_ADD)
  *   data segments    (or one inline block when MPR_WQE_F_INLINE is set)
@@ -148,6 +149,19 @@ struct mpr_wqe_raddr {
 struct mpr_wqe_atomic {
 	uint64_t swap_add; /* CAS: swap value; FETCH_ADD: addend */
 	uint64_t compare;  /* CAS only */
+};
+
+/* UD address segment (UD QPs only, 32 bytes = 2 segments, right after the
+ * control segment): where the datagram goes. The NIC builds the packet's
+ * Ethernet, IPv4, UDP, BTH and DETH headers from it; the source is the
+ * port's GID 0 and the QP itself. */
+struct mpr_wqe_ud {
+	uint32_t remote_qpn;   /* destination QP, bits 23:0 */
+	uint32_t qkey;         /* DETH Q_Key; bit 31 set: use the QP's Q_Key */
+	uint8_t dgid[16];      /* IPv4-mapped destination address */
+	uint8_t dmac[6];       /* next-hop MAC */
+	uint8_t hop_limit;     /* IPv4 TTL, 0 = 64 */
+	uint8_t traffic_class; /* DSCP << 2 (ECN bits ignored) */
 };
 
 struct mpr_wqe_data {
@@ -226,16 +240,24 @@ enum mpr_cqe_syndrome {
 	MPR_SYN_ATOMIC_ALIGN = 14,   /* atomic not 8-byte sized and aligned */
 	MPR_SYN_BAD_RESPONSE = 15,   /* unexpected response opcode */
 	MPR_SYN_UNSUPPORTED = 16,    /* opcode the QP's transport does not carry */
+	MPR_SYN_MSG_TOO_LONG = 17,   /* UD SEND longer than the path MTU, or than the RECV (+ 40 B GRH) */
 };
 
 #define MPR_CQE_F_IMM (1u << 0)       /* imm_data is valid */
 #define MPR_CQE_F_SOLICITED (1u << 1) /* the message had the SE bit */
+#define MPR_CQE_F_GRH (1u << 2)       /* UD receive: the first 40 bytes placed are the GRH */
+
+/* UD receive: every datagram is placed after MPR_UD_GRH_BYTES of GRH space
+ * at the start of the RECV's buffers (byte_len counts them). For RoCEv2 over
+ * IPv4 the first 20 bytes are zero and the last 20 hold the packet's IPv4
+ * header. */
+#define MPR_UD_GRH_BYTES 40u
 
 struct mpr_cqe {
 	uint32_t byte_len;  /* bytes placed (receive) or transferred (send) */
 	uint32_t imm_data;  /* network byte order, valid with MPR_CQE_F_IMM */
 	uint32_t qpn;       /* bits 23:0 */
-	uint32_t src_qp;    /* reserved for UD */
+	uint32_t src_qp;    /* UD receive: the sender's QP (DETH), bits 23:0; else 0 */
 	uint16_t wqe_index; /* SQ or RQ index of the completed WQE */
 	uint8_t opcode;     /* enum mpr_cqe_opcode */
 	uint8_t status;     /* enum mpr_cqe_status */
@@ -418,6 +440,7 @@ struct mpr_cmd_create_cq {
 
 enum mpr_qp_type {
 	MPR_QPT_RC = 2, /* IBV_QPT_RC */
+	MPR_QPT_UD = 4, /* IBV_QPT_UD: datagrams, CAPS.UD */
 };
 
 enum mpr_transport {
@@ -462,6 +485,7 @@ enum mpr_qp_state {
 #define MPR_QP_ATTR_ACCESS_FLAGS (1u << 3)
 #define MPR_QP_ATTR_PKEY_INDEX (1u << 4)
 #define MPR_QP_ATTR_PORT (1u << 5)
+#define MPR_QP_ATTR_QKEY (1u << 6) /* UD only */
 #define MPR_QP_ATTR_AV (1u << 7)
 #define MPR_QP_ATTR_PATH_MTU (1u << 8)
 #define MPR_QP_ATTR_TIMEOUT (1u << 9)
@@ -509,7 +533,7 @@ struct mpr_qp_attr {
 	uint8_t dmac[6];
 	uint8_t port_num;      /* 1 */
 	uint8_t rsvd0;
-	uint32_t rsvd1;
+	uint32_t qkey;         /* UD: Q_Key the QP accepts and sends with (MPR_QP_ATTR_QKEY) */
 };
 
 struct mpr_cmd_modify_qp {
@@ -681,6 +705,7 @@ MPR_STATIC_ASSERT(sizeof(struct mpr_wqe_ctrl) == 16, "wqe ctrl");
 MPR_STATIC_ASSERT(sizeof(struct mpr_wqe_raddr) == 16, "wqe raddr");
 MPR_STATIC_ASSERT(sizeof(struct mpr_wqe_atomic) == 16, "wqe atomic");
 MPR_STATIC_ASSERT(sizeof(struct mpr_wqe_data) == 16, "wqe data");
+MPR_STATIC_ASSERT(sizeof(struct mpr_wqe_ud) == 32, "wqe ud");
 MPR_STATIC_ASSERT(sizeof(struct mpr_cqe) == 32, "cqe");
 MPR_STATIC_ASSERT(sizeof(struct mpr_eqe) == 16, "eqe");
 MPR_STATIC_ASSERT(sizeof(struct mpr_cmd_hdr) == 32, "cmd hdr");

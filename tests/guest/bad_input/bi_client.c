@@ -854,7 +854,7 @@ static void test_admin(void)
 	expect_cmd("modify_qp_rts_path_mtu_not_allowed", &cmd, NULL, 0, NULL, 0,
 		   MPR_CMD_BAD_ATTR, MPR_QP_ATTR_PATH_MTU);
 	cmd.u.modify_qp.attr.attr_mask = 0;
-	cmd.u.modify_qp.attr.rsvd1 = 1;
+	cmd.u.modify_qp.attr.qkey = 1; /* reserved on RC QPs */
 	expect_cmd("modify_qp_reserved_nonzero", &cmd, NULL, 0, NULL, 0, MPR_CMD_BAD_PARAM,
 		   MPR_CMD_SYN_RESERVED);
 	expect_qp_state("own_qp_still_rts", c.qp, IBV_QPS_RTS);

@@ -557,7 +557,7 @@ TEST(RoceParse, NotIpv4AndNotRoce) {
 }
 
 TEST(RoceParse, BadOpcode) {
-  for (uint8_t op : {0x15, 0x1F, 0x24, 0x64, 0x81, 0xFF}) {
+  for (uint8_t op : {0x15, 0x1F, 0x24, 0x63, 0x66, 0x81, 0xFF}) {  // 0x64, 0x65: UD
     auto d = build(full_fields(Opcode::SEND_ONLY), 0);
     d[42] = op;
     reseal(d);
@@ -661,6 +661,53 @@ TEST(RoceAeth, SyndromeEncodings) {
   EXPECT_EQ(aeth_value(aeth_nak(NakCode::invalid_request)), 1);
   EXPECT_EQ(aeth_kind(0x40), AethKind::reserved);
   EXPECT_EQ(aeth_kind(0x80), AethKind::reserved);
+}
+
+}  // namespace
+}  // namespace mprdma::net
+
+
+namespace mprdma::net {
+namespace {
+
+// UD SENDs: BTH opcode 0x64/0x65, then the 8-byte DETH (Q_Key, a reserved
+// byte, the 24-bit source QP), then the immediate; round trip and bytes.
+TEST(RoceUd, DethRoundTripAndLayout) {
+  RoceFields f;
+  f.src_ip = 0x0A000001;
+  f.dst_ip = 0x0A000002;
+  f.dest_qp = 0x000321;
+  f.psn = 0x00ABCD;
+  f.deth_qkey = 0x80001234;
+  f.deth_src_qp = 0x00F00D;
+  f.imm = 0x01020304;
+  const std::vector<uint8_t> payload = {1, 2, 3, 4, 5};
+  for (Opcode op : {Opcode::UD_SEND_ONLY, Opcode::UD_SEND_ONLY_WITH_IMMEDIATE}) {
+    f.opcode = op;
+    const bool imm = op == Opcode::UD_SEND_ONLY_WITH_IMMEDIATE;
+    EXPECT_TRUE(is_valid_opcode(static_cast<uint8_t>(op)));
+    EXPECT_TRUE(has_deth(op));
+    EXPECT_TRUE(is_request(op) && is_only(op) && has_payload(op));
+    EXPECT_EQ(ext_header_bytes(op), imm ? 12u : 8u);
+    const PacketPtr p = build_roce(f, payload.data(), payload.size());
+    const uint8_t* d = p->data.data() + kExtOffset;
+    EXPECT_EQ(p->data[kBthOffset], static_cast<uint8_t>(op));
+    const std::vector<uint8_t> deth(d, d + 8);
+    EXPECT_EQ(deth, (std::vector<uint8_t>{0x80, 0x00, 0x12, 0x34, 0x00, 0x00, 0xF0, 0x0D}));
+    RoceFields g;
+    ASSERT_EQ(parse_roce(*p, g), ParseStatus::ok) << to_string(op);
+    EXPECT_EQ(g.opcode, op);
+    EXPECT_EQ(g.deth_qkey, 0x80001234u);
+    EXPECT_EQ(g.deth_src_qp, 0x00F00Du);
+    EXPECT_EQ(g.imm, imm ? 0x01020304u : 0u);
+    EXPECT_EQ(g.payload_len, 5u);
+    EXPECT_EQ(g.payload_offset, kExtOffset + (imm ? 12u : 8u));
+  }
+  EXPECT_STREQ(to_string(Opcode::UD_SEND_ONLY), "UD_SEND_ONLY");
+  EXPECT_FALSE(has_deth(Opcode::SEND_ONLY));
+  f.opcode = Opcode::UD_SEND_ONLY;
+  f.deth_src_qp = 1u << 24;
+  EXPECT_THROW(build_roce(f, nullptr, 0), std::invalid_argument);
 }
 
 }  // namespace

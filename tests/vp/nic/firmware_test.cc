@@ -475,8 +475,9 @@ TEST_F(FirmwareTest, QueryDeviceWritesTheLimitsByteForByte) {
   want.icm_pages = 14;
   // What this NIC implements, as the CAPS register advertises it: RC,
   // atomics, inline data, WQE by MMIO and the go-back-N engine (the only
-  // transport CREATE_QP accepts); no UD, no other engines per QP yet.
-  want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__ATOMICS_bm |
+  // transport CREATE_QP accepts), UD; no other engines per QP yet.
+  want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__UD_bm |
+                   MPRDMA_BAR0__CAPS__ATOMICS_bm |
                    MPRDMA_BAR0__CAPS__INLINE_bm | MPRDMA_BAR0__CAPS__WQE_BY_MMIO_bm |
                    MPRDMA_BAR0__CAPS__GBN_bm;
   EXPECT_EQ(want.fw_version, uint32_t{MPRDMA_BAR0__FW_VERSION__FW_reset})
@@ -1123,7 +1124,7 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
     uint32_t syndrome;
   };
   const Case cases[] = {
-      {"UD qp type", [](mpr_cmd_create_qp& q) { q.qp_type = 4; }, MPR_CMD_BAD_PARAM,
+      {"UC qp type", [](mpr_cmd_create_qp& q) { q.qp_type = 3; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_QP_TYPE},
       {"qp type 0", [](mpr_cmd_create_qp& q) { q.qp_type = 0; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_QP_TYPE},
@@ -1606,7 +1607,7 @@ TEST_F(FirmwareTest, AttributeValueChecks) {
        MPR_QP_ATTR_MIN_RNR_TIMER},
       {"reserved byte", MPR_QPS_RESET, init_attr, [](mpr_qp_attr& a) { a.rsvd0 = 1; },
        MPR_CMD_SYN_RESERVED},
-      {"reserved word", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { a.rsvd1 = 0x100; },
+      {"reserved word", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { a.qkey = 0x100; },
        MPR_CMD_SYN_RESERVED},
   };
   for (const Case& k : cases) {

@@ -77,6 +77,30 @@ QpTransitionRule qp_transition_rule(uint8_t from, uint8_t to) {
   return {};
 }
 
+QpTransitionRule qp_transition_rule_ud(uint8_t from, uint8_t to) {
+  constexpr uint32_t S = MPR_QP_ATTR_STATE;
+  constexpr uint32_t Q = MPR_QP_ATTR_QKEY;
+  if (to == MPR_QPS_RESET || to == MPR_QPS_ERR) return {from <= MPR_QPS_ERR, S, 0};
+  switch (from) {
+    case MPR_QPS_RESET:
+      if (to == MPR_QPS_INIT) return {true, S | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | Q, 0};
+      break;
+    case MPR_QPS_INIT:
+      if (to == MPR_QPS_INIT) return {true, 0, MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | Q};
+      if (to == MPR_QPS_RTR) return {true, S, MPR_QP_ATTR_PKEY_INDEX | Q};
+      break;
+    case MPR_QPS_RTR:
+      if (to == MPR_QPS_RTS) return {true, S | MPR_QP_ATTR_SQ_PSN, MPR_QP_ATTR_CUR_STATE | Q};
+      break;
+    case MPR_QPS_RTS:
+      if (to == MPR_QPS_RTS) return {true, 0, MPR_QP_ATTR_CUR_STATE | Q};
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
 const char* Firmware::opcode_name(uint16_t opcode) {
   switch (opcode) {
     case MPR_CMD_NOP: return "NOP";
@@ -388,7 +412,9 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   const NicLimits& l = ctx.limits();
   const mpr_cmd_create_qp& in = cmd.u.create_qp;
   const int max_log_wr = log2_floor(static_cast<uint64_t>(l.max_qp_wr));
-  if (in.qp_type != MPR_QPT_RC) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE);
+  if (in.qp_type != MPR_QPT_RC && in.qp_type != MPR_QPT_UD)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE);
+  const bool ud = in.qp_type == MPR_QPT_UD;
   if (in.rsvd0) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
   if (in.transport != MPR_TRANSPORT_DEFAULT && in.transport != MPR_TRANSPORT_GBN)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT);
@@ -402,8 +428,11 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
   if (in.uar_index >= static_cast<uint64_t>(l.num_uar_pages))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR);
+  // Inline room: after the control segment and the remote segment (RC) or
+  // the UD address segment (UD), and the inline header.
   const uint32_t stride_room = (1u << in.sq_log_stride) - sizeof(mpr_wqe_ctrl) -
-                               sizeof(mpr_wqe_raddr) - sizeof(mpr_wqe_inline);
+                               (ud ? sizeof(mpr_wqe_ud) : sizeof(mpr_wqe_raddr)) -
+                               sizeof(mpr_wqe_inline);
   if (in.max_inline > static_cast<uint64_t>(l.max_inline) || in.max_inline > stride_room)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
   if (!ctx.pd_valid(in.pdn)) return fail(c, MPR_CMD_BAD_HANDLE);
@@ -453,7 +482,8 @@ void Firmware::modify_qp(const mpr_cmd& cmd, Comp& c) {
   if ((mask & MPR_QP_ATTR_CUR_STATE) && a.cur_state != from)
     return fail(c, MPR_CMD_BAD_STATE, MPR_QP_ATTR_CUR_STATE);
 
-  QpTransitionRule rule = qp_transition_rule(from, to);
+  const bool ud = q->qp_type == MPR_QPT_UD;
+  QpTransitionRule rule = ud ? qp_transition_rule_ud(from, to) : qp_transition_rule(from, to);
   if (!rule.allowed) return fail(c, MPR_CMD_BAD_STATE, MPR_QP_ATTR_STATE);
   const uint32_t missing = rule.required & ~mask;
   if (missing) return fail(c, MPR_CMD_BAD_ATTR, missing & (~missing + 1));
@@ -485,7 +515,8 @@ void Firmware::modify_qp(const mpr_cmd& cmd, Comp& c) {
   };
   for (const Check& chk : checks)
     if ((mask & chk.bit) && chk.bad) return fail(c, MPR_CMD_BAD_PARAM, chk.bit);
-  if (a.rsvd0 || a.rsvd1) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  // The Q_Key word is reserved on RC QPs (and ignored without QKEY on UD).
+  if (a.rsvd0 || (!ud && a.qkey)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
 
   // Apply: copy each present attribute into the context's attribute block.
   mpr_qp_attr& s = q->attr;
@@ -502,6 +533,7 @@ void Firmware::modify_qp(const mpr_cmd& cmd, Comp& c) {
   if (mask & MPR_QP_ATTR_SQ_PSN) s.sq_psn = a.sq_psn;
   if (mask & MPR_QP_ATTR_RQ_PSN) s.rq_psn = a.rq_psn;
   if (mask & MPR_QP_ATTR_DEST_QPN) s.dest_qpn = a.dest_qpn;
+  if (mask & MPR_QP_ATTR_QKEY) s.qkey = a.qkey;
   if (mask & MPR_QP_ATTR_AV) {
     s.sgid_index = a.sgid_index;
     s.hop_limit = a.hop_limit;

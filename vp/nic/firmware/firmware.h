@@ -54,5 +54,9 @@ struct QpTransitionRule {
   uint32_t optional = 0;
 };
 QpTransitionRule qp_transition_rule(uint8_t from, uint8_t to);
+// The same for a UD QP (ibv_modify_qp's UD column: RESET->INIT needs the
+// P_Key index, port and Q_Key; RTR needs only the state; RTS the SQ PSN;
+// the Q_Key may change on every later transition; no path attributes).
+QpTransitionRule qp_transition_rule_ud(uint8_t from, uint8_t to);
 
 }  // namespace mprdma::nic

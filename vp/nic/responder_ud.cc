@@ -1,0 +1,96 @@
+// Responder, UD QPs: datagram receive (see responder.md, "UD").
+//
+// A UD_SEND_ONLY[_WITH_IMMEDIATE] for a UD QP in RTR or RTS whose DETH
+// Q_Key equals the QP's is placed into the next RECV WQE: MPR_UD_GRH_BYTES
+// of GRH space first (20 zero bytes, then the packet's IPv4 header, as for
+// RoCEv2 over IPv4), then the payload; the CQE carries byte_len = 40 +
+// payload, the sender's QP (src_qp) and MPR_CQE_F_GRH. Nothing is ever
+// acknowledged: a wrong Q_Key (responder.qkey_drops), no RECV posted, a UD
+// packet for an RC QP or an RC packet for a UD QP (responder.ud_drops) are
+// dropped silently. A datagram longer than the RECV's buffers completes
+// that RECV with LOC_LEN_ERR / MSG_TOO_LONG; the QP stays usable.
+#include <cstring>
+
+#include "vp/nic/completion_unit.h"
+#include "vp/nic/context_memory.h"
+#include "vp/nic/dma_engine.h"
+#include "vp/nic/responder.h"
+
+namespace mprdma::nic {
+
+Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
+  if (!qp.ud || !net::has_deth(f.opcode)) {
+    ++ud_drops_;
+    MPR_LOG(log_, info, "QP " << qp.qpn << ": " << net::to_string(f.opcode)
+                              << (qp.ud ? " on a UD QP" : " on an RC QP") << " dropped");
+    return Step::done;
+  }
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  const uint32_t qkey = q ? q->attr.qkey : qp.qkey;
+  if (f.deth_qkey != qkey) {
+    ++qkey_drops_;
+    MPR_LOG(log_, info, "UD QP " << qp.qpn << ": Q_Key 0x" << std::hex << f.deth_qkey
+                                 << " from QP 0x" << f.deth_src_qp << " dropped" << std::dec);
+    return Step::done;
+  }
+  if (qp.recv_cache.empty()) {
+    if (qp.rq_fetch_idx != qp.rq_pi) {
+      qp.waiting_recv = true;  // posted, being fetched: wait for it
+      fetch_recv(qp);
+      return Step::stall;
+    }
+    ++ud_drops_;  // no RECV posted: a datagram is simply lost
+    return Step::done;
+  }
+  RecvWqe wqe = std::move(qp.recv_cache.front());
+  qp.recv_cache.pop_front();
+  ++qp.rq_ci;
+  fetch_recv(qp);
+  std::vector<Segment> segs;
+  uint64_t cap = 0;
+  for (const mpr_wqe_data& d : wqe.sges) {
+    if (core_.translation.translate(d.lkey, qp.pdn, d.addr, d.byte_count, MPR_ACCESS_LOCAL_WRITE,
+                                    segs) != AccessStatus::ok) {
+      recv_cqe(qp, wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
+      return Step::done;
+    }
+    cap += d.byte_count;
+  }
+  const uint32_t len = MPR_UD_GRH_BYTES + f.payload_len;
+  if (len > cap) {
+    recv_cqe(qp, wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_LEN_ERR, MPR_SYN_MSG_TOO_LONG);
+    return Step::done;
+  }
+  std::vector<uint8_t> data(len, 0);
+  std::memcpy(data.data() + 20, pkt->data.data() + net::kIpOffset, net::kIpv4HeaderBytes);
+  if (f.payload_len)
+    std::memcpy(data.data() + MPR_UD_GRH_BYTES, pkt->data.data() + f.payload_offset,
+                f.payload_len);
+  std::vector<Segment> place;
+  slice_segments(segs, 0, len, place);
+  core_.dma.scatter(place, data.data(), DmaPurpose::payload);
+  bytes_.add(f.payload_len);
+  ++packets_;
+  ++messages_;
+  // The CQE: recv_cqe() fills status, immediate and solicited; UD adds the
+  // source QP and the GRH flag.
+  if (!q) return Step::done;
+  mpr_cqe cqe{};
+  cqe.byte_len = len;
+  cqe.qpn = qp.qpn;
+  cqe.src_qp = f.deth_src_qp;
+  cqe.wqe_index = static_cast<uint16_t>(wqe.index);
+  cqe.opcode = f.opcode == net::Opcode::UD_SEND_ONLY_WITH_IMMEDIATE ? MPR_CQE_RESP_RECV_IMM
+                                                                    : MPR_CQE_RESP_RECV;
+  cqe.status = MPR_CQE_SUCCESS;
+  cqe.flags = MPR_CQE_F_GRH;
+  if (net::has_imm(f.opcode)) {
+    cqe.imm_data = __builtin_bswap32(f.imm);
+    cqe.flags |= MPR_CQE_F_IMM;
+  }
+  if (f.solicited) cqe.flags |= MPR_CQE_F_SOLICITED;
+  core_.cq.post_cqe(q->recv_cqn, cqe, f.solicited);
+  return Step::done;
+}
+
+}  // namespace mprdma::nic
