@@ -111,8 +111,9 @@ void JobConfig::bind(core::Binder& b) {
            "send_bw: rc = one RC connection per copy; ud = UD QPs, every SEND a datagram "
            "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first).");
   b.field("counters", counters,
-          "atomic_bw: atomics go round robin over this many 8-byte counters (fetch_add for "
-          "more than one); every counter is checked at the end (their sum is the count).",
+          "atomic_bw: atomics go to this many 8-byte counters, chosen by counter_pick "
+          "(fetch_add for more than one); every counter is checked at the end (their sum is "
+          "the count).",
           1, 1 << 20, "counters");
   b.field("counter_stride", counter_stride,
           "atomic_bw: bytes between consecutive counters (a multiple of 8; 4096 puts them all "

@@ -74,7 +74,7 @@ struct JobConfig {
   // aggregated (bytes of all over the time from the common start to the
   // last end). Needs exactly one size.
   int64_t qps = 1;
-  // atomic_bw: the atomics go round robin over this many 8-byte counters of
+  // atomic_bw: the atomics go (counter_pick) to this many 8-byte counters of
   // the server's buffer, `counter_stride` bytes apart (Kalia et al.'s Z
   // counters; a stride of 4096 puts every counter on the same low 12
   // address bits). More than one counter needs fetch_add.
