@@ -54,7 +54,10 @@ def measured_text(name, m):
         return f"{name}: no measurement"
     n = len(m["values"])
     seeds = f"{n} seed" + ("" if n == 1 else "s")
-    if m["stat"] == "mean":
+    if isinstance(m["value"], str):  # a name (a bottleneck), not a number
+        same = sum(1 for v in m["values"] if v == m["value"])
+        text = f"{name} = {m['value']} ({same} of {seeds})"
+    elif m["stat"] == "mean":
         text = f"{name} = {fmt(m['value'])} ± {fmt(m['stddev'])} ({seeds})"
     else:
         text = f"{name} = {fmt(m['value'])} ({m['stat']} over {seeds}, mean {fmt(m['mean'])})"
@@ -65,7 +68,8 @@ def measured_text(name, m):
 
 def plot_row(row_id, res, path):
     """Bars: each sweep metric's reduced value, whiskers min..max, dots per seed."""
-    metrics = [(k, v) for k, v in res["metrics"].items() if v.get("measured")]
+    metrics = [(k, v) for k, v in res["metrics"].items()
+               if v.get("measured") and not isinstance(v.get("value"), str)]
     if not metrics:
         return False
     fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(metrics) + 1.5), 3.6))

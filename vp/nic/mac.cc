@@ -134,6 +134,14 @@ void Mac::receive(net::PacketPtr pkt) {
   }
 }
 
+core::Bandwidth Mac::tx_rate() const {
+  return link_ ? link_->rate(side_) : core::Bandwidth{};
+}
+
+core::Bandwidth Mac::rx_rate() const {
+  return link_ ? link_->rate(1 - side_) : core::Bandwidth{};
+}
+
 void Mac::resume_rx() {
   if (!rx_busy_) return;  // a device reset came first
   if (rx_queue_.empty()) {

@@ -42,6 +42,9 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   void kick();                                  // TX: a packet may be ready
   void receive(net::PacketPtr pkt) override;    // from the link
   void resume_rx();                             // the stalled packet is done
+  // The attached link's current rate out of / into this port; 0 unattached.
+  core::Bandwidth tx_rate() const;
+  core::Bandwidth rx_rate() const;
 
   void reset();
 

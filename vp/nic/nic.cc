@@ -108,6 +108,13 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                                       "Send WQEs written into a UAR page (WQE by MMIO)")) {
   tx_.set_sources(&responder_, &requester_);
   cq_.set_cqc_cache(&cqc_cache_);
+  for (auto [cause, cache] : {std::pair<StallCause, const char*>{StallCause::qpc, "qpc"},
+                              {StallCause::wqe, "wqe"},
+                              {StallCause::mpt_mtt, "mpt_mtt"}})
+    rx_stall_ps_[static_cast<size_t>(cause)] = &env.stats.counter(
+        "nic." + cfg.name + ".rx.stall_ps." + cache, "ps",
+        std::string("Time the in-order receive stage waited for ") + cache +
+            " cache fills (the first cache that missed for the stalled packet)");
   // A QP's turn to send needs its context on chip.
   tx_.set_gate([this](uint32_t qpn) {
     if (!contexts_.qp(qpn)) return true;  // the sources deal with a vanished QP
@@ -270,19 +277,26 @@ void Nic::on_qp_destroyed(uint32_t qpn) {
 bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
   // Every packet needs its QP's context (a packet for no QP goes on to be
   // dropped and counted by the responder or requester).
-  if (!contexts_ready(f)) {
+  if (!contexts_ready(f, &rx_stall_cause_)) {
     rx_parked_ = std::move(pkt);
     rx_parked_f_ = f;
+    rx_stall_since_ = sc_core::sc_time_stamp();
     return false;  // the receive pipeline waits for the fills
   }
   dispatch(std::move(pkt), f);
   return true;
 }
 
-bool Nic::contexts_ready(const net::RoceFields& f) {
+bool Nic::contexts_ready(const net::RoceFields& f, StallCause* first_miss) {
   const uint32_t qpn = f.dest_qp;
   if (!contexts_.qp(qpn)) return true;
-  bool ready = qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); });
+  bool ready = true;
+  auto note = [&](bool hit, StallCause cause) {
+    if (!hit && ready && first_miss) *first_miss = cause;
+    ready &= hit;
+  };
+  note(qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); }),
+       StallCause::qpc);
   // Responses that scatter data or a value need their WQE (READ, atomic).
   if (f.opcode == net::Opcode::RDMA_READ_RESPONSE_FIRST ||
       f.opcode == net::Opcode::RDMA_READ_RESPONSE_MIDDLE ||
@@ -290,8 +304,9 @@ bool Nic::contexts_ready(const net::RoceFields& f) {
       f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY ||
       f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE) {
     if (const std::optional<uint32_t> index = requester_.wqe_of_response(qpn, f.psn))
-      ready &= wqe_cache_.access(NicCore::wqe_line(qpn, *index), qpn, false,
-                                 [this] { resume_parked(); });
+      note(wqe_cache_.access(NicCore::wqe_line(qpn, *index), qpn, false,
+                             [this] { resume_parked(); }),
+           StallCause::wqe);
   }
   // Requests that name memory by rkey: the MPT line and the MTT lines of
   // the range this packet touches (a READ: the whole response).
@@ -299,9 +314,11 @@ bool Nic::contexts_ready(const net::RoceFields& f) {
     if (net::has_reth(f.opcode)) {
       const uint64_t len =
           f.opcode == net::Opcode::RDMA_READ_REQUEST ? f.reth_dma_len : f.payload_len;
-      ready &= tcache_.access(f.reth_rkey, f.reth_va, len, qpn, [this] { resume_parked(); });
+      note(tcache_.access(f.reth_rkey, f.reth_va, len, qpn, [this] { resume_parked(); }),
+           StallCause::mpt_mtt);
     } else if (f.opcode == net::Opcode::COMPARE_SWAP || f.opcode == net::Opcode::FETCH_ADD) {
-      ready &= tcache_.access(f.atomic_rkey, f.atomic_va, 8, qpn, [this] { resume_parked(); });
+      note(tcache_.access(f.atomic_rkey, f.atomic_va, 8, qpn, [this] { resume_parked(); }),
+           StallCause::mpt_mtt);
     }
   }
   return ready;
@@ -310,6 +327,9 @@ bool Nic::contexts_ready(const net::RoceFields& f) {
 void Nic::resume_parked() {
   if (!rx_parked_) return;
   if (!contexts_ready(rx_parked_f_)) return;  // more fills to wait for
+  rx_stall_ps_[static_cast<size_t>(rx_stall_cause_)]->add(
+      static_cast<uint64_t>((sc_core::sc_time_stamp() - rx_stall_since_) /
+                            sc_core::sc_time(1, sc_core::SC_PS)));
   dispatch(std::move(rx_parked_), rx_parked_f_);
   rx_parked_.reset();
   mac_.resume_rx();

@@ -48,12 +48,18 @@ class Nic : public sc_core::sc_module {
 
   // Ethernet: connect the port to one side of a link.
   void attach(fabric::EthLink* link, int side) { mac_.attach(link, side); }
+  const Mac& port() const { return mac_; }
+  // Per atomic lock bucket: time held so far, ps (Responder::lock_held_ps).
+  const std::unordered_map<uint32_t, uint64_t>& atomic_lock_held_ps() const {
+    return responder_.lock_held_ps();
+  }
 
   const NicConfig& config() const { return cfg_; }
   ContextMemory& contexts() { return contexts_; }
   TransportEngine& engine() { return *engine_; }
 
  private:
+  enum class StallCause { qpc, wqe, mpt_mtt, count };  // caches a received packet needs
   void on_uar(uint32_t page, uint32_t offset, uint64_t value);
   void decode_uar(uint32_t page, uint32_t offset, uint64_t value);
   // WQE by MMIO: bytes of the MPR_UAR_BF window of a UAR page; a WQE is
@@ -67,7 +73,7 @@ class Nic : public sc_core::sc_module {
   // True if the contexts a received packet needs are on chip (its QP's, and
   // for a request naming an rkey the MPT/MTT lines of its range); otherwise
   // their fills are under way and resume_parked() runs when one arrives.
-  bool contexts_ready(const net::RoceFields& f);
+  bool contexts_ready(const net::RoceFields& f, StallCause* first_miss = nullptr);
   void dispatch(net::PacketPtr pkt, const net::RoceFields& f);
   void deliver(net::PacketPtr pkt, const net::RoceFields& f);
   void resume_parked();
@@ -94,6 +100,12 @@ class Nic : public sc_core::sc_module {
   // pipeline is stalled behind it).
   net::PacketPtr rx_parked_;
   net::RoceFields rx_parked_f_;
+  // Why and since when the receive stage is stalled: the first cache of
+  // contexts_ready() that missed for the parked packet; the stall time is
+  // added to rx.stall_ps.<cache> when the packet moves on.
+  StallCause rx_stall_cause_ = StallCause::qpc;
+  sc_core::sc_time rx_stall_since_;
+  std::array<core::Counter*, static_cast<size_t>(StallCause::count)> rx_stall_ps_{};
   uint64_t generation_ = 0;  // device resets: dispatches scheduled before one are dropped
   // Per UAR page: the WQE-by-MMIO window as written so far (8-byte words).
   struct BfWindow {

@@ -640,7 +640,8 @@ void Responder::run_atomics() {
 
 void Responder::start_rmw(const AtomicJob& job) {
   const uint64_t gen = generation_;
-  core_.dma.read(job.pa, 8, DmaPurpose::atomic, [this, job, gen](bool ok, std::vector<uint8_t>&& data) {
+  const sc_core::sc_time granted = sc_core::sc_time_stamp();
+  core_.dma.read(job.pa, 8, DmaPurpose::atomic, [this, job, gen, granted](bool ok, std::vector<uint8_t>&& data) {
     if (gen != generation_) return;
     Qp* qp = find(job.qpn);
     const bool live = qp && qp->generation == job.generation && !qp->error;
@@ -669,6 +670,8 @@ void Responder::start_rmw(const AtomicJob& job) {
       }
     }
     --atomics_active_;
+    lock_held_ps_[locks_.bucket_of(job.pa)] += static_cast<uint64_t>(
+        (sc_core::sc_time_stamp() - granted) / sc_core::sc_time(1, sc_core::SC_PS));
     if (const std::optional<uint64_t> next = locks_.release(job.pa, job.op)) {
       auto it = lock_waiters_.find(*next);
       const AtomicJob waiting = it->second;

@@ -58,6 +58,10 @@ class Responder : public sc_core::sc_module, public TxSource {
   // Called when the responder moved a QP to ERR (the requester flushes).
   std::function<void(uint32_t qpn)> on_qp_error;
 
+  // Per atomic lock bucket ever held: the time it was held so far, in ps
+  // (each hold counted when it ends).
+  const std::unordered_map<uint32_t, uint64_t>& lock_held_ps() const { return lock_held_ps_; }
+
  private:
   struct RecvWqe {
     uint32_t index = 0;
@@ -183,6 +187,9 @@ class Responder : public sc_core::sc_module, public TxSource {
   std::deque<AtomicJob> atomics_;         // not yet taken up
   uarch::AtomicLockTable locks_{uarch::AtomicLockTableParams{}};  // nic.atomics
   std::unordered_map<uint64_t, AtomicJob> lock_waiters_;  // by op, queued for a lock
+  // Per lock bucket that was ever held: picoseconds it was held, summed
+  // (added at each release), for the bottleneck analysis.
+  std::unordered_map<uint32_t, uint64_t> lock_held_ps_;
   int64_t atomics_active_ = 0;            // taken up: running or waiting for a lock
   uint64_t next_atomic_op_ = 0;
   uint64_t generation_ = 0;

@@ -352,6 +352,23 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     observers_.add(sampler_.get());
   }
   if (fabric_ && fabric_->deadlock_detector()) observers_.add(fabric_->deadlock_detector());
+  for (const auto& [name, expr] : cfg_.metrics) {
+    const std::optional<BottleneckSpec> spec = parse_bottleneck_metric(expr);
+    if (!spec) continue;
+    const nic::Nic& n = host(spec->host).nic();
+    HostCapacity cap;
+    cap.pcie_bytes_per_s = cfg_.pcie.link_bytes_per_sec();
+    cap.port_tx_bps = n.port().tx_rate().bps;
+    cap.port_rx_bps = n.port().rx_rate().bps;
+    cap.clock_hz = n.config().clock.hz;
+    cap.pus = static_cast<uint32_t>(n.config().pu.count);
+    cap.tx_schedule_cycles = n.config().latency.tx_schedule;
+    cap.rx_parse_cycles = n.config().latency.rx_parse;
+    auto probe =
+        std::make_unique<BottleneckProbe>(env_.stats, *spec, cap, &n.atomic_lock_held_ps());
+    observers_.add(probe.get());
+    bottlenecks_[name] = std::move(probe);
+  }
 }
 
 Platform::~Platform() = default;
@@ -532,6 +549,7 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
   };
   std::vector<std::string> aggregates;
   for (const auto& [name, ref] : cfg_.metrics) {
+    if (parse_bottleneck_metric(ref)) continue;  // labels()
     if (parse_metric_aggregate(ref)) {
       aggregates.push_back(name);
       continue;
@@ -641,7 +659,7 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
   // stand for has a figure.
   std::vector<std::string> sums;
   for (const auto& [name, ref] : cfg_.metrics)
-    if (!parse_metric_aggregate(ref)) sums.push_back(name);
+    if (!parse_metric_aggregate(ref) && !parse_bottleneck_metric(ref)) sums.push_back(name);
   for (const std::string& name : aggregates) {
     const MetricAggregate agg = *parse_metric_aggregate(cfg_.metrics.at(name));
     std::optional<double> v;
@@ -659,6 +677,34 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
       out[name] = *v;
     else if (missing)
       missing->push_back(name);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> Platform::labels(std::vector<std::string>* missing) const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, probe] : bottlenecks_) {
+    const std::vector<ResourceUse> r = probe->ranking();
+    if (!r.empty())
+      out[name] = r.front().resource;
+    else if (missing)
+      missing->push_back(name);
+  }
+  return out;
+}
+
+nlohmann::json Platform::bottlenecks_json() const {
+  if (bottlenecks_.empty()) return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, probe] : bottlenecks_) {
+    nlohmann::json j;
+    j["host"] = probe->spec().host;
+    j["from_s"] = static_cast<double>(probe->spec().from.ps) * 1e-12;
+    j["to_s"] = static_cast<double>(probe->spec().to.ps) * 1e-12;
+    j["utilisation"] = nlohmann::json::array();
+    for (const ResourceUse& r : probe->ranking())
+      j["utilisation"].push_back({{"resource", r.resource}, {"utilisation", r.utilisation}});
+    out[name] = j;
   }
   return out;
 }

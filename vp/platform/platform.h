@@ -22,6 +22,7 @@
 #include "vp/host/perftest.h"
 #include "vp/host/qemu_host.h"
 #include "vp/pcie/qemu_time.h"
+#include "vp/platform/bottleneck.h"
 #include "vp/platform/scenario.h"
 
 namespace mprdma::platform {
@@ -70,6 +71,12 @@ class Platform {
   // (a metric whose figure does not exist is left out and listed in
   // `missing`).
   std::map<std::string, double> metrics(std::vector<std::string>* missing = nullptr) const;
+  // The scenario's name-valued metrics (bottleneck(...)), left out and
+  // listed in `missing` when their window did not end.
+  std::map<std::string, std::string> labels(std::vector<std::string>* missing = nullptr) const;
+  // results.json "bottlenecks": per bottleneck metric, its host, window and
+  // every resource's utilisation, busiest first (null without any).
+  nlohmann::json bottlenecks_json() const;
   // Per-job results for results.json's "flows" section.
   nlohmann::json flows_json() const;
   // The "fabric" section of results.json (null without a fabric).
@@ -98,6 +105,7 @@ class Platform {
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<core::RateSampler> sampler_;
   core::ObserverSet observers_;  // run between kernel runs (observer.h)
+  std::map<std::string, std::unique_ptr<BottleneckProbe>> bottlenecks_;  // by metric name
   std::vector<JobOutcome> outcomes_;
   std::vector<GuestOutcome> guests_;
   std::vector<host::QemuHost*> qemu_hosts_;

@@ -81,6 +81,10 @@ nlohmann::json results_document(const Platform& p, const core::SimEnv& env,
   nlohmann::json config = jb.dump(copy);
   std::vector<std::string> missing;
   nlohmann::json doc = core::build_results(meta, env.stats, p.metrics(&missing), config);
+  // Name-valued metrics sit beside the numbers; their evidence (every
+  // resource's utilisation) goes under "bottlenecks".
+  for (const auto& [name, label] : p.labels(&missing)) doc["metrics"][name] = label;
+  if (const nlohmann::json b = p.bottlenecks_json(); !b.is_null()) doc["bottlenecks"] = b;
   doc["flows"] = p.flows_json();
   if (p.fabric()) doc["fabric"] = p.fabric_json();
   doc["missing_metrics"] = missing;

@@ -45,6 +45,11 @@ std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vec
       const RunRecord* run = nullptr;
       for (const RunRecord& r : runs)
         if (r.point == inst.point && r.seed == seed) run = &r;
+      if (run && run->status != "failed" && run->labels.count(inst.source.metric)) {
+        a.seeds.push_back(seed);
+        a.labels.push_back(run->labels.at(inst.source.metric));
+        continue;
+      }
       if (!run || run->status == "failed" || !run->metrics.count(inst.source.metric)) {
         a.missing_seeds.push_back(seed);
         continue;
@@ -52,7 +57,21 @@ std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vec
       a.seeds.push_back(seed);
       a.values.push_back(run->metrics.at(inst.source.metric));
     }
-    if (a.measured()) {
+    if (a.is_label()) {
+      // The name most seeds gave; the earliest seed's on a tie.
+      size_t best = 0;
+      for (const std::string& l : a.labels) {
+        const size_t n = static_cast<size_t>(std::count(a.labels.begin(), a.labels.end(), l));
+        if (n > best) best = n, a.label = l;
+      }
+      if (!a.values.empty()) {  // some seeds gave numbers: not one metric
+        a.missing_seeds.insert(a.missing_seeds.end(), a.seeds.begin(), a.seeds.end());
+        a.seeds.clear();
+        a.labels.clear();
+        a.values.clear();
+        a.label.clear();
+      }
+    } else if (a.measured()) {
       double sum = 0;
       a.min = a.max = a.values.front();
       for (double v : a.values) {
@@ -74,12 +93,41 @@ std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vec
   return out;
 }
 
-CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>& measured) {
+CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>& measured,
+                            const std::map<std::string, std::vector<std::string>>& labels) {
   CheckVerdict v;
   v.metric = c.metric;
   v.check = c.check;
   v.verdict = "not-run";
   const CheckExpr e = parse_check(c.check);
+  const auto l_it = labels.find(c.metric);
+  if (e.text || l_it != labels.end()) {
+    if (!e.text) {
+      v.reason = c.metric + " is a name; compare it with == '<name>'";
+      return v;
+    }
+    if (l_it == labels.end() || l_it->second.empty()) {
+      v.reason = measured.count(c.metric) ? c.metric + " is a number, not a name"
+                                           : "no measurement of " + c.metric;
+      return v;
+    }
+    const std::vector<std::string>& got = l_it->second;
+    const size_t n = static_cast<size_t>(std::count(got.begin(), got.end(), *e.text));
+    std::string seen;
+    for (const std::string& g : got) seen += (seen.empty() ? "" : ", ") + g;
+    const std::string head = c.metric + " = " + seen + ", wanted '" + *e.text + "'";
+    if (n == got.size()) {
+      v.verdict = "match";
+      v.reason = head + ": every seed";
+    } else if (2 * n > got.size()) {
+      v.verdict = "partial";
+      v.reason = head + ": " + std::to_string(n) + " of " + std::to_string(got.size()) + " seeds";
+    } else {
+      v.verdict = "mismatch";
+      v.reason = head + ": " + std::to_string(n) + " of " + std::to_string(got.size()) + " seeds";
+    }
+    return v;
+  }
   auto m_it = measured.find(c.metric);
   if (m_it == measured.end()) {
     v.reason = "no measurement of " + c.metric;
@@ -192,6 +240,7 @@ nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& 
       if (!r.error.empty()) rj["error"] = r.error;
       rj["wall_s"] = r.wall_s;
       rj["metrics"] = r.metrics;
+      for (const auto& [k, l] : r.labels) rj["metrics"][k] = l;
       j["runs"].push_back(rj);
       if (r.status == "failed")
         failed.push_back(p.id + " seed " + std::to_string(r.seed) + ": " + r.error);
@@ -206,7 +255,9 @@ nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& 
     j["source"] = a.source.metric;
     j["stat"] = a.source.stat;
     j["measured"] = a.measured();
-    if (a.measured()) {
+    if (a.is_label()) {
+      j["value"] = a.label;
+    } else if (a.measured()) {
       j["value"] = a.value;
       j["mean"] = a.mean;
       j["min"] = a.min;
@@ -214,7 +265,10 @@ nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& 
       j["stddev"] = a.stddev;
     }
     j["seeds"] = a.seeds;
-    j["values"] = a.values;
+    if (a.is_label())
+      j["values"] = a.labels;
+    else
+      j["values"] = a.values;
     j["missing_seeds"] = a.missing_seeds;
     doc["metrics"][a.name] = j;
   }
@@ -238,7 +292,14 @@ void print_reproduce_table(std::ostream& os, const nlohmann::json& doc) {
   rows.push_back({"metric", "measured (mean ± sd over seeds)", "published", "verdict"});
   for (const auto& [name, m] : doc["metrics"].items()) {
     std::string measured = "-";
-    if (m.value("measured", false)) {
+    if (m.value("measured", false) && m["value"].is_string()) {
+      const size_t n = m["values"].size();
+      const std::string label = m["value"].get<std::string>();
+      size_t same = 0;
+      for (const auto& v : m["values"]) same += v == label;
+      measured = label + " (" + std::to_string(same) + " of " + std::to_string(n) +
+                 (n == 1 ? " seed)" : " seeds)");
+    } else if (m.value("measured", false)) {
       const size_t n = m["values"].size();
       const std::string stat = m["stat"].get<std::string>();
       measured = fmt(m["value"].get<double>());
@@ -431,7 +492,10 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
         r.error = "results.json does not parse";
       } else if (doc.contains("metrics")) {
         for (const auto& [k, v] : doc["metrics"].items())
-          if (v.is_number()) r.metrics[k] = v.get<double>();
+          if (v.is_number())
+            r.metrics[k] = v.get<double>();
+          else if (v.is_string())
+            r.labels[k] = v.get<std::string>();
       }
     }
     if (r.status == "failed") {
@@ -463,10 +527,14 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
 
   const std::vector<AggregatedMetric> metrics = aggregate(cfg.sweep, seeds, runs);
   std::map<std::string, double> measured;
+  std::map<std::string, std::vector<std::string>> labels;
   for (const AggregatedMetric& a : metrics)
-    if (a.measured()) measured[a.name] = a.value;
+    if (a.is_label())
+      labels[a.name] = a.labels;
+    else if (a.measured())
+      measured[a.name] = a.value;
   std::vector<CheckVerdict> verdicts;
-  for (const Check& c : cfg.checks) verdicts.push_back(evaluate_check(c, measured));
+  for (const Check& c : cfg.checks) verdicts.push_back(evaluate_check(c, measured, labels));
   const nlohmann::json doc =
       reproduce_document(cfg, o.scenario, points, seeds, runs, metrics, verdicts);
   std::error_code ec;

@@ -32,7 +32,8 @@ struct RunRecord {
   std::string status = "failed";
   std::string error;      // why it failed
   double wall_s = 0;
-  std::map<std::string, double> metrics;  // results.json "metrics"
+  std::map<std::string, double> metrics;  // results.json "metrics" that are numbers
+  std::map<std::string, std::string> labels;  // ... and those that are names
 };
 
 // A sweep metric of one point, reduced over the point's seeds.
@@ -45,7 +46,12 @@ struct AggregatedMetric {
   std::vector<int64_t> seeds;          // seeds that gave a value, in run order
   std::vector<double> values;          // their values
   std::vector<int64_t> missing_seeds;  // seeds whose run failed or lacked the metric
-  bool measured() const { return !values.empty(); }
+  // A name-valued metric (a bottleneck): the names per seed and the one
+  // most seeds gave (the earliest seed's on a tie); no numbers then.
+  std::vector<std::string> labels;
+  std::string label;
+  bool is_label() const { return !labels.empty(); }
+  bool measured() const { return !values.empty() || !labels.empty(); }
 };
 
 // Every sweep metric instance of `sweep` over `runs` (runs of other points
@@ -58,8 +64,10 @@ struct CheckVerdict {
   std::string verdict;  // match | partial | mismatch | not-run
   std::string reason;
 };
-// Judges one check against the measured sweep metrics (name -> value).
-CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>& measured);
+// Judges one check against the measured sweep metrics (name -> value;
+// name-valued ones in `labels`, name -> the names per seed).
+CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>& measured,
+                            const std::map<std::string, std::vector<std::string>>& labels = {});
 // The row's verdict: not-run without checks or when none could be judged;
 // match when all match; mismatch when every judged check is a mismatch;
 // partial otherwise.

@@ -8,6 +8,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "vp/platform/bottleneck.h"
+
 namespace mprdma::platform {
 
 const std::vector<std::string>& metric_fields() {
@@ -149,6 +151,8 @@ std::vector<std::string> aggregate_arg_metrics(const std::string& arg,
 std::vector<MetricTerm> parse_metric(const std::string& expr) {
   if (parse_metric_aggregate(expr))
     throw std::invalid_argument("'" + expr + "' is a min/max of metrics, not a sum of terms");
+  if (parse_bottleneck_metric(expr))
+    throw std::invalid_argument("'" + expr + "' is a bottleneck (a name), not a sum of terms");
   std::vector<MetricTerm> terms;
   for (std::string t : split(expr, '+')) {
     t = trim(t);
@@ -349,7 +353,12 @@ void ScenarioConfig::bind(core::Binder& b) {
           "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
           "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
           "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "
-          "argument \"prefix*\" stands for every metric whose name starts with prefix.");
+          "argument \"prefix*\" stands for every metric whose name starts with prefix. A metric "
+          "\"bottleneck(<host>,<from>,<to>)\" is a name, not a number: the host's NIC resource "
+          "that was busiest over [from, to) (pcie.<downstream|upstream>.<TLP kind with the most "
+          "bytes>, port.<tx|rx>, pu.<i>, tx_scheduler, rx_stage.<parse|qpc_miss|wqe_miss|"
+          "mpt_mtt_miss>, atomics.lock; vp/platform/bottleneck.h), with every resource's utilisation under "
+          "results.json \"bottlenecks\".");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
   b.section("sweep", sweep,
             "Points and seeds for `mprdma-vp-sim reproduce` (`run` runs the base scenario "
@@ -490,13 +499,21 @@ void ScenarioConfig::bind(core::Binder& b) {
   std::vector<std::string> sum_metrics;
   for (const auto& [metric, ref] : metrics) {
     try {
-      if (!parse_metric_aggregate(ref)) sum_metrics.push_back(metric);
+      if (!parse_metric_aggregate(ref) && !parse_bottleneck_metric(ref))
+        sum_metrics.push_back(metric);
     } catch (const std::invalid_argument&) {
     }
   }
   for (const auto& [metric, ref] : metrics) {
     std::vector<MetricTerm> terms;
     try {
+      if (const auto bn = parse_bottleneck_metric(ref)) {
+        if (!host_names.count(bn->host))
+          b.error("metric '" + metric + "' names unknown host '" + bn->host + "'");
+        if (bn->to.ps > end_time.ps)
+          b.error("metric '" + metric + "': its window ends after end_time");
+        continue;
+      }
       if (const auto agg = parse_metric_aggregate(ref)) {
         for (const std::string& arg : agg->args)
           if (aggregate_arg_metrics(arg, sum_metrics).empty())

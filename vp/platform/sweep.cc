@@ -112,7 +112,9 @@ void Check::bind(core::Binder& b) {
   b.field("metric", metric, "Sweep metric the rule judges.");
   b.field("check", check,
           "\"<op> <rhs>\": op one of < <= > >= ==; rhs a number, a sweep metric, or "
-          "\"<number> * <metric>\" (e.g. \">= 2 * goodput_gbps.dcqcn.loss_0.5\").");
+          "\"<number> * <metric>\" (e.g. \">= 2 * goodput_gbps.dcqcn.loss_0.5\"); for a "
+          "name-valued metric (a bottleneck) \"== '<name>'\", matched when the name most seeds "
+          "gave is that name, partial when only some seeds gave it.");
   b.field("tolerance", tolerance,
           "Relative slack, a fraction of |rhs|: an inequality that holds only with the rhs "
           "relaxed by it is partial; == matches within it and is partial within twice it.",
@@ -322,6 +324,14 @@ CheckExpr parse_check(const std::string& text) {
     throw std::invalid_argument("'" + text + "' does not start with < <= > >= or ==");
   const std::string rhs = trim(t.substr(c.op.size()));
   if (rhs.empty()) throw std::invalid_argument("'" + text + "' has nothing after " + c.op);
+  if (rhs.front() == '\'') {
+    if (rhs.size() < 3 || rhs.back() != '\'' || rhs.find('\'', 1) != rhs.size() - 1)
+      throw std::invalid_argument("'" + rhs + "' is not a quoted name ('text')");
+    if (c.op != "==")
+      throw std::invalid_argument("'" + text + "': a quoted name is compared with == only");
+    c.text = rhs.substr(1, rhs.size() - 2);
+    return c;
+  }
   const size_t star = rhs.find('*');
   auto is_ref = [](const std::string& s) {
     double unused = 0;

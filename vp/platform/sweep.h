@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,8 @@ struct CheckExpr {
   std::string op;      // < <= > >= ==
   double factor = 1;   // rhs = factor * ref, or factor alone when ref is empty
   std::string ref;
+  // == 'text': the metric is a name (e.g. a bottleneck) that must equal text.
+  std::optional<std::string> text;
 };
 // Throws std::invalid_argument naming the text.
 CheckExpr parse_check(const std::string& text);

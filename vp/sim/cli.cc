@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -196,8 +197,23 @@ RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file
       if (print_tables) {
         if (!doc["metrics"].empty()) {
           std::cout << "metrics:\n";
-          for (const auto& [k, v] : doc["metrics"].items())
-            std::cout << "  " << k << " = " << v.get<double>() << "\n";
+          for (const auto& [k, v] : doc["metrics"].items()) {
+            std::cout << "  " << k << " = ";
+            if (v.is_string()) {
+              // The name, then the three busiest resources' utilisations.
+              std::cout << v.get<std::string>();
+              if (doc.contains("bottlenecks") && doc["bottlenecks"].contains(k)) {
+                const nlohmann::json& u = doc["bottlenecks"][k]["utilisation"];
+                for (size_t i = 0; i < u.size() && i < 3; ++i)
+                  std::cout << (i ? ", " : " (") << u[i]["resource"].get<std::string>() << " "
+                            << std::lround(100 * u[i]["utilisation"].get<double>()) << " %";
+                if (!u.empty()) std::cout << ")";
+              }
+              std::cout << "\n";
+            }
+            else
+              std::cout << v.get<double>() << "\n";
+          }
         }
         std::cout << "results: " << o.out << "/results.json\n";
       }

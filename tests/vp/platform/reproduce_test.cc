@@ -122,6 +122,65 @@ TEST(Reproduce, ApproximateEqualityVerdicts) {
   EXPECT_NE(v.reason.find("off by"), std::string::npos) << v.reason;
 }
 
+TEST(Reproduce, NameValuedMetricsTakeTheNameMostSeedsGave) {
+  SweepConfig s;
+  SweepParameter mode;
+  mode.name = "mode";
+  mode.key = "jobs.0.post_list";
+  mode.values = {"16", "1"};
+  mode.labels = {"batched", "unbatched"};
+  s.parameters = {mode};
+  s.metrics["bottleneck.{mode}"] = "bottleneck";
+  auto labelled = [](const std::string& point, int64_t seed, const std::string& name) {
+    RunRecord r;
+    r.point = point;
+    r.seed = seed;
+    r.status = "ok";
+    r.exit_code = 0;
+    r.labels["bottleneck"] = name;
+    return r;
+  };
+  const std::vector<RunRecord> runs = {
+      labelled("mode-batched", 1, "pcie.downstream.dma_read_completion"),
+      labelled("mode-batched", 2, "pcie.downstream.mmio_write"),
+      labelled("mode-batched", 3, "pcie.downstream.dma_read_completion"),
+      labelled("mode-unbatched", 1, "port.tx"),
+      labelled("mode-unbatched", 2, "pcie.downstream.mmio_write"),
+  };
+  const auto all = aggregate(s, {1, 2, 3}, runs);
+  const AggregatedMetric& b = find(all, "bottleneck.batched");
+  ASSERT_TRUE(b.is_label());
+  EXPECT_TRUE(b.measured());
+  EXPECT_EQ(b.label, "pcie.downstream.dma_read_completion");
+  EXPECT_TRUE(b.values.empty());
+  const AggregatedMetric& u = find(all, "bottleneck.unbatched");
+  EXPECT_EQ(u.label, "port.tx") << "a tie goes to the earliest seed";
+  EXPECT_EQ(u.missing_seeds, std::vector<int64_t>{3});
+
+  // Checks compare names: match when every seed gave it, partial for a
+  // majority, mismatch otherwise.
+  const std::map<std::string, std::vector<std::string>> labels = {
+      {"bottleneck.batched", b.labels}, {"bottleneck.unbatched", u.labels}};
+  const std::map<std::string, double> none;
+  CheckVerdict v = evaluate_check(
+      check("bottleneck.batched", "== 'pcie.downstream.dma_read_completion'"), none, labels);
+  EXPECT_EQ(v.verdict, "partial") << v.reason;
+  EXPECT_NE(v.reason.find("2 of 3 seeds"), std::string::npos) << v.reason;
+  EXPECT_EQ(evaluate_check(check("bottleneck.batched", "== 'port.tx'"), none, labels).verdict,
+            "mismatch");
+  EXPECT_EQ(evaluate_check(check("bottleneck.unbatched", "== 'port.tx'"), none, labels).verdict,
+            "mismatch") << "1 of 2 is no majority";
+  const std::map<std::string, std::vector<std::string>> one = {{"x", {"a", "a"}}};
+  EXPECT_EQ(evaluate_check(check("x", "== 'a'"), none, one).verdict, "match");
+  // A name against a number, or a number against a name: not judged.
+  EXPECT_EQ(evaluate_check(check("x", "> 3"), none, one).verdict, "not-run");
+  EXPECT_EQ(evaluate_check(check("n", "== 'a'"), {{"n", 3.0}}, one).verdict, "not-run");
+
+  EXPECT_EQ(*parse_check("== 'pcie.upstream'").text, "pcie.upstream");
+  for (const char* bad : {"< 'a'", "== 'a", "== ''", "== 'a'b'"})
+    EXPECT_THROW(parse_check(bad), std::invalid_argument) << bad;
+}
+
 TEST(Reproduce, MissingMeasurementIsNotRun) {
   const std::map<std::string, double> m = {{"a", 1}};
   CheckVerdict v = evaluate_check(check("b", "> 0"), m);

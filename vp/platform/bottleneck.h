@@ -1,0 +1,101 @@
+// Bottleneck analysis: which resource of one host's NIC (its PCIe link,
+// Ethernet port, processing units, scheduler, receive stage) was busiest
+// over a window of simulated time, and what kept it busy.
+//
+// A scenario metric "bottleneck(<host>,<from>,<to>)" is a string: the name
+// of the busiest resource, e.g. "pcie.downstream.dma_read_completion" (the
+// host-to-NIC PCIe direction, mostly carrying DMA read completions) or
+// "rx_stage.qpc_miss" (the in-order receive stage, mostly waiting for QP
+// context fills). results.json also lists every resource's utilisation
+// (docs/results-schema.md, "bottlenecks").
+//
+// Utilisation of each resource over the window (T = to - from):
+//   pcie.<dir>       (TLP bytes + DLLP bytes) / (link bytes per second * T);
+//                    named after the TLP kind with the most bytes
+//   port.tx/port.rx  (frame bytes + 20 B preamble and gap per frame) * 8 /
+//                    (line rate * T)
+//   pu.<i>           busy cycles of the busiest PU / (clock * T)
+//   tx_scheduler     packets sent * latency.tx_schedule / (clock * T)
+//   rx_stage         (packets received * latency.rx_parse cycles + time
+//                    stalled on cache fills) / T; named rx_stage.parse or
+//                    rx_stage.<cache>_miss after the larger part
+//   atomics.lock     time the busiest lock bucket was held / T (a hold is
+//                    counted when it ends)
+// Not counted: host CPUs, switches. Utilisations may exceed 1 while a
+// backlog builds: PCIe bytes count when they are handed to the link.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+
+#include "vp/core/observer.h"
+#include "vp/core/stats.h"
+#include "vp/core/units.h"
+
+namespace mprdma::platform {
+
+struct BottleneckSpec {
+  std::string host;
+  core::Duration from, to;
+};
+// "bottleneck(<host>,<from>,<to>)" -> its parts; nullopt for any other
+// expression. Throws std::invalid_argument naming the text when it starts
+// like one but is malformed (wrong arity, bad durations, empty window).
+std::optional<BottleneckSpec> parse_bottleneck_metric(const std::string& expr);
+
+// What the utilisations are relative to, for one host.
+struct HostCapacity {
+  double pcie_bytes_per_s = 0;  // one direction, after line encoding
+  double port_tx_bps = 0, port_rx_bps = 0;
+  double clock_hz = 0;
+  uint32_t pus = 0;
+  int64_t tx_schedule_cycles = 0, rx_parse_cycles = 0;
+};
+
+struct ResourceUse {
+  std::string resource;  // e.g. pcie.downstream.mmio_write
+  double utilisation = 0;
+};
+
+// The host's resources ranked busiest first (ties: the order above), from
+// the counters' increments over a window of `window_s` seconds (keys are
+// full statistic paths, e.g. "pcie.s.downstream.mmio_write.bytes").
+// `lock_busy_s`: seconds the busiest atomic lock bucket was held in the window.
+std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& delta,
+                                        const std::string& host, const HostCapacity& cap,
+                                        double window_s, double lock_busy_s = 0);
+
+// Takes the host's counters (nic.<host>.* and pcie.<host>.*) at the
+// window's start and end, and the NIC's per-bucket lock hold times
+// (`lock_held_ps`, may be null; it must outlive the probe); ranking() once
+// the end has passed.
+class BottleneckProbe : public core::Observer {
+ public:
+  using LockHeld = std::unordered_map<uint32_t, uint64_t>;
+  BottleneckProbe(const core::StatsRegistry& stats, BottleneckSpec spec, HostCapacity cap,
+                  const LockHeld* lock_held_ps = nullptr);
+  sc_core::sc_time next_due() const override;
+  void observe() override;
+  // Empty until the window has ended.
+  std::vector<ResourceUse> ranking() const;
+  const BottleneckSpec& spec() const { return spec_; }
+
+ private:
+  std::map<std::string, uint64_t> snapshot() const;
+
+  const core::StatsRegistry& stats_;
+  BottleneckSpec spec_;
+  HostCapacity cap_;
+  const LockHeld* lock_held_ps_;
+  int taken_ = 0;  // snapshots taken: 0, 1 (start), 2 (end)
+  std::map<std::string, uint64_t> start_, end_;
+  LockHeld locks_start_, locks_end_;
+};
+
+}  // namespace mprdma::platform
