@@ -127,6 +127,11 @@ std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& d
   return out;
 }
 
+std::string bottleneck_name(const std::vector<ResourceUse>& ranking) {
+  if (ranking.empty()) return "";
+  return ranking.front().utilisation >= kSaturated ? ranking.front().resource : "latency";
+}
+
 BottleneckProbe::BottleneckProbe(const core::StatsRegistry& stats, BottleneckSpec spec,
                                  HostCapacity cap, const LockHeld* lock_held_ps)
     : stats_(stats), spec_(std::move(spec)), cap_(cap), lock_held_ps_(lock_held_ps) {}

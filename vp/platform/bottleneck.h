@@ -21,6 +21,9 @@
 //                    rx_stage.<cache>_miss after the larger part
 //   atomics.lock     time the busiest lock bucket was held / T (a hold is
 //                    counted when it ends)
+// When no resource is busy at least kSaturated of the window, the metric
+// names "latency": the rate is set by the operations outstanding and their
+// round trips (a window), not by a full resource.
 // Not counted: host CPUs, switches. Utilisations may exceed 1 while a
 // backlog builds: PCIe bytes count when they are handed to the link.
 #pragma once
@@ -66,6 +69,12 @@ struct ResourceUse {
 // The host's resources ranked busiest first (ties: the order above), from
 // the counters' increments over a window of `window_s` seconds (keys are
 // full statistic paths, e.g. "pcie.s.downstream.mmio_write.bytes").
+inline constexpr double kSaturated = 0.8;
+
+// The metric's value for a ranking: the busiest resource, or "latency" when
+// none is busy kSaturated of the time; "" for an empty ranking.
+std::string bottleneck_name(const std::vector<ResourceUse>& ranking);
+
 // `lock_busy_s`: seconds the busiest atomic lock bucket was held in the window.
 std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& delta,
                                         const std::string& host, const HostCapacity& cap,

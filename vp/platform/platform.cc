@@ -686,7 +686,7 @@ std::map<std::string, std::string> Platform::labels(std::vector<std::string>* mi
   for (const auto& [name, probe] : bottlenecks_) {
     const std::vector<ResourceUse> r = probe->ranking();
     if (!r.empty())
-      out[name] = r.front().resource;
+      out[name] = bottleneck_name(r);
     else if (missing)
       missing->push_back(name);
   }

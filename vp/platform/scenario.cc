@@ -357,7 +357,8 @@ void ScenarioConfig::bind(core::Binder& b) {
           "\"bottleneck(<host>,<from>,<to>)\" is a name, not a number: the host's NIC resource "
           "that was busiest over [from, to) (pcie.<downstream|upstream>.<TLP kind with the most "
           "bytes>, port.<tx|rx>, pu.<i>, tx_scheduler, rx_stage.<parse|qpc_miss|wqe_miss|"
-          "mpt_mtt_miss>, atomics.lock; vp/platform/bottleneck.h), with every resource's utilisation under "
+          "mpt_mtt_miss>, atomics.lock; \"latency\" when none is 80 % busy: the rate is set by the "
+          "operations outstanding; vp/platform/bottleneck.h), with every resource's utilisation under "
           "results.json \"bottlenecks\".");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
   b.section("sweep", sweep,

@@ -105,5 +105,12 @@ TEST(Bottleneck, PortPuSchedulerAndReceiveStage) {
   EXPECT_NEAR(use_of(r, "port.tx"), 0.5, 1e-9);
 }
 
+TEST(Bottleneck, NoSaturatedResourceIsNamedLatency) {
+  EXPECT_EQ(bottleneck_name({{"port.rx", 0.97}, {"port.tx", 0.6}}), "port.rx");
+  EXPECT_EQ(bottleneck_name({{"port.rx", kSaturated}, {"pu.0", 0.1}}), "port.rx");
+  EXPECT_EQ(bottleneck_name({{"port.rx", 0.26}, {"port.tx", 0.17}}), "latency");
+  EXPECT_EQ(bottleneck_name({}), "");
+}
+
 }  // namespace
 }  // namespace mprdma::platform
