@@ -110,6 +110,14 @@ void JobConfig::bind(core::Binder& b) {
   b.choice("transport", transport, {"rc", "ud"},
            "send_bw: rc = one RC connection per copy; ud = UD QPs, every SEND a datagram "
            "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first).");
+  b.field("send_imm", send_imm,
+           "send_bw: every SEND carries a 4-byte immediate, its message number, which the "
+           "server checks in order (SEND with immediate; with size 0 a header-only SEND).");
+  b.field("recv_sges", recv_sges,
+          "send_bw: scatter entries of each of the server's RECVs: 1, or 0 for header-only "
+          "RECVs (16-byte RECV WQEs; they take SENDs without payload only, placing nothing "
+          "but the CQE).",
+          0, 1, "entries");
   b.field("counters", counters,
           "atomic_bw: atomics go to this many 8-byte counters, chosen by counter_pick "
           "(fetch_add for more than one); every counter is checked at the end (their sum is "
@@ -150,6 +158,11 @@ void JobConfig::bind(core::Binder& b) {
       b.error("wqe_by_mmio and post_list apply to write_bw, read_bw and send_bw only");
     if (wqe_by_mmio && post_list > 1) b.error("give either wqe_by_mmio or post_list, not both");
     if (transport == "ud" && app != "send_bw") b.error("transport ud applies to send_bw only");
+    if ((send_imm || recv_sges != 1) && app != "send_bw")
+      b.error("send_imm and recv_sges apply to send_bw only");
+    if (recv_sges == 0)
+      for (const core::Bytes& s : sizes)
+        if (s.n) b.error("recv_sges 0 (header-only RECVs) needs sizes of 0 bytes");
     // As perftest does: a signal must fall inside every window of tx_depth
     // requests, or the sender would wait for a completion never asked for.
     cq_mod = std::min(cq_mod, tx_depth);
@@ -218,6 +231,7 @@ void PerfTest::setup() {
   caps.max_send_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.tx_depth, 2));
   caps.max_recv_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.rx_depth, 2));
   caps.max_inline = static_cast<uint32_t>(cfg_.inline_size.n);
+  caps.max_recv_sge = static_cast<uint32_t>(cfg_.recv_sges);
   const bool ud = cfg_.transport == "ud";
   if (ud) caps.qp_type = MPR_QPT_UD;
   for (Side* s : {client_.get(), server_.get()}) {
@@ -351,11 +365,14 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   sge.length = static_cast<uint32_t>(size);
   sge.lkey = c.mr.key;
   mpr_send_wr wr{};
-  wr.opcode = read ? MPR_WQE_RDMA_READ : send ? MPR_WQE_SEND : MPR_WQE_RDMA_WRITE;
+  wr.opcode = read                    ? MPR_WQE_RDMA_READ
+              : send && cfg_.send_imm ? MPR_WQE_SEND_IMM
+              : send                  ? MPR_WQE_SEND
+                                      : MPR_WQE_RDMA_WRITE;
   wr.remote_addr = read ? s.buf : s.buf + s.half;
   wr.rkey = s.mr.key;
   wr.sg_list = &sge;
-  wr.num_sge = 1;
+  wr.num_sge = size ? 1 : 0;  // a header-only SEND has no data segment
   if (cfg_.transport == "ud") wr.ud = &c.peer;
   const bool inl = !read && size <= cfg_.inline_size.n && size > 0;
 
@@ -410,6 +427,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
       }
       const bool next_sync = draw_sync();
       wr.wr_id = posted;
+      wr.imm_data = __builtin_bswap32(static_cast<uint32_t>(posted));
       wr.flags = (inl ? MPR_WQE_F_INLINE : 0);
       if (cur_sync) {
         ++r.sync_messages;
@@ -483,7 +501,8 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
   const bool ud = cfg_.transport == "ud";
   const uint64_t grh = ud ? MPR_UD_GRH_BYTES : 0;
   mpr_sge sge{s.buf + s.half - grh, static_cast<uint32_t>(s.half + grh), s.mr.key};
-  mpr_recv_wr rwr{0, &sge, 1};
+  const bool header_only = cfg_.recv_sges == 0;
+  mpr_recv_wr rwr{0, &sge, header_only ? 0u : 1u};
   const uint64_t depth = std::min<uint64_t>(count, static_cast<uint64_t>(cfg_.rx_depth));
   uint64_t posted = 0;
   for (; posted < depth; ++posted)
@@ -499,9 +518,27 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
         error = std::string("receive completion with status ") + status_name(wc[i].status);
         return;
       }
-      if (ud && (wc[i].src_qp != client_->qp->qpn || !(wc[i].flags & MPR_CQE_F_GRH))) {
+      // UD: the sender's QP, and the GRH unless nothing is placed
+      // (header-only).
+      if (ud && (wc[i].src_qp != client_->qp->qpn ||
+                 !(wc[i].flags & MPR_CQE_F_GRH) != header_only)) {
         error = "UD receive completion from QP " + std::to_string(wc[i].src_qp) +
-                " (expected " + std::to_string(client_->qp->qpn) + ") or without GRH";
+                " (expected " + std::to_string(client_->qp->qpn) + ") or with GRH flag " +
+                std::to_string(!!(wc[i].flags & MPR_CQE_F_GRH));
+        return;
+      }
+      if (header_only && wc[i].byte_len != 0) {
+        error = "header-only RECV completed with " + std::to_string(wc[i].byte_len) + " bytes";
+        return;
+      }
+      // send_imm: the immediates are the message numbers, in order.
+      if (cfg_.send_imm &&
+          (!(wc[i].flags & MPR_CQE_F_IMM) ||
+           __builtin_bswap32(wc[i].imm_data) != static_cast<uint32_t>(received))) {
+        error = "RECV " + std::to_string(received) + " completed with immediate " +
+                ((wc[i].flags & MPR_CQE_F_IMM)
+                     ? std::to_string(__builtin_bswap32(wc[i].imm_data))
+                     : std::string("none"));
         return;
       }
       ++received;

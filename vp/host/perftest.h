@@ -88,6 +88,13 @@ struct JobConfig {
   // address in every WQE, one packet per message, no ACKs; the server's
   // RECVs leave 40 bytes of GRH space before the data).
   std::string transport = "rc";
+  // send_bw: every SEND carries a 4-byte immediate, its message number
+  // (low 32 bits), which the server checks in order; with size 0 it is a
+  // header-only SEND (Kalia et al.).
+  bool send_imm = false;
+  // send_bw: scatter entries of the server's RECVs (1, or 0 for header-only
+  // RECVs: 16-byte WQEs that take only SENDs without payload).
+  int64_t recv_sges = 1;
   int64_t counters = 1;
   core::Bytes counter_stride{8};
   // atomic_bw: which counter each atomic targets: "round_robin" (0, 1, ..,

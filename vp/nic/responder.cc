@@ -70,7 +70,11 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
                                          "UD datagrams dropped: Q_Key differs from the QP's")),
       ud_drops_(core.env.stats.counter(
           core.stat("responder.ud_drops"), "packets",
-          "UD datagrams dropped: no RECV posted, or not a UD SEND")) {
+          "UD datagrams dropped: no RECV posted, or not a UD SEND")),
+      header_only_recvs_(core.env.stats.counter(
+          core.stat("responder.header_only_recvs"), "RECVs",
+          "SENDs without payload taken by RECVs without scatter entries: completed with "
+          "no DMA but the CQE (header-only, UD without the GRH)")) {
   locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
   if (core.cfg.congestion_control == "dcqcn") {
     np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));
@@ -402,6 +406,7 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
     ++packets_;
     const AckDecision d = core_.engine.commit(qp.qpn, 1, f.ack_req || last, false, now);
     if (last) {
+      if (qp.send_cap == 0 && qp.send_off == 0) ++header_only_recvs_;
       recv_cqe(qp, qp.send_wqe, carries_imm(op) ? MPR_CQE_RESP_RECV_IMM : MPR_CQE_RESP_RECV,
                static_cast<uint32_t>(qp.send_off), &f, MPR_CQE_SUCCESS, MPR_SYN_NONE);
       qp.in_send = false;

@@ -210,6 +210,7 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& rnr_drops_;
   core::Counter& qkey_drops_;
   core::Counter& ud_drops_;
+  core::Counter& header_only_recvs_;
   // DCQCN notification point (congestion_control: dcqcn only).
   std::optional<DcqcnNp> np_;
   core::Counter* cnp_tx_ = nullptr;

@@ -9,6 +9,11 @@
 // packet for an RC QP or an RC packet for a UD QP (responder.ud_drops) are
 // dropped silently. A datagram longer than the RECV's buffers completes
 // that RECV with LOC_LEN_ERR / MSG_TOO_LONG; the QP stays usable.
+//
+// Header-only receive (Kalia et al., ATC'16, §3.3): a datagram without
+// payload taken by a RECV without scatter entries places nothing, not even
+// the GRH: no DMA but the CQE (byte_len 0, no MPR_CQE_F_GRH; the immediate
+// and src_qp as usual).
 #include <cstring>
 
 #include "vp/nic/completion_unit.h"
@@ -56,19 +61,24 @@ Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::Roc
     }
     cap += d.byte_count;
   }
-  const uint32_t len = MPR_UD_GRH_BYTES + f.payload_len;
+  const bool header_only = cap == 0 && f.payload_len == 0;
+  const uint32_t len = header_only ? 0 : MPR_UD_GRH_BYTES + f.payload_len;
   if (len > cap) {
     recv_cqe(qp, wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_LEN_ERR, MPR_SYN_MSG_TOO_LONG);
     return Step::done;
   }
-  std::vector<uint8_t> data(len, 0);
-  std::memcpy(data.data() + 20, pkt->data.data() + net::kIpOffset, net::kIpv4HeaderBytes);
-  if (f.payload_len)
-    std::memcpy(data.data() + MPR_UD_GRH_BYTES, pkt->data.data() + f.payload_offset,
-                f.payload_len);
-  std::vector<Segment> place;
-  slice_segments(segs, 0, len, place);
-  core_.dma.scatter(place, data.data(), DmaPurpose::payload);
+  if (header_only) {
+    ++header_only_recvs_;
+  } else {
+    std::vector<uint8_t> data(len, 0);
+    std::memcpy(data.data() + 20, pkt->data.data() + net::kIpOffset, net::kIpv4HeaderBytes);
+    if (f.payload_len)
+      std::memcpy(data.data() + MPR_UD_GRH_BYTES, pkt->data.data() + f.payload_offset,
+                  f.payload_len);
+    std::vector<Segment> place;
+    slice_segments(segs, 0, len, place);
+    core_.dma.scatter(place, data.data(), DmaPurpose::payload);
+  }
   bytes_.add(f.payload_len);
   ++packets_;
   ++messages_;
@@ -83,7 +93,7 @@ Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::Roc
   cqe.opcode = f.opcode == net::Opcode::UD_SEND_ONLY_WITH_IMMEDIATE ? MPR_CQE_RESP_RECV_IMM
                                                                     : MPR_CQE_RESP_RECV;
   cqe.status = MPR_CQE_SUCCESS;
-  cqe.flags = MPR_CQE_F_GRH;
+  cqe.flags = header_only ? 0 : MPR_CQE_F_GRH;
   if (net::has_imm(f.opcode)) {
     cqe.imm_data = __builtin_bswap32(f.imm);
     cqe.flags |= MPR_CQE_F_IMM;
