@@ -285,15 +285,45 @@ static uint32_t widen_index(uint32_t ci, uint16_t idx16)
 	return ci + (uint16_t)(idx16 - (uint16_t)ci);
 }
 
+/* Inline receive: the CQE slot's first byte_len bytes go to the buffers of
+ * the RECV WQE at `idx`, in order. Returns 0, or -EFAULT when the buffers
+ * are too small or a copy fails. */
+static int scatter_inline(struct mpr_dp_qp *qp, uint32_t idx,
+			  const uint8_t *data, uint32_t len)
+{
+	const struct mpr_wqe_data *seg =
+		(const struct mpr_wqe_data *)wq_slot(&qp->rq, idx);
+	uint32_t max = (1u << qp->rq.log_stride) / sizeof(*seg);
+	uint32_t i;
+
+	for (i = 0; i < max && len; i++) {
+		uint32_t n = le32toh(seg[i].byte_count);
+
+		if (le32toh(seg[i].lkey) == MPR_LKEY_END)
+			break;
+		if (n > len)
+			n = len;
+		if (!qp->ops->copy_to_user ||
+		    qp->ops->copy_to_user(qp->ops->ctx, le64toh(seg[i].addr),
+					  data, n))
+			return -EFAULT;
+		data += n;
+		len -= n;
+	}
+	return len ? -EFAULT : 0;
+}
+
 int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc)
 {
 	uint32_t mask = (1u << cq->log_size) - 1;
+	uint32_t log_slot = cq->log_cqe_size ? cq->log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN;
+	size_t slot = (size_t)1 << log_slot;
 	int done = 0;
 
 	while (done < n) {
+		uint8_t *base = cq->buf + (size_t)(cq->ci & mask) * slot;
 		struct mpr_cqe *cqe =
-			(struct mpr_cqe *)(cq->buf + (size_t)(cq->ci & mask) *
-							     sizeof(struct mpr_cqe));
+			(struct mpr_cqe *)(base + slot - sizeof(struct mpr_cqe));
 		uint8_t owner = __atomic_load_n(&cqe->owner, __ATOMIC_ACQUIRE);
 		struct mpr_wc *out = &wc[done];
 		struct mpr_dp_qp *qp;
@@ -321,6 +351,13 @@ int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc)
 			wq = out->is_recv ? &qp->rq : &qp->sq;
 			idx = widen_index(wq->ci, (uint16_t)out->wqe_index);
 			out->wr_id = wq->wr_id[idx & ((1u << wq->log_size) - 1)];
+			if (out->is_recv && (out->flags & MPR_CQE_F_INLINE) &&
+			    out->status == MPR_CQE_SUCCESS &&
+			    (out->byte_len > MPR_CQE_INLINE_MAX(log_slot) ||
+			     scatter_inline(qp, idx, base, out->byte_len))) {
+				out->status = MPR_CQE_LOC_PROT_ERR;
+				out->syndrome = MPR_SYN_DMA_FAULT;
+			}
 			/* A send CQE also retires the unsignaled WQEs before
 			 * it: the NIC completes a send queue in order. A CQE
 			 * naming a slot never posted (a doorbell that ran

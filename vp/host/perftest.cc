@@ -118,6 +118,14 @@ void JobConfig::bind(core::Binder& b) {
           "RECVs (16-byte RECV WQEs; they take SENDs without payload only, placing nothing "
           "but the CQE).",
           0, 1, "entries");
+  b.field("cqe_size", cqe_size,
+          "CQE slot of every CQ of the job: 32, 64 or 128 bytes (Connect-IB writes 64-byte "
+          "CQEs); the whole slot is written per completion.",
+          32, 128);
+  b.field("inline_recv", inline_recv,
+          "send_bw: the server's receive CQ takes receives of at most cqe_size - 32 bytes "
+          "(UD: the 40-byte GRH included) inside the CQE slot, no payload DMA; the data path "
+          "copies them to the RECV's buffer when it polls (inline RECV). Needs cqe_size >= 64.");
   b.field("counters", counters,
           "atomic_bw: atomics go to this many 8-byte counters, chosen by counter_pick "
           "(fetch_add for more than one); every counter is checked at the end (their sum is "
@@ -160,6 +168,10 @@ void JobConfig::bind(core::Binder& b) {
     if (transport == "ud" && app != "send_bw") b.error("transport ud applies to send_bw only");
     if ((send_imm || recv_sges != 1) && app != "send_bw")
       b.error("send_imm and recv_sges apply to send_bw only");
+    if (cqe_size.n != 32 && cqe_size.n != 64 && cqe_size.n != 128)
+      b.error("cqe_size must be 32, 64 or 128 bytes");
+    if (inline_recv && app != "send_bw") b.error("inline_recv applies to send_bw only");
+    if (inline_recv && cqe_size.n < 64) b.error("inline_recv needs cqe_size 64 or 128");
     if (recv_sges == 0)
       for (const core::Bytes& s : sizes)
         if (s.n) b.error("recv_sges 0 (header-only RECVs) needs sizes of 0 bytes");
@@ -241,8 +253,9 @@ void PerfTest::setup() {
     s->buf = s->as.alloc(2 * s->half);
     s->mr = s->ctx->reg_mr(s->pd, s->buf, 2 * s->half, access);
     const uint32_t cq_entries = static_cast<uint32_t>(caps.max_send_wr + caps.max_recv_wr);
-    s->scq = s->ctx->create_cq(cq_entries);
-    s->rcq = s->ctx->create_cq(cq_entries);
+    const uint8_t log_cqe = cfg_.cqe_size.n == 128 ? 7 : cfg_.cqe_size.n == 64 ? 6 : 5;
+    s->scq = s->ctx->create_cq(cq_entries, log_cqe);
+    s->rcq = s->ctx->create_cq(cq_entries, log_cqe, cfg_.inline_recv && s == server_.get());
     s->qp = s->ctx->create_qp(s->pd, s->scq, s->rcq, caps);
   }
   core::RandomStream& psn = stream("psn");

@@ -95,6 +95,11 @@ struct JobConfig {
   // send_bw: scatter entries of the server's RECVs (1, or 0 for header-only
   // RECVs: 16-byte WQEs that take only SENDs without payload).
   int64_t recv_sges = 1;
+  // CQE slots of the job's CQs (32, 64 or 128 bytes); inline_recv: the
+  // server's receive CQ takes receives of up to cqe_size - 32 bytes inside
+  // its CQEs (inline RECV; needs cqe_size >= 64).
+  core::Bytes cqe_size{32};
+  bool inline_recv = false;
   int64_t counters = 1;
   core::Bytes counter_stride{8};
   // atomic_bw: which counter each atomic targets: "round_robin" (0, 1, ..,

@@ -30,6 +30,7 @@ VerbsContext::VerbsContext(Driver& driver, AddressSpace& as, const HostConfig& h
   ops_.uar_write64 = &VerbsContext::dp_uar_write64;
   ops_.uar_write_wc = &VerbsContext::dp_uar_write_wc;
   ops_.copy_from_user = &VerbsContext::dp_copy_from_user;
+  ops_.copy_to_user = &VerbsContext::dp_copy_to_user;
   ops_.lookup_qp = &VerbsContext::dp_lookup_qp;
   ops_.ctx = this;
 }
@@ -55,6 +56,13 @@ int VerbsContext::dp_copy_from_user(void* ctx, void* dst, uint64_t addr, uint32_
   auto* self = static_cast<VerbsContext*>(ctx);
   if (!self->as_.mapped(addr, len)) return -EFAULT;
   self->as_.read(addr, dst, len);
+  return 0;
+}
+
+int VerbsContext::dp_copy_to_user(void* ctx, uint64_t addr, const void* src, uint32_t len) {
+  auto* self = static_cast<VerbsContext*>(ctx);
+  if (!self->as_.mapped(addr, len)) return -EFAULT;
+  self->as_.write(addr, src, len);
   return 0;
 }
 
@@ -101,10 +109,12 @@ void VerbsContext::dereg_mr(const MemoryRegion& mr) {
   if (!r.ok()) fail("DEREG_MR", r);
 }
 
-CompletionQueue* VerbsContext::create_cq(uint32_t entries) {
+CompletionQueue* VerbsContext::create_cq(uint32_t entries, uint8_t log_cqe_size,
+                                         bool inline_recv) {
   auto cq = std::make_unique<CompletionQueue>();
   const uint32_t log_size = std::max<uint32_t>(1, log2_ceil(entries));
-  const uint64_t bytes = uint64_t{sizeof(mpr_cqe)} << log_size;
+  const uint32_t log_slot = log_cqe_size ? log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN;
+  const uint64_t bytes = uint64_t{1} << (log_size + log_slot);
   SparseMemory& mem = driver_.memory();
   cq->ring_pa = mem.alloc_contiguous(bytes);
   cq->dbrec_pa = mem.alloc_contiguous(64);
@@ -115,6 +125,8 @@ CompletionQueue* VerbsContext::create_cq(uint32_t entries) {
   cmd.u.create_cq.log_size = log_size;
   cmd.u.create_cq.eqn = driver_.async_eqn();
   cmd.u.create_cq.uar_index = uar_;
+  cmd.u.create_cq.log_cqe_size = log_cqe_size;
+  cmd.u.create_cq.flags = inline_recv ? MPR_CQ_F_INLINE_RECV : 0;
   const CommandResult r = driver_.execute(cmd);
   if (!r.ok()) fail("CREATE_CQ", r);
   cq->cqn = r.out0;
@@ -122,6 +134,7 @@ CompletionQueue* VerbsContext::create_cq(uint32_t entries) {
   cq->dp.dbrec = reinterpret_cast<volatile uint32_t*>(mem.ptr(cq->dbrec_pa, 4));
   cq->dp.cqn = cq->cqn;
   cq->dp.log_size = log_size;
+  cq->dp.log_cqe_size = log_slot;
   cq->dp.ci = 0;
   cq->dp.ops = &ops_;
   driver_.root_complex().add_write_watch(cq->ring_pa, bytes, &cq->written);

@@ -75,7 +75,11 @@ class VerbsContext {
   uint32_t alloc_pd();
   MemoryRegion reg_mr(uint32_t pd, uint64_t va, uint64_t length, uint32_t access);
   void dereg_mr(const MemoryRegion& mr);
-  CompletionQueue* create_cq(uint32_t entries);
+  // log_cqe_size: CQE slots of 2^log_cqe_size bytes (0 = 32); inline_recv:
+  // receives that fit the slot before the CQE are placed in it
+  // (MPR_CQ_F_INLINE_RECV; needs 64-byte slots or larger).
+  CompletionQueue* create_cq(uint32_t entries, uint8_t log_cqe_size = 0,
+                             bool inline_recv = false);
   QueuePair* create_qp(uint32_t pd, CompletionQueue* send_cq, CompletionQueue* recv_cq,
                        const QpCaps& caps);
   // Returns the command result; on success updates the QP's software state.
@@ -122,6 +126,7 @@ class VerbsContext {
   static void dp_uar_write64(void* ctx, uint32_t off, uint64_t value);
   static void dp_uar_write_wc(void* ctx, uint32_t off, const void* data, uint32_t len);
   static int dp_copy_from_user(void* ctx, void* dst, uint64_t addr, uint32_t len);
+  static int dp_copy_to_user(void* ctx, uint64_t addr, const void* src, uint32_t len);
   static mpr_dp_qp* dp_lookup_qp(void* ctx, uint32_t qpn);
   [[noreturn]] void fail(const std::string& what, const CommandResult& r);
 

@@ -1,5 +1,6 @@
 #include "vp/nic/completion_unit.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "vp/nic/context_cache.h"
@@ -37,12 +38,14 @@ void CompletionUnit::reset() {
   busy_ = false;
 }
 
-void CompletionUnit::post_cqe(uint32_t cqn, const mpr_cqe& cqe, bool event_worthy) {
+void CompletionUnit::post_cqe(uint32_t cqn, const mpr_cqe& cqe, bool event_worthy,
+                              std::vector<uint8_t> inline_data) {
   Work w{};
   w.is_cqe = true;
   w.cqn = cqn;
   w.cqe = cqe;
   w.event_worthy = event_worthy || cqe.status != MPR_CQE_SUCCESS;
+  w.inline_data = std::move(inline_data);
   queue_.push_back(w);
   kick();
 }
@@ -137,12 +140,24 @@ void CompletionUnit::step() {
   kick();
 }
 
+uint32_t CompletionUnit::inline_capacity(uint32_t cqn) const {
+  const mpr_cqc* cq = contexts_.cq(cqn);
+  return cq && (cq->flags & MPR_CQ_F_INLINE_RECV) ? MPR_CQE_INLINE_MAX(cq->log_cqe_size) : 0;
+}
+
 void CompletionUnit::write_cqe(Work& w) {
   mpr_cqc* cq = contexts_.cq(w.cqn);
   const uint32_t mask = (1u << cq->log_size) - 1;
   mpr_cqe cqe = w.cqe;
   cqe.owner = MPR_PHASE(cq->pi, cq->log_size);
-  dma_.write(cq->base + uint64_t(cq->pi & mask) * sizeof(mpr_cqe), &cqe, sizeof cqe,
+  // The whole slot is one write: inline receive data (or zeros), then the
+  // 32-byte CQE whose owner byte ends it.
+  const uint32_t slot = 1u << (cq->log_cqe_size ? cq->log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN);
+  std::vector<uint8_t> bytes(slot, 0);
+  const size_t n = std::min<size_t>(w.inline_data.size(), slot - sizeof cqe);
+  if (n) std::memcpy(bytes.data(), w.inline_data.data(), n);
+  std::memcpy(bytes.data() + slot - sizeof cqe, &cqe, sizeof cqe);
+  dma_.write(cq->base + uint64_t(cq->pi & mask) * slot, bytes.data(), slot,
              DmaPurpose::completion);
   ++cq->pi;
   ++cqes_;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include <mprdma/hw.h>
 #include <systemc>
@@ -41,7 +42,13 @@ class CompletionUnit : public sc_core::sc_module {
   // Queues a CQE (the owner bit is set here). `event_worthy` marks a
   // solicited or error completion, which fires a CQ armed for solicited
   // events.
-  void post_cqe(uint32_t cqn, const mpr_cqe& cqe, bool event_worthy);
+  // `inline_data`: a receive placed in the CQE slot (MPR_CQE_F_INLINE set
+  // by the caller), at most inline_capacity(cqn) bytes.
+  void post_cqe(uint32_t cqn, const mpr_cqe& cqe, bool event_worthy,
+                std::vector<uint8_t> inline_data = {});
+  // Bytes of a receive CQ `cqn` takes inside its CQE slots: 0 unless it was
+  // created with MPR_CQ_F_INLINE_RECV.
+  uint32_t inline_capacity(uint32_t cqn) const;
   // Queues an asynchronous event for EQ 0.
   void post_async(uint8_t type, uint32_t data0, uint32_t data1 = 0);
 
@@ -58,6 +65,7 @@ class CompletionUnit : public sc_core::sc_module {
     uint32_t cqn;
     mpr_cqe cqe;
     bool event_worthy;
+    std::vector<uint8_t> inline_data;
     mpr_eqe eqe;
     uint32_t eqn;
   };

@@ -74,7 +74,11 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
       header_only_recvs_(core.env.stats.counter(
           core.stat("responder.header_only_recvs"), "RECVs",
           "SENDs without payload taken by RECVs without scatter entries: completed with "
-          "no DMA but the CQE (header-only, UD without the GRH)")) {
+          "no DMA but the CQE (header-only, UD without the GRH)")),
+      inline_recvs_(core.env.stats.counter(
+          core.stat("responder.inline_recvs"), "RECVs",
+          "Receives placed inside their CQE slot (CQ with MPR_CQ_F_INLINE_RECV): no payload "
+          "DMA")) {
   locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
   if (core.cfg.congestion_control == "dcqcn") {
     np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));
@@ -398,9 +402,18 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
             "SEND longer than the RECV buffers");
       return Step::done;
     }
-    std::vector<Segment> segs;
-    slice_segments(qp.send_segs, qp.send_off, plen, segs);
-    core_.dma.scatter(segs, payload, DmaPurpose::payload);
+    // Inline receive: a single-packet SEND that fits the receive CQ's slots
+    // goes into its CQE, not to the RECV's buffers.
+    std::vector<uint8_t> inline_data;
+    const mpr_qpc* qc = core_.contexts.qp(qp.qpn);
+    if (first && last && plen && qc && plen <= core_.cq.inline_capacity(qc->recv_cqn)) {
+      inline_data.assign(payload, payload + plen);
+      ++inline_recvs_;
+    } else {
+      std::vector<Segment> segs;
+      slice_segments(qp.send_segs, qp.send_off, plen, segs);
+      core_.dma.scatter(segs, payload, DmaPurpose::payload);
+    }
     qp.send_off += plen;
     bytes_.add(plen);
     ++packets_;
@@ -408,7 +421,8 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
     if (last) {
       if (qp.send_cap == 0 && qp.send_off == 0) ++header_only_recvs_;
       recv_cqe(qp, qp.send_wqe, carries_imm(op) ? MPR_CQE_RESP_RECV_IMM : MPR_CQE_RESP_RECV,
-               static_cast<uint32_t>(qp.send_off), &f, MPR_CQE_SUCCESS, MPR_SYN_NONE);
+               static_cast<uint32_t>(qp.send_off), &f, MPR_CQE_SUCCESS, MPR_SYN_NONE,
+               std::move(inline_data));
       qp.in_send = false;
       ++qp.rq_ci;
       qp.msn = psn_add(qp.msn, 1);
@@ -729,7 +743,8 @@ void Responder::fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, co
 }
 
 void Responder::recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t byte_len,
-                         const net::RoceFields* f, uint8_t status, uint8_t syndrome) {
+                         const net::RoceFields* f, uint8_t status, uint8_t syndrome,
+                         std::vector<uint8_t> inline_data) {
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);
   if (!q) return;
   mpr_cqe cqe{};
@@ -750,7 +765,8 @@ void Responder::recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t by
       solicited = true;
     }
   }
-  core_.cq.post_cqe(q->recv_cqn, cqe, solicited);
+  if (!inline_data.empty()) cqe.flags |= MPR_CQE_F_INLINE;
+  core_.cq.post_cqe(q->recv_cqn, cqe, solicited, std::move(inline_data));
 }
 
 bool Responder::try_emit(uint32_t qpn) {

@@ -174,7 +174,8 @@ class Responder : public sc_core::sc_module, public TxSource {
   void fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why,
              uint8_t syndrome = 0);
   void recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t byte_len,
-                const net::RoceFields* f, uint8_t status, uint8_t syndrome);
+                const net::RoceFields* f, uint8_t status, uint8_t syndrome,
+                std::vector<uint8_t> inline_data = {});
   void flush_recvs(Qp& qp);
   void run_atomics();
   bool check_rkey(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right,
@@ -211,6 +212,7 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& qkey_drops_;
   core::Counter& ud_drops_;
   core::Counter& header_only_recvs_;
+  core::Counter& inline_recvs_;
   // DCQCN notification point (congestion_control: dcqcn only).
   std::optional<DcqcnNp> np_;
   core::Counter* cnp_tx_ = nullptr;

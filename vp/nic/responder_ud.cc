@@ -67,6 +67,8 @@ Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::Roc
     recv_cqe(qp, wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_LEN_ERR, MPR_SYN_MSG_TOO_LONG);
     return Step::done;
   }
+  // Inline receive: GRH and payload in the CQE slot when they fit.
+  std::vector<uint8_t> inline_data;
   if (header_only) {
     ++header_only_recvs_;
   } else {
@@ -75,9 +77,14 @@ Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::Roc
     if (f.payload_len)
       std::memcpy(data.data() + MPR_UD_GRH_BYTES, pkt->data.data() + f.payload_offset,
                   f.payload_len);
-    std::vector<Segment> place;
-    slice_segments(segs, 0, len, place);
-    core_.dma.scatter(place, data.data(), DmaPurpose::payload);
+    if (q && len <= core_.cq.inline_capacity(q->recv_cqn)) {
+      inline_data = std::move(data);
+      ++inline_recvs_;
+    } else {
+      std::vector<Segment> place;
+      slice_segments(segs, 0, len, place);
+      core_.dma.scatter(place, data.data(), DmaPurpose::payload);
+    }
   }
   bytes_.add(f.payload_len);
   ++packets_;
@@ -94,12 +101,13 @@ Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::Roc
                                                                     : MPR_CQE_RESP_RECV;
   cqe.status = MPR_CQE_SUCCESS;
   cqe.flags = header_only ? 0 : MPR_CQE_F_GRH;
+  if (!inline_data.empty()) cqe.flags |= MPR_CQE_F_INLINE;
   if (net::has_imm(f.opcode)) {
     cqe.imm_data = __builtin_bswap32(f.imm);
     cqe.flags |= MPR_CQE_F_IMM;
   }
   if (f.solicited) cqe.flags |= MPR_CQE_F_SOLICITED;
-  core_.cq.post_cqe(q->recv_cqn, cqe, f.solicited);
+  core_.cq.post_cqe(q->recv_cqn, cqe, f.solicited, std::move(inline_data));
   return Step::done;
 }
 

@@ -38,6 +38,10 @@ struct mpr_dp_ops {
 	/* Find the QP a CQE names (CQs can be shared by QPs). */
 	struct mpr_dp_qp *(*lookup_qp)(void *ctx, uint32_t qpn);
 	void *ctx;
+	/* Optional, for inline receive (MPR_CQ_F_INLINE_RECV): copy `len`
+	 * bytes to the caller's buffer at `addr`; returns 0 or -EFAULT. NULL:
+	 * such CQs must not be created. */
+	int (*copy_to_user)(void *ctx, uint64_t addr, const void *src, uint32_t len);
 };
 
 struct mpr_dp_wq {
@@ -71,12 +75,13 @@ struct mpr_dp_qp {
 };
 
 struct mpr_dp_cq {
-	uint8_t *buf;            /* ring of 2^log_size struct mpr_cqe */
+	uint8_t *buf;            /* ring of 2^log_size CQE slots */
 	volatile uint32_t *dbrec; /* consumer-index record the NIC may read */
 	uint32_t cqn;
 	uint32_t log_size;
 	uint32_t ci;             /* free-running consumer index */
 	const struct mpr_dp_ops *ops;
+	uint32_t log_cqe_size;   /* slot of 2^log_cqe_size bytes; 0 = 32 */
 };
 
 struct mpr_sge {

@@ -190,8 +190,13 @@ struct mpr_wqe_inline {
 #define MPR_RQ_LOG_STRIDE_MAX 10
 
 /* ---------------------------------------------------------------------- */
-/* Completion queue entry (32 bytes)                                        */
+/* Completion queue entry (32 bytes, at the end of a 32..128-byte slot)     */
 /* ---------------------------------------------------------------------- */
+/* A CQ's slots are 2^log_cqe_size bytes (CREATE_CQ); struct mpr_cqe is the
+ * last 32 bytes of its slot (so the owner byte is the slot's last byte) and
+ * the bytes before it hold inline receive data (MPR_CQE_F_INLINE). */
+#define MPR_CQE_INLINE_MAX(log_cqe_size) \
+	((log_cqe_size) > 5 ? (1u << (log_cqe_size)) - 32u : 0u)
 enum mpr_cqe_opcode {
 	MPR_CQE_REQ_SEND = 0x01,
 	MPR_CQE_REQ_RDMA_WRITE = 0x02,
@@ -246,6 +251,7 @@ enum mpr_cqe_syndrome {
 #define MPR_CQE_F_IMM (1u << 0)       /* imm_data is valid */
 #define MPR_CQE_F_SOLICITED (1u << 1) /* the message had the SE bit */
 #define MPR_CQE_F_GRH (1u << 2)       /* UD receive: the first 40 bytes placed are the GRH */
+#define MPR_CQE_F_INLINE (1u << 3)    /* receive: the byte_len bytes are at the slot's start */
 
 /* UD receive: every datagram is placed after MPR_UD_GRH_BYTES of GRH space
  * at the start of the RECV's buffers (byte_len counts them). For RoCEv2 over
@@ -431,12 +437,23 @@ struct mpr_cmd_create_eq {
 };
 
 struct mpr_cmd_create_cq {
-	uint64_t base;      /* ring of 2^log_size struct mpr_cqe, physically contiguous */
+	uint64_t base;      /* ring of 2^log_size CQE slots, physically contiguous */
 	uint64_t dbrec;     /* 4-byte consumer-index record the provider updates */
 	uint32_t log_size;
 	uint32_t eqn;
 	uint32_t uar_index; /* UAR page allowed to ring this CQ's doorbell */
+	uint8_t log_cqe_size; /* CQE slot: 0 or 5 = 32 B, 6 = 64 B, 7 = 128 B */
+	uint8_t flags;        /* MPR_CQ_F_* */
+	uint16_t rsvd;
 };
+
+/* CREATE_CQ flags. INLINE_RECV (CAPS.INLINE_RECV; slots of 64 B or more):
+ * a receive of at most MPR_CQE_INLINE_MAX(log_cqe_size) bytes (UD: GRH
+ * included) is written into its CQE slot (MPR_CQE_F_INLINE) instead of the
+ * RECV's buffers; the data path copies it there when it polls the CQE. */
+#define MPR_CQ_F_INLINE_RECV (1u << 0)
+#define MPR_CQ_LOG_CQE_SIZE_MIN 5
+#define MPR_CQ_LOG_CQE_SIZE_MAX 7
 
 enum mpr_qp_type {
 	MPR_QPT_RC = 2, /* IBV_QPT_RC */
@@ -657,7 +674,10 @@ struct mpr_cqc {
 	uint8_t valid;
 	uint8_t overflow;
 	uint32_t num_qps;   /* QPs attached */
-	uint32_t rsvd[5];
+	uint8_t log_cqe_size; /* 5..7 */
+	uint8_t flags;        /* MPR_CQ_F_* */
+	uint8_t rsvd0[2];
+	uint32_t rsvd[4];
 };
 
 struct mpr_eqc {

@@ -991,7 +991,15 @@ TEST_F(FirmwareTest, CreateCqFillsTheContext) {
   EXPECT_EQ(q->num_qps, 0u);
   EXPECT_EQ(hal_->ctx.eq(eqn2)->num_cqs, 1u);
   EXPECT_EQ(hal_->ctx.eq(eqn)->num_cqs, 0u);
+  EXPECT_EQ(q->log_cqe_size, 5) << "0 asks for 32-byte slots";
+  EXPECT_EQ(q->flags, 0);
   EXPECT_EQ(create_cq(eqn), 1u);
+  mpr_cmd c = create_cq_cmd(eqn);
+  c.u.create_cq.log_cqe_size = 7;
+  c.u.create_cq.flags = MPR_CQ_F_INLINE_RECV;
+  ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
+  EXPECT_EQ(hal_->ctx.cq(2)->log_cqe_size, 7);
+  EXPECT_EQ(hal_->ctx.cq(2)->flags, MPR_CQ_F_INLINE_RECV);
 }
 
 TEST_F(FirmwareTest, CreateCqParameterErrors) {
@@ -1023,6 +1031,17 @@ TEST_F(FirmwareTest, CreateCqParameterErrors) {
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR},
       {"unknown eq", [](mpr_cmd_create_cq& q) { q.eqn = 5; }, MPR_CMD_BAD_HANDLE,
        MPR_CMD_SYN_NONE},
+      {"CQE slot of 16 B", [](mpr_cmd_create_cq& q) { q.log_cqe_size = 4; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_STRIDE},
+      {"CQE slot of 256 B", [](mpr_cmd_create_cq& q) { q.log_cqe_size = 8; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_STRIDE},
+      {"inline receive in 32-byte slots",
+       [](mpr_cmd_create_cq& q) { q.flags = MPR_CQ_F_INLINE_RECV; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_STRIDE},
+      {"unknown flag", [](mpr_cmd_create_cq& q) { q.log_cqe_size = 6, q.flags = 0x82; },
+       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED},
+      {"reserved", [](mpr_cmd_create_cq& q) { q.rsvd = 1; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_RESERVED},
   };
   for (const Case& k : cases) {
     mpr_cmd c = create_cq_cmd(eqn);

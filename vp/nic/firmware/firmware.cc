@@ -380,6 +380,14 @@ void Firmware::create_cq(const mpr_cmd& cmd, Comp& c) {
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
   if (in.uar_index >= static_cast<uint64_t>(l.num_uar_pages))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR);
+  // CQE slots of 32 (0 = 32), 64 or 128 bytes; inline receive needs room
+  // in the slot before the 32-byte CQE.
+  const uint8_t log_cqe = in.log_cqe_size ? in.log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN;
+  if (log_cqe < MPR_CQ_LOG_CQE_SIZE_MIN || log_cqe > MPR_CQ_LOG_CQE_SIZE_MAX ||
+      ((in.flags & MPR_CQ_F_INLINE_RECV) && log_cqe == MPR_CQ_LOG_CQE_SIZE_MIN))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE);
+  if ((in.flags & ~MPR_CQ_F_INLINE_RECV) || in.rsvd)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
   mpr_eqc* e = ctx.eq(in.eqn);
   if (!e) return fail(c, MPR_CMD_BAD_HANDLE);
   int64_t cqn = ctx.alloc_cq();
@@ -394,6 +402,8 @@ void Firmware::create_cq(const mpr_cmd& cmd, Comp& c) {
   q->eqn = in.eqn;
   q->uar_index = in.uar_index;
   q->log_size = static_cast<uint8_t>(in.log_size);
+  q->log_cqe_size = log_cqe;
+  q->flags = in.flags;
   ++e->num_cqs;
   c.out[0] = static_cast<uint32_t>(cqn);
 }
