@@ -31,7 +31,7 @@ std::optional<BottleneckSpec> parse_bottleneck_metric(const std::string& expr) {
   const std::string e = trim(expr);
   const std::string head = "bottleneck(";
   if (!starts_with(e, head)) return std::nullopt;
-  const std::string form = "bottleneck(<host>,<from>,<to>)";
+  const std::string form = "bottleneck(<host>,<from>,<to>) or bottleneck(<host>)";
   if (e.back() != ')') throw std::invalid_argument("'" + e + "' is not of the form " + form);
   std::vector<std::string> args;
   std::string inner = e.substr(head.size(), e.size() - head.size() - 1);
@@ -42,10 +42,14 @@ std::optional<BottleneckSpec> parse_bottleneck_metric(const std::string& expr) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (args.size() != 3 || args[0].empty())
+  if ((args.size() != 3 && args.size() != 1) || args[0].empty())
     throw std::invalid_argument("'" + e + "' is not of the form " + form);
   BottleneckSpec s;
   s.host = args[0];
+  if (args.size() == 1) {
+    s.until_jobs_end = true;
+    return s;
+  }
   try {
     s.from = core::parse_duration(args[1]);
     s.to = core::parse_duration(args[2]);
@@ -119,6 +123,9 @@ std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& d
       if (s > top_s) top_s = s, name = std::string("rx_stage.") + cache + "_miss";
     }
     out.push_back({name, total_s / window_s});
+    out.push_back({"completion_unit",
+                   static_cast<double>(get(delta, nic + "cq.cqes") + get(delta, nic + "cq.eqes")) *
+                       static_cast<double>(cap.cqe_cycles) / cycles});
   }
   if (lock_busy_s > 0) out.push_back({"atomics.lock", lock_busy_s / window_s});
   std::stable_sort(out.begin(), out.end(), [](const ResourceUse& a, const ResourceUse& b) {
@@ -138,16 +145,24 @@ BottleneckProbe::BottleneckProbe(const core::StatsRegistry& stats, BottleneckSpe
 
 sc_core::sc_time BottleneckProbe::next_due() const {
   if (taken_ == 0) return sc_core::sc_time(static_cast<double>(spec_.from.ps), sc_core::SC_PS);
-  if (taken_ == 1) return sc_core::sc_time(static_cast<double>(spec_.to.ps), sc_core::SC_PS);
+  if (taken_ == 1 && !spec_.until_jobs_end)
+    return sc_core::sc_time(static_cast<double>(spec_.to.ps), sc_core::SC_PS);
   return sc_core::sc_max_time();
+}
+
+void BottleneckProbe::jobs_ended() {
+  if (!spec_.until_jobs_end || taken_ != 1) return;  // not started: no window
+  observe();
 }
 
 void BottleneckProbe::observe() {
   LockHeld& locks = taken_ == 0 ? locks_start_ : locks_end_;
   if (taken_ == 0)
     start_ = snapshot();
-  else if (taken_ == 1)
+  else if (taken_ == 1) {
     end_ = snapshot();
+    end_ps_ = static_cast<uint64_t>(sc_core::sc_time_stamp() / sc_core::sc_time(1, sc_core::SC_PS));
+  }
   if (taken_ < 2 && lock_held_ps_) locks = *lock_held_ps_;
   ++taken_;
 }
@@ -169,8 +184,9 @@ std::vector<ResourceUse> BottleneckProbe::ranking() const {
     auto it = locks_start_.find(bucket);
     lock_busy = std::max(lock_busy, held - (it == locks_start_.end() ? 0 : it->second));
   }
-  return rank_resources(delta, spec_.host, cap_,
-                        static_cast<double>(spec_.to.ps - spec_.from.ps) * 1e-12,
+  const uint64_t to = spec_.until_jobs_end ? end_ps_ : spec_.to.ps;
+  if (to <= spec_.from.ps) return {};
+  return rank_resources(delta, spec_.host, cap_, static_cast<double>(to - spec_.from.ps) * 1e-12,
                         static_cast<double>(lock_busy) * 1e-12);
 }
 

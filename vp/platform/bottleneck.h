@@ -19,6 +19,8 @@
 //   rx_stage         (packets received * latency.rx_parse cycles + time
 //                    stalled on cache fills) / T; named rx_stage.parse or
 //                    rx_stage.<cache>_miss after the larger part
+//   completion_unit  (CQEs + EQEs written) * latency.cqe cycles / (clock * T):
+//                    the one serial builder of completions
 //   atomics.lock     time the busiest lock bucket was held / T (a hold is
 //                    counted when it ends)
 // When no resource is busy at least kSaturated of the window, the metric
@@ -46,10 +48,14 @@ namespace mprdma::platform {
 struct BottleneckSpec {
   std::string host;
   core::Duration from, to;
+  // "bottleneck(<host>)": from `from` (the platform sets it to the latest
+  // run_at of the jobs) to when the last job ended; `to` unused.
+  bool until_jobs_end = false;
 };
-// "bottleneck(<host>,<from>,<to>)" -> its parts; nullopt for any other
-// expression. Throws std::invalid_argument naming the text when it starts
-// like one but is malformed (wrong arity, bad durations, empty window).
+// "bottleneck(<host>,<from>,<to>)" or "bottleneck(<host>)" -> its parts;
+// nullopt for any other expression. Throws std::invalid_argument naming the
+// text when it starts like one but is malformed (wrong arity, bad
+// durations, empty window).
 std::optional<BottleneckSpec> parse_bottleneck_metric(const std::string& expr);
 
 // What the utilisations are relative to, for one host.
@@ -58,7 +64,7 @@ struct HostCapacity {
   double port_tx_bps = 0, port_rx_bps = 0;
   double clock_hz = 0;
   uint32_t pus = 0;
-  int64_t tx_schedule_cycles = 0, rx_parse_cycles = 0;
+  int64_t tx_schedule_cycles = 0, rx_parse_cycles = 0, cqe_cycles = 0;
 };
 
 struct ResourceUse {
@@ -91,6 +97,8 @@ class BottleneckProbe : public core::Observer {
                   const LockHeld* lock_held_ps = nullptr);
   sc_core::sc_time next_due() const override;
   void observe() override;
+  // The jobs have all ended: the end snapshot of an until_jobs_end window.
+  void jobs_ended();
   // Empty until the window has ended.
   std::vector<ResourceUse> ranking() const;
   const BottleneckSpec& spec() const { return spec_; }
@@ -103,6 +111,7 @@ class BottleneckProbe : public core::Observer {
   HostCapacity cap_;
   const LockHeld* lock_held_ps_;
   int taken_ = 0;  // snapshots taken: 0, 1 (start), 2 (end)
+  uint64_t end_ps_ = 0;  // when the end snapshot was taken
   std::map<std::string, uint64_t> start_, end_;
   LockHeld locks_start_, locks_end_;
 };

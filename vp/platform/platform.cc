@@ -53,6 +53,8 @@ struct Platform::JobRunner : sc_core::sc_module {
     out.end_s = sc_core::sc_time_stamp().to_seconds();
     done[i] = true;
     ++finished;
+    if (finished == platform.cfg_.jobs.size())
+      for (auto& [name, probe] : platform.bottlenecks_) probe->jobs_ended();
     events[i]->notify(sc_core::SC_ZERO_TIME);
   }
 
@@ -353,8 +355,11 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
   }
   if (fabric_ && fabric_->deadlock_detector()) observers_.add(fabric_->deadlock_detector());
   for (const auto& [name, expr] : cfg_.metrics) {
-    const std::optional<BottleneckSpec> spec = parse_bottleneck_metric(expr);
+    std::optional<BottleneckSpec> spec = parse_bottleneck_metric(expr);
     if (!spec) continue;
+    // A window to the jobs' end starts where their measured parts do.
+    if (spec->until_jobs_end)
+      for (const host::JobConfig& j : cfg_.jobs) spec->from.ps = std::max(spec->from.ps, j.run_at.ps);
     const nic::Nic& n = host(spec->host).nic();
     HostCapacity cap;
     cap.pcie_bytes_per_s = cfg_.pcie.link_bytes_per_sec();
@@ -364,6 +369,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     cap.pus = static_cast<uint32_t>(n.config().pu.count);
     cap.tx_schedule_cycles = n.config().latency.tx_schedule;
     cap.rx_parse_cycles = n.config().latency.rx_parse;
+    cap.cqe_cycles = n.config().latency.cqe;
     auto probe =
         std::make_unique<BottleneckProbe>(env_.stats, *spec, cap, &n.atomic_lock_held_ps());
     observers_.add(probe.get());
@@ -700,7 +706,8 @@ nlohmann::json Platform::bottlenecks_json() const {
     nlohmann::json j;
     j["host"] = probe->spec().host;
     j["from_s"] = static_cast<double>(probe->spec().from.ps) * 1e-12;
-    j["to_s"] = static_cast<double>(probe->spec().to.ps) * 1e-12;
+    if (!probe->spec().until_jobs_end) j["to_s"] = static_cast<double>(probe->spec().to.ps) * 1e-12;
+    j["until_jobs_end"] = probe->spec().until_jobs_end;
     j["utilisation"] = nlohmann::json::array();
     for (const ResourceUse& r : probe->ranking())
       j["utilisation"].push_back({{"resource", r.resource}, {"utilisation", r.utilisation}});

@@ -355,9 +355,10 @@ void ScenarioConfig::bind(core::Binder& b) {
           "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "
           "argument \"prefix*\" stands for every metric whose name starts with prefix. A metric "
           "\"bottleneck(<host>,<from>,<to>)\" is a name, not a number: the host's NIC resource "
-          "that was busiest over [from, to) (pcie.<downstream|upstream>.<TLP kind with the most "
+          "that was busiest over [from, to) (bottleneck(<host>): from the jobs' latest run_at to "
+          "the end of the last job) (pcie.<downstream|upstream>.<TLP kind with the most "
           "bytes>, port.<tx|rx>, pu.<i>, tx_scheduler, rx_stage.<parse|qpc_miss|wqe_miss|"
-          "mpt_mtt_miss>, atomics.lock; \"latency\" when none is 80 % busy: the rate is set by the "
+          "mpt_mtt_miss>, completion_unit, atomics.lock; \"latency\" when none is 80 % busy: the rate is set by the "
           "operations outstanding; vp/platform/bottleneck.h), with every resource's utilisation under "
           "results.json \"bottlenecks\".");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
@@ -511,8 +512,10 @@ void ScenarioConfig::bind(core::Binder& b) {
       if (const auto bn = parse_bottleneck_metric(ref)) {
         if (!host_names.count(bn->host))
           b.error("metric '" + metric + "' names unknown host '" + bn->host + "'");
-        if (bn->to.ps > end_time.ps)
+        if (!bn->until_jobs_end && bn->to.ps > end_time.ps)
           b.error("metric '" + metric + "': its window ends after end_time");
+        if (bn->until_jobs_end && jobs.empty())
+          b.error("metric '" + metric + "': bottleneck(<host>) needs jobs (its window ends with them)");
         continue;
       }
       if (const auto agg = parse_metric_aggregate(ref)) {

@@ -22,6 +22,7 @@ std::string scenario(const std::string& pcie, const std::string& nic_extra, int 
                   "metrics:\n"
                   "  client: bottleneck(h0,1.2ms,1.4ms)\n"
                   "  server: bottleneck(h1,1.2ms,1.4ms)\n"
+                  "  client_run: bottleneck(h0)\n"
                   "jobs:\n";
   for (int j = 0; j < jobs; ++j)
     s += "  - {name: w" + std::to_string(j) +
@@ -56,6 +57,11 @@ TEST_F(BottleneckRun, SlowPcieThenTheEthernetPortLimitLargeWrites) {
   auto l = platform->labels();
   EXPECT_EQ(l.at("client"), "pcie.downstream.dma_read_completion");
   EXPECT_GT(utilisation("client", "pcie.downstream.dma_read_completion"), 0.9);
+  // Over the whole measured run (1 ms to the job's end) too.
+  EXPECT_EQ(l.at("client_run"), "pcie.downstream.dma_read_completion");
+  const nlohmann::json b = platform->bottlenecks_json();
+  EXPECT_TRUE(b["client_run"]["until_jobs_end"].get<bool>());
+  EXPECT_DOUBLE_EQ(b["client_run"]["from_s"].get<double>(), 1e-3);
   EXPECT_LT(utilisation("client", "port.tx"), 0.1);
   // The server writes what arrives into memory, upstream.
   EXPECT_EQ(l.at("server"), "pcie.upstream.dma_write");

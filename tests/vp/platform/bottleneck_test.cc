@@ -34,6 +34,11 @@ TEST(Bottleneck, ParsesTheMetricAndRejectsMalformedOnes) {
   EXPECT_EQ(s->host, "s");
   EXPECT_EQ(s->from.ps, 1'050'000'000u);
   EXPECT_EQ(s->to.ps, 1'150'000'000u);
+  const auto whole = parse_bottleneck_metric("bottleneck(h1)");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->host, "h1");
+  EXPECT_TRUE(whole->until_jobs_end);
+  EXPECT_FALSE(s->until_jobs_end);
   EXPECT_FALSE(parse_bottleneck_metric("w.64.bw_gbps"));
   EXPECT_FALSE(parse_bottleneck_metric("max(a, b)"));
   for (const char* bad : {"bottleneck(s,1ms)", "bottleneck(,1ms,2ms)", "bottleneck(s,2ms,1ms)",
@@ -103,6 +108,15 @@ TEST(Bottleneck, PortPuSchedulerAndReceiveStage) {
   EXPECT_EQ(r.front().resource, "atomics.lock");
   EXPECT_NEAR(r.front().utilisation, 0.95, 1e-9);
   EXPECT_NEAR(use_of(r, "port.tx"), 0.5, 1e-9);
+}
+
+TEST(Bottleneck, CompletionUnitBuildsEveryCqeAndEqe) {
+  HostCapacity cap = gen3x16_40g();
+  cap.cqe_cycles = 4;  // 2500 cycles in 10 us: 625 entries fill it
+  const std::map<std::string, uint64_t> d = {{"nic.h.cq.cqes", 600}, {"nic.h.cq.eqes", 25}};
+  const auto r = rank_resources(d, "h", cap, 10e-6);
+  EXPECT_EQ(r.front().resource, "completion_unit");
+  EXPECT_NEAR(r.front().utilisation, 1.0, 1e-9);
 }
 
 TEST(Bottleneck, NoSaturatedResourceIsNamedLatency) {
