@@ -246,6 +246,19 @@ void mpr_dp_ring_sq(struct mpr_dp_qp *qp)
 
 int mpr_dp_post_recv(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr)
 {
+	return mpr_dp_post_recv_db(qp, wr, 1);
+}
+
+void mpr_dp_ring_rq(struct mpr_dp_qp *qp)
+{
+	mpr_wmb();
+	qp->ops->uar_write64(qp->ops->ctx, MPR_UAR_RQ_DB,
+			     MPR_RQ_DB(qp->qpn, qp->rq.pi));
+}
+
+int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr,
+			int ring)
+{
 	uint32_t stride = 1u << qp->rq.log_stride;
 	uint32_t max = stride / sizeof(struct mpr_wqe_data);
 	struct mpr_wqe_data *data;
@@ -272,9 +285,8 @@ int mpr_dp_post_recv(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr)
 	}
 	qp->rq.wr_id[idx & ((1u << qp->rq.log_size) - 1)] = wr->wr_id;
 	qp->rq.pi = idx + 1;
-	mpr_wmb();
-	qp->ops->uar_write64(qp->ops->ctx, MPR_UAR_RQ_DB,
-			     MPR_RQ_DB(qp->qpn, qp->rq.pi));
+	if (ring)
+		mpr_dp_ring_rq(qp);
 	return 0;
 }
 

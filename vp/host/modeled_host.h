@@ -40,6 +40,9 @@ class ModeledHost : public sc_core::sc_module, public Host {
   // bring-up failure.
   void wait_ready();
   const std::string& boot_error() const { return boot_error_; }
+  // The host's sequence counter (perftest rpc_bw's sequencer): every server
+  // thread of the host takes its numbers from it.
+  uint64_t next_sequence() { return ++sequence_; }
 
  private:
   void boot();
@@ -53,6 +56,7 @@ class ModeledHost : public sc_core::sc_module, public Host {
   std::vector<std::unique_ptr<AddressSpace>> spaces_;
   std::string boot_error_;
   bool booted_ = false;
+  uint64_t sequence_ = 0;
   sc_core::sc_event boot_done_;
 };
 

@@ -47,8 +47,15 @@ double seconds_since(const sc_core::sc_time& t0) {
 void JobConfig::bind(core::Binder& b) {
   b.field("name", name, "Job name: results and metrics refer to it.");
   b.choice("app", app,
-           {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_bw"},
-           "perftest-like application.");
+           {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_bw",
+            "rpc_bw"},
+           "perftest-like application. rpc_bw: Kalia et al.'s sequencer over UD: the client "
+           "keeps tx_depth requests outstanding (SENDs of the size; 0 with recv_sges 0: "
+           "header-only), the server answers each with the next number of its host's counter "
+           "(an 8-byte inline payload, or the immediate when header-only), the answers of one "
+           "poll (at most post_list) behind one doorbell, RECVs re-posted per poll behind one "
+           "doorbell on both sides; the client checks its numbers grow. "
+           "The rate counts answers.");
   b.field("client", client, "Host that issues the requests.");
   b.field("server", server, "Host that answers them.");
   b.field("sizes", sizes, "Message sizes, run one after the other.", 0, uint64_t{1} << 31);
@@ -153,8 +160,9 @@ void JobConfig::bind(core::Binder& b) {
       b.error("duration applies to write_bw and read_bw only");
     if (!via.empty() && udp_sport) b.error("give either via or udp_sport, not both");
     if (qps > 1 && app != "write_bw" && app != "read_bw" && app != "send_bw" &&
-        app != "atomic_bw")
-      b.error("qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw)");
+        app != "atomic_bw" && app != "rpc_bw")
+      b.error("qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw, "
+              "rpc_bw)");
     if (qps > 1 && sizes.size() != 1) b.error("qps > 1 needs exactly one size");
     if ((counters > 1 || counter_stride.n != 8 || counter_pick != "round_robin") &&
         app != "atomic_bw")
@@ -162,12 +170,19 @@ void JobConfig::bind(core::Binder& b) {
     if (counters > 1 && atomic_op != "fetch_add") b.error("counters > 1 needs atomic_op fetch_add");
     if (counter_stride.n % 8) b.error("counter_stride must be a multiple of 8");
     if ((wqe_by_mmio || post_list > 1) && app != "write_bw" && app != "read_bw" &&
-        app != "send_bw")
-      b.error("wqe_by_mmio and post_list apply to write_bw, read_bw and send_bw only");
+        app != "send_bw" && app != "rpc_bw")
+      b.error("wqe_by_mmio and post_list apply to write_bw, read_bw, send_bw and rpc_bw only");
+    if (wqe_by_mmio && app == "rpc_bw") b.error("rpc_bw posts by doorbell (post_list)");
     if (wqe_by_mmio && post_list > 1) b.error("give either wqe_by_mmio or post_list, not both");
-    if (transport == "ud" && app != "send_bw") b.error("transport ud applies to send_bw only");
-    if ((send_imm || recv_sges != 1) && app != "send_bw")
-      b.error("send_imm and recv_sges apply to send_bw only");
+    if (transport == "ud" && app != "send_bw" && app != "rpc_bw")
+      b.error("transport ud applies to send_bw and rpc_bw only");
+    if (app == "rpc_bw" && transport != "ud") b.error("rpc_bw needs transport ud");
+    if (app == "rpc_bw" && sizes.size() != 1) b.error("rpc_bw takes one size");
+    if (app == "rpc_bw")
+      for (const core::Bytes& s : sizes)
+        if (s.n > 24) b.error("rpc_bw requests carry at most 24 bytes");
+    if ((send_imm || recv_sges != 1) && app != "send_bw" && app != "rpc_bw")
+      b.error("send_imm and recv_sges apply to send_bw and rpc_bw only");
     if (cqe_size.n != 32 && cqe_size.n != 64 && cqe_size.n != 128)
       b.error("cqe_size must be 32, 64 or 128 bytes");
     if (inline_recv && app != "send_bw") b.error("inline_recv applies to send_bw only");
@@ -229,6 +244,7 @@ uint64_t PerfTest::buffer_bytes() const {
   if (cfg_.app == "atomic_bw")
     m = std::max(m, static_cast<uint64_t>(cfg_.counters - 1) * cfg_.counter_stride.n + 8);
   if (cfg_.transport == "ud") m = std::max<uint64_t>(m, MPR_UD_GRH_BYTES);  // GRH space
+  if (cfg_.app == "rpc_bw") m = std::max<uint64_t>(m, static_cast<uint64_t>(cfg_.rx_depth) * 64);
   return m;
 }
 
@@ -243,6 +259,9 @@ void PerfTest::setup() {
   caps.max_send_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.tx_depth, 2));
   caps.max_recv_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.rx_depth, 2));
   caps.max_inline = static_cast<uint32_t>(cfg_.inline_size.n);
+  // rpc_bw answers carry their 8-byte number inline (unless header-only).
+  if (cfg_.app == "rpc_bw" && cfg_.recv_sges != 0)
+    caps.max_inline = std::max<uint32_t>(caps.max_inline, 8);
   caps.max_recv_sge = static_cast<uint32_t>(cfg_.recv_sges);
   const bool ud = cfg_.transport == "ud";
   if (ud) caps.qp_type = MPR_QPT_UD;
@@ -306,7 +325,7 @@ void PerfTest::run() {
     else if (cfg_.app == "atomic_bw")
       r = run_atomic(size.n);
     else
-      r = run_bw(size.n);
+      r = cfg_.app == "rpc_bw" ? run_rpc(size.n) : run_bw(size.n);
     results_.push_back(r);
     if (!r.error.empty()) break;  // the QP is in ERR: later sizes cannot run
   }
@@ -791,6 +810,203 @@ SizeResult PerfTest::run_send_lat(uint64_t size) {
 }
 
 // --------------------------------------------------------------- atomics --
+
+// ------------------------------------------------------------------- rpc --
+
+// rpc_bw: Kalia et al.'s sequencer (§4.2) over UD. Each RECV of either side
+// has its own 64-byte slot in the receive half (GRH, then the payload), so
+// that an answer is read after later ones have landed. Sizes 0: header-only
+// requests and answers (the number is the answer's immediate); otherwise
+// the answer carries the number as an 8-byte inline payload.
+namespace {
+constexpr uint64_t kRpcSlot = 64;
+}  // namespace
+
+void PerfTest::rpc_server_loop(uint64_t count, std::string& error) {
+  Side& s = *server_;
+  const bool ho = cfg_.recv_sges == 0;
+  const uint64_t depth = std::min<uint64_t>(count, static_cast<uint64_t>(cfg_.rx_depth));
+  // RECVs are re-posted per poll, behind one doorbell.
+  auto post_recv = [&](uint64_t slot) {
+    mpr_sge sge{s.buf + s.half + slot * kRpcSlot, static_cast<uint32_t>(kRpcSlot), s.mr.key};
+    mpr_recv_wr rwr{slot, &sge, ho ? 0u : 1u};
+    return s.ctx->post_recv_no_doorbell(s.qp, rwr);
+  };
+  uint64_t posted = 0;
+  for (; posted < depth; ++posted)
+    if (post_recv(posted)) {
+      error = "post_recv failed";
+      return;
+    }
+  s.ctx->ring_rq(s.qp);
+  uint64_t seq_value = 0;
+  mpr_sge sge{0, 8, s.mr.key};
+  mpr_send_wr wr{};
+  wr.opcode = ho ? MPR_WQE_SEND_IMM : MPR_WQE_SEND;
+  wr.ud = &s.peer;
+  std::vector<mpr_wc> wc(64), swc(64);
+  uint64_t answered = 0, unsignaled = 0;
+  while (answered < count) {
+    const int batch = std::min<int>(static_cast<int>(wc.size()), static_cast<int>(cfg_.post_list));
+    const int n = wait_completions(s, s.rcq, batch, wc.data());
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != MPR_CQE_SUCCESS) {
+        error = std::string("request completion with status ") + status_name(wc[i].status);
+        return;
+      }
+      // The send queue must have room: retire answers already sent.
+      while (mpr_dp_sq_space(&s.qp->dp) == 0) {
+        s.ctx->ring_sq(s.qp);
+        wait_completions(s, s.scq, static_cast<int>(swc.size()), swc.data());
+      }
+      seq_value = s.host.next_sequence();
+      s.as.write(s.buf + (answered % 8) * 8, &seq_value, 8);
+      sge.addr = s.buf + (answered % 8) * 8;
+      wr.sg_list = ho ? nullptr : &sge;
+      wr.num_sge = ho ? 0 : 1;
+      wr.imm_data = __builtin_bswap32(static_cast<uint32_t>(seq_value));
+      wr.wr_id = answered;
+      wr.flags = ho ? 0 : MPR_WQE_F_INLINE;
+      if (++unsignaled == static_cast<uint64_t>(cfg_.cq_mod) || answered + 1 == count) {
+        wr.flags |= MPR_WQE_F_SIGNALED;
+        unsignaled = 0;
+      }
+      if (const int err = s.ctx->post_send_no_doorbell(s.qp, wr)) {
+        error = "answer post_send failed: " + std::to_string(err);
+        return;
+      }
+      ++answered;
+      if (posted < count) {  // the slot takes a later request
+        if (post_recv(wc[i].wr_id)) {
+          error = "post_recv failed";
+          return;
+        }
+        ++posted;
+      }
+    }
+    // The answers of one poll go behind one doorbell (batching), and so do
+    // the RECVs it re-posted.
+    s.ctx->ring_sq(s.qp);
+    s.ctx->ring_rq(s.qp);
+    // Retire signalled answers without waiting.
+    while (s.ctx->poll_cq(s.scq, static_cast<int>(swc.size()), swc.data()) > 0) {
+    }
+  }
+}
+
+SizeResult PerfTest::run_rpc(uint64_t size) {
+  SizeResult r;
+  r.bytes = size;
+  r.iterations = static_cast<uint64_t>(cfg_.iterations);
+  Side& c = *client_;
+  const bool ho = cfg_.recv_sges == 0;
+  std::string server_error;
+  bool server_done = false;
+  sc_core::sc_event server_finished;
+  sc_core::sc_spawn([&] {
+    rpc_server_loop(r.iterations, server_error);
+    server_done = true;
+    server_finished.notify(sc_core::SC_ZERO_TIME);
+  });
+  sc_core::wait(sc_core::SC_ZERO_TIME);  // the server posts its RECVs first
+
+  const uint64_t window = static_cast<uint64_t>(cfg_.tx_depth);
+  const uint64_t depth = std::min<uint64_t>(r.iterations, static_cast<uint64_t>(cfg_.rx_depth));
+  auto post_recv = [&](uint64_t slot) {
+    mpr_sge sge{c.buf + c.half + slot * kRpcSlot, static_cast<uint32_t>(kRpcSlot), c.mr.key};
+    mpr_recv_wr rwr{slot, &sge, ho ? 0u : 1u};
+    return c.ctx->post_recv_no_doorbell(c.qp, rwr);
+  };
+  uint64_t posted = 0;
+  for (; posted < depth; ++posted)
+    if (post_recv(posted)) {
+      r.error = "post_recv failed";
+      return r;
+    }
+  c.ctx->ring_rq(c.qp);
+  std::vector<uint8_t> request(size);
+  for (auto& b : request) b = static_cast<uint8_t>(rng_.next_u64());
+  if (size) c.as.write(c.buf, request.data(), size);
+  mpr_sge sge{c.buf, static_cast<uint32_t>(size), c.mr.key};
+  mpr_send_wr wr{};
+  wr.opcode = cfg_.send_imm || ho ? MPR_WQE_SEND_IMM : MPR_WQE_SEND;
+  wr.sg_list = size ? &sge : nullptr;
+  wr.num_sge = size ? 1 : 0;
+  wr.ud = &c.peer;
+  const bool inl = size > 0 && size <= cfg_.inline_size.n;
+
+  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  uint64_t sent = 0, answered = 0, unrung = 0, last = 0;
+  r.data_ok = true;
+  std::vector<mpr_wc> wc(64), swc(64);
+  while (answered < r.iterations) {
+    // Retire sent requests (signalled ones free their send-queue slots).
+    while (c.ctx->poll_cq(c.scq, static_cast<int>(swc.size()), swc.data()) > 0) {
+    }
+    while (sent < r.iterations && sent - answered < window && mpr_dp_sq_space(&c.qp->dp) > 0 &&
+           sent - answered < depth) {
+      wr.wr_id = sent;
+      wr.imm_data = __builtin_bswap32(static_cast<uint32_t>(sent));
+      wr.flags = inl ? MPR_WQE_F_INLINE : 0;
+      if ((sent + 1) % static_cast<uint64_t>(cfg_.cq_mod) == 0 || sent + 1 == r.iterations)
+        wr.flags |= MPR_WQE_F_SIGNALED;
+      if (const int err = c.ctx->post_send_no_doorbell(c.qp, wr)) {
+        r.error = "post_send failed: " + std::to_string(err);
+        return r;
+      }
+      ++sent;
+      if (++unrung == static_cast<uint64_t>(cfg_.post_list)) {
+        c.ctx->ring_sq(c.qp);
+        unrung = 0;
+      }
+    }
+    if (unrung) {
+      c.ctx->ring_sq(c.qp);
+      unrung = 0;
+    }
+    const int n = wait_completions(c, c.rcq, static_cast<int>(wc.size()), wc.data());
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != MPR_CQE_SUCCESS) {
+        r.error = std::string("answer completion with status ") + status_name(wc[i].status);
+        return r;
+      }
+      // The numbers this client gets only grow (one server thread answers
+      // it, in order, from the host's counter).
+      uint64_t seq = 0;
+      if (ho) {
+        seq = __builtin_bswap32(wc[i].imm_data);
+        if (!(wc[i].flags & MPR_CQE_F_IMM) || wc[i].byte_len != 0) r.data_ok = false;
+        if (seq <= (last & 0xffffffffu) && last < 0xffffffffu) r.data_ok = false;
+      } else {
+        c.as.read(c.buf + c.half + wc[i].wr_id * kRpcSlot + MPR_UD_GRH_BYTES, &seq, 8);
+        if (wc[i].byte_len != MPR_UD_GRH_BYTES + 8 || seq <= last) r.data_ok = false;
+      }
+      last = seq;
+      ++answered;
+      if (posted < r.iterations) {
+        if (post_recv(wc[i].wr_id)) {
+          r.error = "post_recv failed";
+          return r;
+        }
+        ++posted;
+      }
+    }
+    c.ctx->ring_rq(c.qp);
+  }
+  r.seconds = seconds_since(t0);
+  while (!server_done) sc_core::wait(server_finished);
+  if (!server_error.empty()) {
+    r.error = "server: " + server_error;
+    return r;
+  }
+  if (!r.data_ok) r.error = "an answer's sequence number did not grow";
+  if (r.seconds > 0) {
+    r.msg_rate_mpps = double(r.iterations) / r.seconds / 1e6;
+    r.bw_gbps = double(size) * double(r.iterations) * 8 / r.seconds / 1e9;
+    r.bw_MBps = double(size) * double(r.iterations) / r.seconds / 1048576.0;
+  }
+  return r;
+}
 
 SizeResult PerfTest::run_atomic(uint64_t) {
   SizeResult r;

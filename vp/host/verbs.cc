@@ -268,6 +268,13 @@ int VerbsContext::post_send_no_doorbell(QueuePair* qp, const mpr_send_wr& wr) {
 
 void VerbsContext::ring_sq(QueuePair* qp) { mpr_dp_ring_sq(&qp->dp); }
 
+int VerbsContext::post_recv_no_doorbell(QueuePair* qp, const mpr_recv_wr& wr) {
+  if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
+  return mpr_dp_post_recv_db(&qp->dp, &wr, 0);
+}
+
+void VerbsContext::ring_rq(QueuePair* qp) { mpr_dp_ring_rq(&qp->dp); }
+
 int VerbsContext::post_send_mmio(QueuePair* qp, const mpr_send_wr& wr) {
   if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
   return mpr_dp_post_send_mmio(&qp->dp, &wr);

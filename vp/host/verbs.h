@@ -94,6 +94,9 @@ class VerbsContext {
   // MMIO (the WQE itself written to the UAR page; 1 if it went so).
   int post_send_no_doorbell(QueuePair* qp, const mpr_send_wr& wr);
   void ring_sq(QueuePair* qp);
+  // RECVs in a batch: posted without the doorbell, then one ring_rq().
+  int post_recv_no_doorbell(QueuePair* qp, const mpr_recv_wr& wr);
+  void ring_rq(QueuePair* qp);
   int post_send_mmio(QueuePair* qp, const mpr_send_wr& wr);
   int post_recv(QueuePair* qp, const mpr_recv_wr& wr);
   int poll_cq(CompletionQueue* cq, int n, mpr_wc* wc);

@@ -34,7 +34,8 @@ void print_job_tables(std::ostream& os, const Platform& p) {
     const JobOutcome& out = p.outcomes()[i];
     os << kRule << "\n"
        << " " << job.app << "  job '" << job.name << "'  " << job.client << " -> " << job.server
-       << "   (RC, MTU " << job.mtu.n << ", tx_depth " << job.tx_depth << ", "
+       << "   (" << (job.transport == "ud" ? "UD" : "RC") << ", MTU " << job.mtu.n
+       << ", tx_depth " << job.tx_depth << ", "
        << (job.events ? "events" : "polling") << ")\n"
        << kRule << "\n";
     char line[256];

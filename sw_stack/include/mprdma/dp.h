@@ -147,6 +147,11 @@ void mpr_dp_ring_sq(struct mpr_dp_qp *qp);
 
 /* Posts a RECV WQE and rings the RQ doorbell. Same error convention. */
 int mpr_dp_post_recv(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr);
+/* Like mpr_dp_post_recv(), ringing the doorbell only when `ring` is set:
+ * RECVs posted in a batch, then one mpr_dp_ring_rq(). */
+int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr, int ring);
+/* Rings the RQ doorbell with the current producer index. */
+void mpr_dp_ring_rq(struct mpr_dp_qp *qp);
 
 /* Polls up to `n` completions into `wc`; returns how many (0 if none).
  * Updates the consumer-index record. */
