@@ -65,7 +65,7 @@ TEST_F(HeaderOnly, OptionsAreChecked) {
       "name: x\nend_time: 1ms\nhosts: [{name: h0}, {name: h1}]\n"
       "links: [{name: wire, a: h0, b: h1}]\n"
       "jobs: [{name: w, app: write_bw, client: h0, server: h1, sizes: [8], send_imm: true}]\n");
-  EXPECT_NE(e.find("send_imm and recv_sges apply to send_bw only"), std::string::npos) << e;
+  EXPECT_NE(e.find("send_imm and recv_sges apply to send_bw and rpc_bw only"), std::string::npos) << e;
 }
 
 }  // namespace
