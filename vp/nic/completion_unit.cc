@@ -1,6 +1,7 @@
 #include "vp/nic/completion_unit.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "vp/nic/context_cache.h"
@@ -152,8 +153,10 @@ void CompletionUnit::write_cqe(Work& w) {
   cqe.owner = MPR_PHASE(cq->pi, cq->log_size);
   // The whole slot is one write: inline receive data (or zeros), then the
   // 32-byte CQE whose owner byte ends it.
-  const uint32_t slot = 1u << (cq->log_cqe_size ? cq->log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN);
-  std::vector<uint8_t> bytes(slot, 0);
+  // The firmware admits slots of 32..128 bytes only.
+  const uint32_t slot =
+      1u << std::clamp<uint32_t>(cq->log_cqe_size, MPR_CQ_LOG_CQE_SIZE_MIN, MPR_CQ_LOG_CQE_SIZE_MAX);
+  std::array<uint8_t, 1u << MPR_CQ_LOG_CQE_SIZE_MAX> bytes{};
   const size_t n = std::min<size_t>(w.inline_data.size(), slot - sizeof cqe);
   if (n) std::memcpy(bytes.data(), w.inline_data.data(), n);
   std::memcpy(bytes.data() + slot - sizeof cqe, &cqe, sizeof cqe);
