@@ -156,6 +156,7 @@ struct mprdma_qp {
 	/* Serialises modify_qp and query_qp on this QP; protects state. */
 	struct mutex lock;
 	enum ib_qp_state state;
+	enum ib_qp_type type;	/* IB_QPT_RC or IB_QPT_UD */
 	bool sig_all;
 	struct ib_qp_cap cap;	/* what was granted */
 	u8 sq_log_size;
@@ -164,6 +165,15 @@ struct mprdma_qp {
 	u8 rq_log_stride;
 	struct mprdma_mmap_entry *sq;
 	struct mprdma_mmap_entry *rq;
+};
+
+/*
+ * A user address handle: the NIC keeps none (a UD WQE carries the
+ * destination), so the object only hands ib_core's resolved MAC to the
+ * provider.
+ */
+struct mprdma_ah {
+	struct ib_ah ibah;
 };
 
 enum mprdma_mmap_type {
@@ -282,6 +292,9 @@ int mprdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 int mprdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		    int attr_mask, struct ib_qp_init_attr *init_attr);
 int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+		     struct ib_udata *udata);
+int mprdma_destroy_ah(struct ib_ah *ibah, u32 flags);
 
 /* mprdma_icm.c */
 int mprdma_icm_init(struct mprdma_dev *dev);

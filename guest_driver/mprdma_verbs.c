@@ -40,6 +40,10 @@
 #define MPRDMA_INLINE_HDR_BYTES \
 	(sizeof(struct mpr_wqe_ctrl) + sizeof(struct mpr_wqe_raddr) + \
 	 sizeof(struct mpr_wqe_inline))
+/* UD: the address segment precedes the inline block instead. */
+#define MPRDMA_UD_INLINE_HDR_BYTES \
+	(sizeof(struct mpr_wqe_ctrl) + sizeof(struct mpr_wqe_ud) + \
+	 sizeof(struct mpr_wqe_inline))
 
 /* The NIC's MTU and QP state codes are those of the verbs; the code below
  * passes MTUs through and maps states through a table.
@@ -77,6 +81,7 @@ static const struct mprdma_bit_map mprdma_qp_attr_map[] = {
 	{ IB_QP_SQ_PSN, MPR_QP_ATTR_SQ_PSN },
 	{ IB_QP_MAX_DEST_RD_ATOMIC, MPR_QP_ATTR_MAX_DEST_RD_ATOMIC },
 	{ IB_QP_DEST_QPN, MPR_QP_ATTR_DEST_QPN },
+	{ IB_QP_QKEY, MPR_QP_ATTR_QKEY },
 };
 
 static const u8 mprdma_qps_to_hw[] = {
@@ -762,8 +767,11 @@ static int mprdma_qp_set_sizes(struct mprdma_dev *dev,
 				     sizeof(struct mpr_wqe_data));
 	qp->cap.max_recv_sge = min_t(u32, a->max_sge,
 				     rq_slot / sizeof(struct mpr_wqe_data));
-	qp->cap.max_inline_data = min_t(u32, a->max_inline,
-					sq_slot - MPRDMA_INLINE_HDR_BYTES);
+	qp->cap.max_inline_data =
+		min_t(u32, a->max_inline,
+		      sq_slot - (qp->type == IB_QPT_UD ?
+				 MPRDMA_UD_INLINE_HDR_BYTES :
+				 MPRDMA_INLINE_HDR_BYTES));
 	return 0;
 }
 
@@ -782,13 +790,15 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 
 	if (!udata)
 		return -EOPNOTSUPP;	/* no kernel consumers */
-	if (init_attr->qp_type != IB_QPT_RC || init_attr->srq ||
-	    init_attr->create_flags)
+	if ((init_attr->qp_type != IB_QPT_RC &&
+	     init_attr->qp_type != IB_QPT_UD) ||
+	    init_attr->srq || init_attr->create_flags)
 		return -EOPNOTSUPP;
 	if (!init_attr->send_cq || !init_attr->recv_cq ||
 	    !mprdma_udata_in_ok(udata))
 		return -EINVAL;
 
+	qp->type = init_attr->qp_type;
 	err = mprdma_qp_set_sizes(dev, &init_attr->cap, qp);
 	if (err)
 		return err;
@@ -815,7 +825,7 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	in.send_cqn = to_mcq(init_attr->send_cq)->cqn;
 	in.recv_cqn = to_mcq(init_attr->recv_cq)->cqn;
 	in.uar_index = uctx->uar_index;
-	in.qp_type = MPR_QPT_RC;
+	in.qp_type = qp->type == IB_QPT_UD ? MPR_QPT_UD : MPR_QPT_RC;
 	in.sq_log_size = qp->sq_log_size;
 	in.sq_log_stride = qp->sq_log_stride;
 	in.rq_log_size = qp->rq_log_size;
@@ -937,6 +947,8 @@ static int mprdma_qp_attr_to_hw(const struct ib_qp_attr *attr, int mask,
 		out->max_dest_rd_atomic = attr->max_dest_rd_atomic;
 	if (mask & IB_QP_DEST_QPN)
 		out->dest_qpn = attr->dest_qp_num;
+	if (mask & IB_QP_QKEY)
+		out->qkey = attr->qkey;
 	return 0;
 }
 
@@ -956,7 +968,7 @@ int mprdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	mutex_lock(&qp->lock);
 	cur = attr_mask & IB_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
 	new = attr_mask & IB_QP_STATE ? attr->qp_state : cur;
-	if (!ib_modify_qp_is_ok(cur, new, IB_QPT_RC, attr_mask)) {
+	if (!ib_modify_qp_is_ok(cur, new, qp->type, attr_mask)) {
 		err = -EINVAL;
 		goto out_unlock;
 	}
@@ -1012,6 +1024,7 @@ int mprdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->min_rnr_timer = out.min_rnr_timer;
 	attr->max_rd_atomic = out.max_rd_atomic;
 	attr->max_dest_rd_atomic = out.max_dest_rd_atomic;
+	attr->qkey = out.qkey;
 	attr->cap = qp->cap;
 	attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 	rdma_ah_set_port_num(&attr->ah_attr, MPRDMA_PORT);
@@ -1021,7 +1034,7 @@ int mprdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	memcpy(attr->ah_attr.roce.dmac, out.dmac, ETH_ALEN);
 
 	memset(init_attr, 0, sizeof(*init_attr));
-	init_attr->qp_type = IB_QPT_RC;
+	init_attr->qp_type = qp->type;
 	init_attr->send_cq = ibqp->send_cq;
 	init_attr->recv_cq = ibqp->recv_cq;
 	init_attr->cap = qp->cap;
@@ -1031,6 +1044,36 @@ int mprdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 out_unlock:
 	mutex_unlock(&qp->lock);
 	return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Address handles (UD)                                                     */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * ib_core has resolved the RoCE destination MAC (ARP on the bound netdev)
+ * before it calls this for a user AH; the provider builds the UD address
+ * segment of every WQE from its own attributes and this MAC.
+ */
+int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+		     struct ib_udata *udata)
+{
+	const struct rdma_ah_attr *ah = init_attr->ah_attr;
+	struct mpr_create_ah_resp resp = {};
+
+	if (!udata)
+		return -EOPNOTSUPP;	/* no kernel consumers */
+	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
+	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
+	    rdma_ah_get_port_num(ah) != MPRDMA_PORT)
+		return -EINVAL;
+	memcpy(resp.dmac, ah->roce.dmac, sizeof(resp.dmac));
+	return mprdma_copy_resp(udata, &resp, sizeof(resp));
+}
+
+int mprdma_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	return 0;
 }
 
 int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)

@@ -34,8 +34,8 @@ static void mprdma_free_context(struct ibv_context *ibctx)
 }
 
 /* Verbs left out fall back to libibverbs' defaults, which fail with
- * EOPNOTSUPP: SRQ, memory windows, address handles (no UD), XRC, flows,
- * extended CQs, resize_cq, rereg_mr, ... */
+ * EOPNOTSUPP: SRQ, memory windows, XRC, flows, extended CQs, resize_cq,
+ * rereg_mr, ... */
 /* clang-format off */
 static const struct verbs_context_ops mprdma_ctx_ops = {
 	.query_device_ex = mprdma_query_device_ex,
@@ -44,6 +44,7 @@ static const struct verbs_context_ops mprdma_ctx_ops = {
 	.dealloc_pd = mprdma_dealloc_pd,
 	.reg_mr = mprdma_reg_mr,
 	.dereg_mr = mprdma_dereg_mr,
+	.create_ah = mprdma_create_ah,
 	.create_cq = mprdma_create_cq,
 	.poll_cq = mprdma_poll_cq,
 	.req_notify_cq = mprdma_req_notify_cq,
@@ -53,6 +54,7 @@ static const struct verbs_context_ops mprdma_ctx_ops = {
 	.create_qp_ex = mprdma_create_qp_ex,
 	.query_qp = mprdma_query_qp,
 	.modify_qp = mprdma_modify_qp,
+	.destroy_ah = mprdma_destroy_ah,
 	.destroy_qp = mprdma_destroy_qp,
 	.post_send = mprdma_post_send,
 	.post_recv = mprdma_post_recv,

@@ -93,6 +93,18 @@ struct mprdma_qp {
 	struct mprdma_qp *next; /* qp_table bucket chain */
 };
 
+/* A UD address handle: the address segment every WQE to it starts from
+ * (remote_qpn and qkey come with each work request). */
+struct mprdma_ah {
+	struct ibv_ah ibv_ah;
+	struct mpr_wqe_ud ud;
+};
+
+static inline struct mprdma_ah *to_mah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct mprdma_ah, ibv_ah);
+}
+
 static inline struct mprdma_device *to_mdev(struct ibv_device *ibdev)
 {
 	return container_of(ibdev, struct mprdma_device, vdev.device);
@@ -140,6 +152,8 @@ int mprdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 int mprdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		     int attr_mask);
 int mprdma_destroy_qp(struct ibv_qp *ibqp);
+struct ibv_ah *mprdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int mprdma_destroy_ah(struct ibv_ah *ah);
 int mprdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr);
 int mprdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,

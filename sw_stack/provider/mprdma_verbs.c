@@ -453,8 +453,11 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 	struct mprdma_qp *qp;
 	int ret;
 
-	/* RC only, no SRQ, no XRC. */
-	if (attr->qp_type != IBV_QPT_RC || attr->srq ||
+	/* RC and UD, no SRQ, no XRC; the ibv_wr_*() API on RC only. */
+	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) ||
+	    attr->srq ||
+	    (attr->qp_type == IBV_QPT_UD &&
+	     (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    (attr->comp_mask &
 	     ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
 		errno = EOPNOTSUPP;
@@ -502,6 +505,7 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 		goto err_unmap_sq;
 
 	qp->dp.qpn = r->qpn;
+	qp->dp.qp_type = attr->qp_type == IBV_QPT_UD ? MPR_QPT_UD : MPR_QPT_RC;
 	qp->dp.state = MPR_DP_QPS_RESET;
 	qp->dp.max_inline = r->max_inline;
 	qp->dp.sq_sig_all = attr->sq_sig_all;
@@ -646,17 +650,68 @@ int mprdma_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+struct ibv_ah *mprdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct mprdma_create_ah_resp resp = {};
+	struct mprdma_ah *ah;
+	int ret;
+
+	/* RoCEv2: the GRH carries the addresses (IPv4-mapped GIDs). */
+	if (!attr->is_global || attr->port_num != 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	memcpy(ah->ud.dgid, attr->grh.dgid.raw, sizeof(ah->ud.dgid));
+	memcpy(ah->ud.dmac, resp.drv_payload.dmac, sizeof(ah->ud.dmac));
+	ah->ud.hop_limit = attr->grh.hop_limit;
+	ah->ud.traffic_class = attr->grh.traffic_class;
+	return &ah->ibv_ah;
+}
+
+int mprdma_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret = ibv_cmd_destroy_ah(ibah);
+
+	if (ret)
+		return ret;
+	free(to_mah(ibah));
+	return 0;
+}
+
 int mprdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
 {
 	struct mprdma_qp *qp = to_mqp(ibqp);
 	struct mpr_send_wr mwr;
+	struct mpr_wqe_ud ud;
 	int posted = 0;
 	int err = 0;
 
 	pthread_spin_lock(&qp->sq.lock);
 	for (; wr; wr = wr->next) {
 		err = mprdma_xlate_send_wr(wr, &mwr);
+		/* UD: the AH's address segment with this WR's QP and Q_Key
+		 * (bit 31 of remote_qkey: the QP's own, as the NIC reads it). */
+		if (!err && qp->dp.qp_type == MPR_QPT_UD) {
+			if (!wr->wr.ud.ah) {
+				err = -EINVAL;
+			} else {
+				ud = to_mah(wr->wr.ud.ah)->ud;
+				ud.remote_qpn = wr->wr.ud.remote_qpn;
+				ud.qkey = wr->wr.ud.remote_qkey;
+				mwr.ud = &ud;
+			}
+		}
 		if (!err)
 			err = mpr_dp_post_send(&qp->dp, &mwr, 0);
 		if (err) {

@@ -172,8 +172,11 @@ void mprdma_xlate_wc(const struct mpr_wc *in, struct ibv_wc *out)
 	out->vendor_err = in->syndrome;
 	out->byte_len = in->byte_len;
 	out->qp_num = in->qpn;
-	/* src_qp is meaningful for UD only; RC leaves it 0. */
-	out->src_qp = 0;
+	/* src_qp is meaningful for UD only (RC CQEs carry 0); a UD receive
+	 * placed the 40-byte GRH first. */
+	out->src_qp = in->src_qp;
+	if (in->flags & MPR_CQE_F_GRH)
+		out->wc_flags |= IBV_WC_GRH;
 	if (in->flags & MPR_CQE_F_IMM) {
 		out->wc_flags |= IBV_WC_WITH_IMM;
 		out->imm_data = in->imm_data;

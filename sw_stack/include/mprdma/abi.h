@@ -56,4 +56,10 @@ struct mpr_create_qp_resp {
 	__u32 reserved;
 };
 
+/* create_ah (UD): the destination MAC ib_core resolved for the AH. */
+struct mpr_create_ah_resp {
+	__u8 dmac[6];
+	__u8 reserved[2];
+};
+
 #endif /* MPRDMA_ABI_H */

@@ -328,6 +328,27 @@ int ibv_cmd_destroy_qp(struct ibv_qp *qp)
 	return 0;
 }
 
+int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
+		      struct ibv_ah_attr *attr,
+		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size)
+{
+	struct mprdma_create_ah_resp *r = (void *)resp;
+
+	if (resp_size < sizeof(*r))
+		return EINVAL;
+	memcpy(r->drv_payload.dmac, fk.ah_dmac, sizeof(fk.ah_dmac));
+	ah->context = pd->context;
+	ah->pd = pd;
+	fk.live_ahs++;
+	return 0;
+}
+
+int ibv_cmd_destroy_ah(struct ibv_ah *ah)
+{
+	fk.live_ahs--;
+	return 0;
+}
+
 int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		      int attr_mask, struct ibv_modify_qp *cmd, size_t cmd_size)
 {

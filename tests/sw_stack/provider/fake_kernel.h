@@ -44,6 +44,8 @@ struct fake_kernel {
 	int modify_calls;
 	int destroyed_qps;
 	int destroyed_cqs;
+	int live_ahs;        /* create_ah minus destroy_ah */
+	uint8_t ah_dmac[6];  /* what create_ah answers as the resolved MAC */
 	struct fk_cq cqs[FK_MAX_OBJS];
 	struct fk_qp qps[FK_MAX_OBJS];
 };

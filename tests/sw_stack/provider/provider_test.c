@@ -227,8 +227,8 @@ static void test_create_qp_caps_and_refusals(void)
 	CHECK_EQ(qinit.cap.max_inline_data, 64);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 
-	/* RC only. */
-	attr.qp_type = IBV_QPT_UD;
+	/* RC and UD only. */
+	attr.qp_type = IBV_QPT_UC;
 	errno = 0;
 	CHECK(ibv_create_qp(e.pd, &attr) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
@@ -330,6 +330,109 @@ static void test_post_send_list_one_doorbell(void)
 	CHECK_EQ(ibv_post_send(e.qp, &wr[0], &bad), EINVAL);
 	CHECK(bad == &wr[1]);
 	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 4));
+	env_down(&e);
+}
+
+static void test_ud_address_handles(void)
+{
+	static const uint8_t mac[6] = {0x02, 0x00, 0x0a, 0x00, 0x00, 0x02};
+	struct ibv_qp_init_attr attr = {0};
+	struct ibv_qp_init_attr_ex xattr = {0};
+	struct ibv_ah_attr ah_attr = {0};
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	struct mpr_wqe_ctrl *ctrl;
+	struct mpr_wqe_ud *ud;
+	struct ibv_wc wc;
+	struct mpr_cqe *cqe;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	struct env e;
+
+	env_up(&e, 16);
+	attr.send_cq = e.cq;
+	attr.recv_cq = e.cq;
+	attr.qp_type = IBV_QPT_UD;
+	attr.cap.max_send_wr = 8;
+	attr.cap.max_recv_wr = 8;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = 16;
+	qp = ibv_create_qp(e.pd, &attr);
+	CHECK(qp != NULL);
+	CHECK_EQ(to_mqp(qp)->dp.qp_type, MPR_QPT_UD);
+
+	/* RoCE AHs need the GRH (the IP addresses). */
+	ah_attr.port_num = 1;
+	errno = 0;
+	CHECK(ibv_create_ah(e.pd, &ah_attr) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(fk.live_ahs, 0);
+	ah_attr.is_global = 1;
+	ah_attr.grh.dgid.raw[10] = 0xff;
+	ah_attr.grh.dgid.raw[11] = 0xff;
+	ah_attr.grh.dgid.raw[12] = 10;
+	ah_attr.grh.dgid.raw[15] = 2;
+	ah_attr.grh.hop_limit = 17;
+	ah_attr.grh.traffic_class = 0x28;
+	memcpy(fk.ah_dmac, mac, sizeof(mac));
+	ah = ibv_create_ah(e.pd, &ah_attr);
+	CHECK(ah != NULL);
+	CHECK_EQ(fk.live_ahs, 1);
+
+	/* A SEND through it: the WQE's address segment holds the AH and the
+	 * WR's QP and Q_Key. */
+	CHECK_EQ(to_rts(qp), 0);
+	memcpy(e.buf, "datagram", 8);
+	sge = (struct ibv_sge){(uintptr_t)e.buf, 8, e.mr->lkey};
+	wr = send_wr(7, IBV_WR_SEND_WITH_IMM, &sge, IBV_SEND_INLINE);
+	wr.imm_data = htobe32(99);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 0x123;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	ctrl = (struct mpr_wqe_ctrl *)sq_slot(fk_qp(qp->qp_num), 0);
+	ud = (struct mpr_wqe_ud *)(ctrl + 1);
+	CHECK_EQ(ctrl->opcode, MPR_WQE_SEND_IMM);
+	CHECK_EQ(le32toh(ud->remote_qpn), 0x123);
+	CHECK_EQ(le32toh(ud->qkey), 0x11111111);
+	CHECK(memcmp(ud->dgid, ah_attr.grh.dgid.raw, 16) == 0);
+	CHECK(memcmp(ud->dmac, mac, 6) == 0);
+	CHECK_EQ(ud->hop_limit, 17);
+	CHECK_EQ(ud->traffic_class, 0x28);
+	CHECK(memcmp((uint8_t *)(ud + 1) + 4, "datagram", 8) == 0);
+	/* No AH: refused, nothing posted. */
+	wr.wr.ud.ah = NULL;
+	bad = NULL;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EINVAL);
+	CHECK(bad == &wr);
+
+	/* A UD receive completion reports the sender's QP and the GRH. */
+	fk_write_cqe(e.fcq, qp->qp_num, 0, MPR_CQE_RESP_RECV, MPR_CQE_SUCCESS,
+		     48, MPR_CQE_F_GRH, 0, 0);
+	cqe = (struct mpr_cqe *)fk_ptr(e.fcq->ring_key) +
+	      ((e.fcq->pi - 1) & ((1u << e.fcq->log_size) - 1));
+	cqe->src_qp = htole32(0x456);
+	CHECK_EQ(ibv_poll_cq(e.cq, 1, &wc), 1);
+	CHECK_EQ(wc.src_qp, 0x456);
+	CHECK(wc.wc_flags & IBV_WC_GRH);
+	CHECK_EQ(wc.byte_len, 48);
+
+	/* The ibv_wr_*() API is for RC QPs. */
+	xattr.qp_type = IBV_QPT_UD;
+	xattr.send_cq = e.cq;
+	xattr.recv_cq = e.cq;
+	xattr.cap = attr.cap;
+	xattr.pd = e.pd;
+	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xattr.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	errno = 0;
+	CHECK(ibv_create_qp_ex(e.ctx, &xattr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	CHECK_EQ(ibv_destroy_ah(ah), 0);
+	CHECK_EQ(fk.live_ahs, 0);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
 	env_down(&e);
 }
 
@@ -741,6 +844,7 @@ static const struct {
     {"create_qp_caps_and_refusals", test_create_qp_caps_and_refusals},
     {"post_send_list_one_doorbell", test_post_send_list_one_doorbell},
     {"poll_translates_completions", test_poll_translates_completions},
+    {"ud_address_handles", test_ud_address_handles},
     {"wr_api", test_wr_api},
     {"send_queue_full", test_send_queue_full},
     {"destroy_qp_drops_its_cqes", test_destroy_qp_drops_its_cqes},
