@@ -5,6 +5,7 @@
 // retirement, the consumer-index record). No SystemC, no NIC.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -750,6 +751,68 @@ TEST(DpPollCq, UnknownQpStillCompletesAndNullRecordIsFine) {
   EXPECT_EQ(wc.qpn, 0x777u);
   EXPECT_EQ(wc.byte_len, 9u);
   EXPECT_EQ(c.cq.ci, 1u);
+}
+
+// A CQ of 64-byte slots: the CQE is the slot's last 32 bytes; an inline
+// receive's bytes (the slot's first byte_len) go to the RECV's buffers,
+// across its scatter entries, when the CQE is polled.
+TEST(DpPollCq, InlineReceiveIsCopiedFromTheSlotIntoTheRecvBuffers) {
+  Env env;
+  env.ops.copy_to_user = [](void* ctx, uint64_t addr, const void* src, uint32_t len) {
+    Env* self = static_cast<Env*>(ctx);
+    if (addr < Env::kUserBase || addr + len > Env::kUserBase + self->user.size()) return -EFAULT;
+    std::memcpy(self->user.data() + (addr - Env::kUserBase), src, len);
+    return 0;
+  };
+  QpShape shape;
+  TestQp q(env, shape);
+  // A RECV of two entries: 5 bytes at +100, 64 at +200.
+  const mpr_sge sg[2] = {{Env::kUserBase + 100, 5, 1}, {Env::kUserBase + 200, 64, 1}};
+  mpr_recv_wr rwr{77, sg, 2};
+  ASSERT_EQ(mpr_dp_post_recv(&q.qp, &rwr), 0);
+  ASSERT_EQ(mpr_dp_post_recv(&q.qp, &rwr), 0);
+
+  constexpr uint32_t kLog = 2, kSlot = 64;
+  std::vector<uint8_t> ring(kSlot << kLog, 0);
+  mpr_dp_cq cq{};
+  cq.buf = ring.data();
+  cq.cqn = 1;
+  cq.log_size = kLog;
+  cq.ops = &env.ops;
+  cq.log_cqe_size = 6;
+  auto put = [&](uint32_t pos, mpr_cqe c, const std::vector<uint8_t>& data) {
+    c.owner = MPR_PHASE(pos, kLog);
+    uint8_t* slot = ring.data() + size_t(pos) * kSlot;
+    std::memcpy(slot, data.data(), data.size());
+    std::memcpy(slot + kSlot - sizeof c, &c, sizeof c);
+  };
+  std::vector<uint8_t> data(12);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(0xA0 + i);
+  mpr_cqe c = Cqe(shape.qpn, MPR_CQE_RESP_RECV, 0, 12);
+  c.flags = MPR_CQE_F_INLINE;
+  put(0, c, data);
+  mpr_wc wc;
+  ASSERT_EQ(mpr_dp_poll_cq(&cq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, MPR_CQE_SUCCESS);
+  EXPECT_EQ(wc.wr_id, 77u);
+  EXPECT_EQ(wc.byte_len, 12u);
+  EXPECT_TRUE(std::equal(data.begin(), data.begin() + 5, env.user.begin() + 100));
+  EXPECT_TRUE(std::equal(data.begin() + 5, data.end(), env.user.begin() + 200));
+
+  // Without a copy_to_user op the data cannot be placed: a local
+  // protection error, not silent loss.
+  env.ops.copy_to_user = nullptr;
+  c.wqe_index = 1;
+  put(1, c, data);
+  ASSERT_EQ(mpr_dp_poll_cq(&cq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, MPR_CQE_LOC_PROT_ERR);
+  EXPECT_EQ(wc.syndrome, MPR_SYN_DMA_FAULT);
+  // More inline bytes than the slot holds before the CQE: refused too.
+  c.wqe_index = 2;
+  c.byte_len = 33;
+  put(2, c, data);
+  ASSERT_EQ(mpr_dp_poll_cq(&cq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, MPR_CQE_LOC_PROT_ERR);
 }
 
 TEST(DpArmCq, DoorbellCarriesCommandAndConsumerIndex) {
