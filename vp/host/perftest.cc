@@ -822,16 +822,21 @@ namespace {
 constexpr uint64_t kRpcSlot = 64;
 }  // namespace
 
+// One RECV of rpc_bw into `slot` of the side's receive half, without the
+// doorbell (both sides post per poll, then ring once).
+int PerfTest::post_rpc_recv(Side& side, uint64_t slot, bool header_only) {
+  mpr_sge sge{side.buf + side.half + slot * kRpcSlot, static_cast<uint32_t>(kRpcSlot),
+              side.mr.key};
+  mpr_recv_wr rwr{slot, &sge, header_only ? 0u : 1u};
+  return side.ctx->post_recv_no_doorbell(side.qp, rwr);
+}
+
 void PerfTest::rpc_server_loop(uint64_t count, std::string& error) {
   Side& s = *server_;
   const bool ho = cfg_.recv_sges == 0;
   const uint64_t depth = std::min<uint64_t>(count, static_cast<uint64_t>(cfg_.rx_depth));
   // RECVs are re-posted per poll, behind one doorbell.
-  auto post_recv = [&](uint64_t slot) {
-    mpr_sge sge{s.buf + s.half + slot * kRpcSlot, static_cast<uint32_t>(kRpcSlot), s.mr.key};
-    mpr_recv_wr rwr{slot, &sge, ho ? 0u : 1u};
-    return s.ctx->post_recv_no_doorbell(s.qp, rwr);
-  };
+  auto post_recv = [&](uint64_t slot) { return post_rpc_recv(s, slot, ho); };
   uint64_t posted = 0;
   for (; posted < depth; ++posted)
     if (post_recv(posted)) {
@@ -912,11 +917,7 @@ SizeResult PerfTest::run_rpc(uint64_t size) {
 
   const uint64_t window = static_cast<uint64_t>(cfg_.tx_depth);
   const uint64_t depth = std::min<uint64_t>(r.iterations, static_cast<uint64_t>(cfg_.rx_depth));
-  auto post_recv = [&](uint64_t slot) {
-    mpr_sge sge{c.buf + c.half + slot * kRpcSlot, static_cast<uint32_t>(kRpcSlot), c.mr.key};
-    mpr_recv_wr rwr{slot, &sge, ho ? 0u : 1u};
-    return c.ctx->post_recv_no_doorbell(c.qp, rwr);
-  };
+  auto post_recv = [&](uint64_t slot) { return post_rpc_recv(c, slot, ho); };
   uint64_t posted = 0;
   for (; posted < depth; ++posted)
     if (post_recv(posted)) {

@@ -155,6 +155,7 @@ class PerfTest {
   SizeResult run_atomic(uint64_t size);
   SizeResult run_rpc(uint64_t size);
   void rpc_server_loop(uint64_t count, std::string& error);
+  int post_rpc_recv(Side& side, uint64_t slot, bool header_only);
   void server_recv_loop(uint64_t count, uint64_t& received, std::string& error);
   int wait_completions(Side& s, CompletionQueue* cq, int n, mpr_wc* wc);
   // Like wait_completions, but returns 0 once `until` has come.
