@@ -117,6 +117,10 @@ void JobConfig::bind(core::Binder& b) {
   b.choice("transport", transport, {"rc", "ud"},
            "send_bw: rc = one RC connection per copy; ud = UD QPs, every SEND a datagram "
            "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first).");
+  b.choice("qp_transport", qp_transport, {"default", "gbn", "dcqcn", "mprdma", "irn"},
+           "RC: the transport engine of the job's QPs (CREATE_QP's transport): default is "
+           "the NICs' nic.transport; another must be offered by both NICs (nic.transport or "
+           "nic.qp_transports; dcqcn is go-back-N on NICs with congestion_control dcqcn).");
   b.field("send_imm", send_imm,
            "send_bw: every SEND carries a 4-byte immediate, its message number, which the "
            "server checks in order (SEND with immediate; with size 0 a header-only SEND).");
@@ -265,6 +269,7 @@ void PerfTest::setup() {
   caps.max_recv_sge = static_cast<uint32_t>(cfg_.recv_sges);
   const bool ud = cfg_.transport == "ud";
   if (ud) caps.qp_type = MPR_QPT_UD;
+  caps.transport = transport_kind(cfg_.qp_transport);
   for (Side* s : {client_.get(), server_.get()}) {
     s->ctx = std::make_unique<VerbsContext>(s->host.driver(), s->as, s->host.config());
     s->pd = s->ctx->alloc_pd();

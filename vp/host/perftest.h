@@ -88,6 +88,9 @@ struct JobConfig {
   // address in every WQE, one packet per message, no ACKs; the server's
   // RECVs leave 40 bytes of GRH space before the data).
   std::string transport = "rc";
+  // RC: the QPs' transport engine (CREATE_QP's transport): "default" (the
+  // NIC's nic.transport), gbn, dcqcn, mprdma or irn.
+  std::string qp_transport = "default";
   // send_bw: every SEND carries a 4-byte immediate, its message number
   // (low 32 bits), which the server checks in order; with size 0 it is a
   // header-only SEND (Kalia et al.).

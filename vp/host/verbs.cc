@@ -159,6 +159,14 @@ void VerbsContext::destroy_cq(CompletionQueue* cq) {
     }
 }
 
+uint8_t transport_kind(const std::string& name) {
+  if (name == "gbn") return MPR_TRANSPORT_GBN;
+  if (name == "dcqcn") return MPR_TRANSPORT_DCQCN;
+  if (name == "mprdma") return MPR_TRANSPORT_MP_RDMA;
+  if (name == "irn") return MPR_TRANSPORT_IRN;
+  return MPR_TRANSPORT_DEFAULT;
+}
+
 QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
                                    CompletionQueue* recv_cq, const QpCaps& caps) {
   auto qp = std::make_unique<QueuePair>();
@@ -197,7 +205,7 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
   c.sq_log_stride = static_cast<uint8_t>(sq_stride);
   c.rq_log_size = static_cast<uint8_t>(rq_log);
   c.rq_log_stride = static_cast<uint8_t>(rq_stride);
-  c.transport = MPR_TRANSPORT_DEFAULT;
+  c.transport = caps.transport;
   c.sq_sig_all = caps.sq_sig_all;
   c.max_inline = caps.max_inline;
   const CommandResult r = driver_.execute(cmd);

@@ -65,7 +65,11 @@ struct QpCaps {
   uint32_t max_inline = 0;
   bool sq_sig_all = false;
   uint8_t qp_type = MPR_QPT_RC;  // or MPR_QPT_UD
+  uint8_t transport = MPR_TRANSPORT_DEFAULT;  // enum mpr_transport
 };
+
+// enum mpr_transport of a name: default, gbn, dcqcn, mprdma, irn.
+uint8_t transport_kind(const std::string& name);
 
 class VerbsContext {
  public:

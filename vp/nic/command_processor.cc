@@ -120,6 +120,10 @@ void CommandProcessor::qp_destroyed(uint32_t qpn) {
   if (hooks_.qp_destroyed) hooks_.qp_destroyed(qpn);
 }
 
+TransportOffer CommandProcessor::transports() const {
+  return TransportOffer{cfg_.transport_kinds(), cfg_.transport_kind(cfg_.transport)};
+}
+
 PortInfo CommandProcessor::port() const {
   PortInfo p;
   p.mac = cfg_.mac;

@@ -49,6 +49,7 @@ class CommandProcessor : public sc_core::sc_module, public FirmwareHal {
   void qp_state_changed(uint32_t qpn, uint8_t from, uint8_t to) override;
   void qp_destroyed(uint32_t qpn) override;
   PortInfo port() const override;
+  TransportOffer transports() const override;
 
   void set_link_up(bool up) { link_up_ = up; }
 

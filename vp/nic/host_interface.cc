@@ -5,6 +5,8 @@
 #include <mprdma/hw.h>
 #include <mprdma/regs_util.h>
 
+#include "vp/nic/firmware/firmware_hal.h"
+
 namespace mprdma::nic {
 namespace {
 
@@ -164,8 +166,8 @@ uint32_t HostInterface::read_bar0(uint64_t off) {
     case MPR_BAR0_OFF(CAPS):
       return MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UD) | MPR_RESET(CAPS, ATOMICS) |
              MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
-             MPR_RESET(CAPS, INLINE_RECV) | MPR_RESET(CAPS, GBN) |
-             MPR_RESET(CAPS, MP_RDMA) | MPR_RESET(CAPS, DCQCN) | MPR_RESET(CAPS, IRN);
+             MPR_RESET(CAPS, INLINE_RECV) |
+             TransportOffer{cfg_.transport_kinds(), MPR_TRANSPORT_GBN}.caps();
     case MPR_BAR0_OFF(FW_VERSION): return MPR_RESET(FW_VERSION, FW);
     case MPR_BAR0_OFF(STATUS): return status_ | MPR_SET(STATUS, AQ_ENABLED, aq_enabled());
     case MPR_BAR0_OFF(RESET): return 0;

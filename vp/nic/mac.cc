@@ -162,10 +162,16 @@ void Mac::rx_step() {
   net::RoceFields f;
   // Out-of-order engines: SEND/WRITE packets and ACKs end in the trailer of
   // mp_ext.h, which is not payload; its length follows from the opcode.
+  // The engine is the destination QP's (BTH bytes 5-7), read before the
+  // parse that needs the trailer length.
   size_t trailer = 0;
-  if (core_.engine.out_of_order() && pkt->data.size() > net::kBthOffset &&
-      net::is_valid_opcode(pkt->data[net::kBthOffset]))
-    trailer = net::mp_trailer_bytes(static_cast<net::Opcode>(pkt->data[net::kBthOffset]));
+  if (pkt->data.size() >= net::kBthOffset + 8 &&
+      net::is_valid_opcode(pkt->data[net::kBthOffset])) {
+    const uint8_t* bth = pkt->data.data() + net::kBthOffset;
+    const uint32_t dqpn = uint32_t{bth[5]} << 16 | uint32_t{bth[6]} << 8 | bth[7];
+    if (core_.engine.engine_of(dqpn).out_of_order())
+      trailer = net::mp_trailer_bytes(static_cast<net::Opcode>(bth[0]));
+  }
   net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f, trailer);
   // Not an RC opcode: a CNP (DCQCN) is the one other RoCEv2 packet accepted.
   if (st == net::ParseStatus::bad_opcode)

@@ -7,15 +7,18 @@
 #include "vp/nic/gbn_transport.h"
 #include "vp/nic/irn_transport.h"
 #include "vp/nic/mprdma_transport.h"
+#include "vp/nic/transport_mux.h"
 #include "vp/nic/uarch/sram_budget.h"
 
 namespace mprdma::nic {
 
 namespace {
 
-std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimEnv& env) {
+// One engine of kind `kind` (gbn, mprdma, irn) for the NIC.
+std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicConfig& cfg,
+                                             core::SimEnv& env) {
   auto cycles = [&cfg](const core::Duration& t) { return cfg.cycles(t); };
-  if (cfg.transport == "mprdma") {
+  if (kind == "mprdma") {
     const MprdmaConfig& m = cfg.mprdma;
     MprdmaEngineParams p;
     p.sender.iw = static_cast<uint32_t>(m.initial_window);
@@ -35,7 +38,7 @@ std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimE
         env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
     return std::make_unique<MprdmaTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
-  if (cfg.transport == "irn") {
+  if (kind == "irn") {
     IrnParams p;
     p.bdp_packets = static_cast<uint32_t>(cfg.irn.bdp_packets);
     p.bdp_fc = cfg.irn.bdp_fc;
@@ -45,6 +48,16 @@ std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimE
     return std::make_unique<IrnTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
   return std::make_unique<GbnTransport>();
+}
+
+// The NIC's engines: go-back-N, nic.transport and nic.qp_transports, each
+// QP routed to its own (TransportMux).
+std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimEnv& env) {
+  auto offered = [&](const char* kind) {
+    return cfg.offers(kind) ? make_engine(kind, cfg, env) : nullptr;
+  };
+  return std::make_unique<TransportMux>(offered("gbn"), offered("mprdma"), offered("irn"),
+                                        NicConfig::transport_kind(cfg.transport));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "vp/nic/nic_config.h"
 
+#include <mprdma/hw.h>
+
 namespace mprdma::nic {
 
 void NicLatencies::bind(core::Binder& b) {
@@ -149,6 +151,27 @@ void IrnConfig::bind(core::Binder& b) {
           "packets");
 }
 
+bool NicConfig::offers(const std::string& engine) const {
+  if (engine == "gbn" || engine == transport) return true;
+  for (const std::string& t : qp_transports)
+    if (t == engine) return true;
+  return false;
+}
+
+uint8_t NicConfig::transport_kind(const std::string& engine) {
+  if (engine == "mprdma") return MPR_TRANSPORT_MP_RDMA;
+  if (engine == "irn") return MPR_TRANSPORT_IRN;
+  return MPR_TRANSPORT_GBN;
+}
+
+uint32_t NicConfig::transport_kinds() const {
+  uint32_t kinds = 0;
+  for (const char* engine : {"gbn", "mprdma", "irn"})
+    if (offers(engine)) kinds |= 1u << transport_kind(engine);
+  if (congestion_control == "dcqcn") kinds |= 1u << MPR_TRANSPORT_DCQCN;
+  return kinds;
+}
+
 void NicConfig::bind(core::Binder& b) {
   b.field("clock", clock, "NIC core clock; every pipeline latency is a whole number of cycles.");
   b.field("mtu", mtu, "Largest path MTU of the port (256, 512, 1024, 2048 or 4096).", 256, 4096);
@@ -158,9 +181,10 @@ void NicConfig::bind(core::Binder& b) {
           "switches then mark CE (counted in mac.ce_rx of the receiver); congestion_control "
           "dcqcn reacts to the marks. Off: Not-ECT, never marked.");
   b.choice("transport", transport, {"gbn", "mprdma", "irn"},
-           "Transport engine of the NIC's RC QPs: gbn is RoCEv2 go-back-N, mprdma is MP-RDMA "
+           "Transport engine of the NIC's RC QPs that do not choose one (CREATE_QP transport "
+           "DEFAULT; others: qp_transports): gbn is RoCEv2 go-back-N, mprdma is MP-RDMA "
            "(multi-path; parameters under mprdma), irn is IRN (selective retransmission and "
-           "BDP-FC; parameters under irn). mprdma and irn carry RDMA WRITE and SEND only: "
+           "BDP-FC; parameters under irn). mprdma carries RDMA WRITE and SEND only: its QPs' "
            "READ and atomic WQEs complete with LOC_QP_OP_ERR.");
   b.choice("congestion_control", congestion_control, {"none", "dcqcn"},
            "Per-QP rate control beside the transport engine: none, or dcqcn (the receiver "
@@ -170,6 +194,15 @@ void NicConfig::bind(core::Binder& b) {
   if (transport == "mprdma" && congestion_control != "none")
     b.error("transport mprdma has its own congestion control: congestion_control must be "
             "none");
+  b.field("qp_transports", qp_transports,
+          "Further engines a QP may choose when it is created (gbn, mprdma, irn; e.g. "
+          "[mprdma] on a gbn NIC runs MP-RDMA and RoCEv2 connections side by side): "
+          "go-back-N and `transport` are always offered. Every QP context line then holds the "
+          "largest offered engine's state. With congestion_control dcqcn, DCQCN paces the "
+          "go-back-N and IRN QPs, never MP-RDMA's, which have their own window.");
+  for (const std::string& t : qp_transports)
+    if (t != "gbn" && t != "mprdma" && t != "irn")
+      b.error("qp_transports: unknown transport '" + t + "' (gbn, mprdma or irn)");
   b.section("mprdma", mprdma, "MP-RDMA parameters (transport: mprdma).");
   b.section("irn", irn, "IRN parameters (transport: irn).");
   b.field("tx_pipeline_depth", tx_pipeline_depth,

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "vp/core/config.h"
 #include "vp/core/units.h"
@@ -99,6 +100,17 @@ struct NicConfig {
   // enabled does, so switches mark CE instead of ignoring it.
   bool ecn = true;
   std::string transport = "gbn";      // engine of QPs that do not choose
+  // Further engines a QP may choose at CREATE_QP (mpr_cmd_create_qp.
+  // transport): gbn, mprdma, irn. Go-back-N and `transport` are always
+  // offered; every QPC line holds the largest offered engine's state.
+  std::vector<std::string> qp_transports;
+  // True when a QP may run `engine` (gbn, mprdma or irn).
+  bool offers(const std::string& engine) const;
+  // enum mpr_transport of an engine name (gbn, mprdma, irn).
+  static uint8_t transport_kind(const std::string& engine);
+  // Bit k set when a QP may choose enum mpr_transport k: the offered
+  // engines, and DCQCN (go-back-N under DCQCN) with congestion_control dcqcn.
+  uint32_t transport_kinds() const;
   // Per-QP rate control composed with the transport engine: none or dcqcn.
   std::string congestion_control = "none";
   DcqcnConfig dcqcn;

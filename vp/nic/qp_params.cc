@@ -63,6 +63,7 @@ ConnParams conn_params(const mpr_qpc& q, const NicConfig& cfg, const net::RoceFi
   p.rnr_retry = q.attr.rnr_retry;
   p.udp_sport = base.udp_sport;
   p.ack_coalesce = static_cast<uint32_t>(cfg.ack_coalesce);
+  p.engine = q.transport;
   return p;
 }
 

@@ -211,7 +211,8 @@ void Requester::qp_to_rts(uint32_t qpn) {
     return fetch(qp);
   }
   core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
-  if (cnp_rx_) {
+  // DCQCN paces the QPs of engines without a congestion control of their own.
+  if (cnp_rx_ && !core_.engine.engine_of(qpn).own_congestion_control()) {
     qp.rp.emplace(rp_params_);
     qp.pace_at = kNever;
     qp.rate_gauge = &core_.env.stats.counter(
@@ -356,7 +357,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   };
   if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
-  if (!core_.engine.carries_read_atomic() &&
+  if (!core_.engine.engine_of(qp.qpn).carries_read_atomic() &&
       (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode))) {
     MPR_LOG(log_, warn, "QP " << qp.qpn << " WQE " << index << ": the " << core_.engine.name()
                               << " transport carries RDMA WRITE and SEND only");
@@ -530,7 +531,7 @@ bool Requester::try_emit(uint32_t qpn) {
                         : (imm ? Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode::RDMA_WRITE_LAST);
       else
         f.opcode = send ? Opcode::SEND_MIDDLE : Opcode::RDMA_WRITE_MIDDLE;
-      if (!send && core_.engine.out_of_order()) {
+      if (!send && core_.engine.engine_of(qpn).out_of_order()) {
         // Any packet may arrive first: each is a WRITE ONLY with the address
         // and length of its own payload; the immediate rides on the tail.
         f.opcode = imm && last ? Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE : Opcode::RDMA_WRITE_ONLY;
@@ -558,7 +559,7 @@ bool Requester::try_emit(uint32_t qpn) {
       f.reth_rkey = m->rkey;
       f.reth_dma_len = static_cast<uint32_t>(m->length - std::min<uint64_t>(m->length, uint64_t(k) * mtu));
       npsn = m->npsn - k;
-      if (g.retransmit && core_.engine.out_of_order()) {
+      if (g.retransmit && core_.engine.engine_of(qpn).out_of_order()) {
         f.reth_dma_len = std::min<uint32_t>(f.reth_dma_len, mtu);
         npsn = 1;
       }
@@ -575,7 +576,7 @@ bool Requester::try_emit(uint32_t qpn) {
       break;
   }
   std::vector<uint8_t> trailer;
-  if (core_.engine.out_of_order() && net::mp_trailer_bytes(f.opcode))
+  if (core_.engine.engine_of(qpn).out_of_order() && net::mp_trailer_bytes(f.opcode))
     build_ooo(*m, k, g.retransmit, trailer);
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   if (qp->rp) {
@@ -711,7 +712,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
         const uint64_t orig = f.atomic_ack_orig;
         core_.dma.scatter(subject->local, reinterpret_cast<const uint8_t*>(&orig),
                           DmaPurpose::atomic);
-        response_arrived(*subject, f.psn);
+        response_arrived(qpn, *subject, f.psn);
       }
     }
     if (r.error != AckResult::Error::none) {
@@ -748,7 +749,7 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
   const bool restart_ok = (f.opcode == Opcode::RDMA_READ_RESPONSE_FIRST && !last) ||
                           (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY && last) ||
                           (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY &&
-                           core_.engine.out_of_order());
+                           core_.engine.engine_of(qp.qpn).out_of_order());
   if (f.payload_len != expect || (f.opcode != want && !restart_ok)) {
     ++bad_responses_;
     fail(qp, &m, MPR_CQE_BAD_RESP_ERR, MPR_SYN_BAD_RESPONSE);
@@ -757,11 +758,11 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
   std::vector<Segment> segs;
   slice_segments(m.local, offset, expect, segs);
   core_.dma.scatter(segs, pkt.data.data() + f.payload_offset, DmaPurpose::payload);
-  response_arrived(m, f.psn);
+  response_arrived(qp.qpn, m, f.psn);
 }
 
-void Requester::response_arrived(Message& m, uint32_t psn) {
-  if (!core_.engine.out_of_order()) {
+void Requester::response_arrived(uint32_t qpn, Message& m, uint32_t psn) {
+  if (!core_.engine.engine_of(qpn).out_of_order()) {
     m.resp_next = psn_add(psn, 1);
     return;
   }

@@ -174,7 +174,7 @@ class Requester : public sc_core::sc_module, public TxSource {
   Message* message_at(Qp& qp, uint32_t psn);
   void place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt);
   // A response for PSN `psn` of READ/atomic `m` was accepted.
-  void response_arrived(Message& m, uint32_t psn);
+  void response_arrived(uint32_t qpn, Message& m, uint32_t psn);
   // Out-of-order engines: the data trailer of packet `k` of `m` (message
   // number, index, ReTx, synchronise, tail). WRITE packets are each a WRITE
   // ONLY with their own RETH (try_emit).

@@ -272,7 +272,9 @@ void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {
   // DCQCN notification point: a CE-marked request of the QP asks for a CNP
   // to its requester, at most one per min_cnp_interval, whatever becomes of
   // the packet itself.
-  if (np_ && !qp->ud && f.ecn == 3 && np_->on_ce(qp->qpn, core_.now_cycle())) {
+  if (np_ && !qp->ud && f.ecn == 3 &&
+      !core_.engine.engine_of(qp->qpn).own_congestion_control() &&
+      np_->on_ce(qp->qpn, core_.now_cycle())) {
     qp->cnp_due = true;
     core_.tx.activate(qp->qpn);
   }
@@ -300,7 +302,7 @@ void Responder::drain_stalled(Qp& qp) {
 
 Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
   if (qp.ud || net::has_deth(f.opcode)) return handle_ud(qp, pkt, f);
-  if (core_.engine.out_of_order()) return handle_ooo(qp, pkt, f);
+  if (core_.engine.engine_of(qp.qpn).out_of_order()) return handle_ooo(qp, pkt, f);
   switch (core_.engine.classify(qp.qpn, f.psn, core_.now_cycle())) {
     case RxVerdict::accept: return execute(qp, pkt, f);
     case RxVerdict::duplicate:
@@ -516,7 +518,7 @@ bool Responder::check_read(Qp& qp, const net::RoceFields& f, Out& o) {
   // (Out-of-order engines: the requester asks again for single responses
   // of a READ whose request was lost, each a request here; it enforces the
   // limit per message itself.)
-  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.out_of_order()) {
+  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.engine_of(qp.qpn).out_of_order()) {
     fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
           "more outstanding READ/atomics than max_dest_rd_atomic");
     return false;
@@ -553,7 +555,7 @@ bool Responder::check_atomic(Qp& qp, const net::RoceFields& f, std::vector<Segme
   // (Out-of-order engines: the requester asks again for single responses
   // of a READ whose request was lost, each a request here; it enforces the
   // limit per message itself.)
-  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.out_of_order()) {
+  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.engine_of(qp.qpn).out_of_order()) {
     fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
           "more outstanding READ/atomics than max_dest_rd_atomic");
     return false;
@@ -595,7 +597,7 @@ void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
       return;  // it passed once; a duplicate that does not is garbage
     // (Out-of-order engines ask again for single responses they miss: the
     // queued responses of other READs stay.)
-    if (!core_.engine.out_of_order()) {
+    if (!core_.engine.engine_of(qp.qpn).out_of_order()) {
       std::deque<Out> keep;
       for (Out& x : qp.out) {
         if (x.kind == Out::Kind::read && psn_diff(x.psn, f.psn) >= 0) {
@@ -794,7 +796,7 @@ bool Responder::try_emit(uint32_t qpn) {
       f.opcode = Opcode::ACKNOWLEDGE;
       f.psn = o.psn;
       f.aeth_syndrome = o.syndrome;
-      if (core_.engine.out_of_order()) {
+      if (core_.engine.engine_of(qpn).out_of_order()) {
         // Every ACK and NAK of an out-of-order connection carries the ACK
         // trailer, on the virtual path of the packet it answers.
         net::MpAckExt x;

@@ -42,7 +42,7 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   const Opcode op = f.opcode;
   if ((op == Opcode::RDMA_READ_REQUEST || op == Opcode::COMPARE_SWAP ||
        op == Opcode::FETCH_ADD) &&
-      core_.engine.carries_read_atomic()) {
+      core_.engine.engine_of(qp.qpn).carries_read_atomic()) {
     read_atomic_ooo(qp, f);
     return Step::done;
   }

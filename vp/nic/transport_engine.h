@@ -49,6 +49,7 @@ struct ConnParams {
   uint8_t rnr_retry = 7;           // 7 = retry for ever
   uint16_t udp_sport = 0xC000;     // path of the connection (RoCEv2 entropy)
   uint32_t ack_coalesce = 1;       // responder: ACK every N packets
+  uint8_t engine = 0;              // enum mpr_transport of the QP (TransportMux)
 };
 
 // Requester: the engine's answer to "may this QP send, and what".
@@ -175,6 +176,12 @@ class TransportEngine {
   // Out-of-order engines that carry RDMA READ and atomics (IRN; not MP-RDMA,
   // whose READ responses would need a multi-path sender at the responder).
   virtual bool carries_read_atomic() const { return !out_of_order(); }
+  // The engine has its own congestion control (MP-RDMA's window): the NIC's
+  // DCQCN neither paces its QPs nor answers their CE marks with CNPs.
+  virtual bool own_congestion_control() const { return false; }
+  // The engine that runs QP `qpn`: this one, or behind a TransportMux the
+  // QP's own. Per-QP questions (out_of_order(), ...) go to it.
+  virtual const TransportEngine& engine_of(uint32_t /*qpn*/) const { return *this; }
   // The message starting at `psn` has the synchronise flag.
   virtual void mark_sync(uint32_t /*qpn*/, uint32_t /*psn*/) {}
   virtual RxOutcome on_data(uint32_t /*qpn*/, const RxPacket& /*p*/, uint64_t /*now*/) {

@@ -470,10 +470,25 @@ void ScenarioConfig::bind(core::Binder& b) {
         b.error("job '" + j.name + "': mtu " + std::to_string(j.mtu.n) +
                 " exceeds the NIC's mtu " + std::to_string(nic_of(*h).mtu.n) + " (host '" + *h +
                 "')");
-    if (nic_of(j.client).transport != nic_of(j.server).transport)
-      b.error("job '" + j.name + "': client '" + j.client + "' uses transport " +
-              nic_of(j.client).transport + " but server '" + j.server + "' uses " +
-              nic_of(j.server).transport + " (the two ends of a QP need one transport)");
+    if (j.qp_transport == "default") {
+      if (nic_of(j.client).transport != nic_of(j.server).transport)
+        b.error("job '" + j.name + "': client '" + j.client + "' uses transport " +
+                nic_of(j.client).transport + " but server '" + j.server + "' uses " +
+                nic_of(j.server).transport + " (the two ends of a QP need one transport)");
+    } else {
+      // Both ends' NICs must offer the job's engine.
+      const bool dcqcn = j.qp_transport == "dcqcn";
+      for (const std::string* h : {&j.client, &j.server}) {
+        const nic::NicConfig& n = nic_of(*h);
+        if (dcqcn ? n.congestion_control != "dcqcn" : !n.offers(j.qp_transport))
+          b.error("job '" + j.name + "': qp_transport " + j.qp_transport + " is not offered by " +
+                  "host '" + *h + "' (" +
+                  (dcqcn ? std::string("its nic.congestion_control is not dcqcn")
+                         : "add it to nic.qp_transports") + ")");
+      }
+      if (j.transport == "ud")
+        b.error("job '" + j.name + "': qp_transport is for RC jobs (UD QPs have no engine)");
+    }
     if (!j.via.empty()) {
       if (!has_fabric())
         b.error("job '" + j.name + "': via names a fabric link, but there is no fabric");

@@ -72,6 +72,7 @@ class FakeHal : public FirmwareHal {
   }
   void qp_destroyed(uint32_t qpn) override { destroyed.push_back(qpn); }
   PortInfo port() const override { return port_info; }
+  TransportOffer transports() const override { return offer; }
 
   static bool backed(uint64_t pa, size_t len) {
     return pa >= kMemBase && len <= kMemSize && pa - kMemBase <= kMemSize - len;
@@ -93,6 +94,7 @@ class FakeHal : public FirmwareHal {
   std::vector<StateChange> changes;
   std::vector<uint32_t> destroyed;
   PortInfo port_info;
+  TransportOffer offer;  // go-back-N only, unless a test offers more
   int dma_reads = 0, dma_writes = 0;
 };
 
@@ -473,13 +475,13 @@ TEST_F(FirmwareTest, QueryDeviceWritesTheLimitsByteForByte) {
   // ICM: 64 QPCs of 256 B (4 pages), 64 CQCs of 64 B (1), 64 MPTs of 64 B
   // (1), 4096 MTT entries of 8 B (8).
   want.icm_pages = 14;
-  // What this NIC implements, as the CAPS register advertises it: RC,
-  // atomics, inline data, WQE by MMIO and the go-back-N engine (the only
-  // transport CREATE_QP accepts), UD; no other engines per QP yet.
+  // What this NIC implements, as the CAPS register advertises it: RC, UD,
+  // atomics, inline data, WQE by MMIO, inline receive and the engines the
+  // HAL offers (here go-back-N only).
   want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__UD_bm |
                    MPRDMA_BAR0__CAPS__ATOMICS_bm |
                    MPRDMA_BAR0__CAPS__INLINE_bm | MPRDMA_BAR0__CAPS__WQE_BY_MMIO_bm |
-                   MPRDMA_BAR0__CAPS__GBN_bm;
+                   MPRDMA_BAR0__CAPS__INLINE_RECV_bm | MPRDMA_BAR0__CAPS__GBN_bm;
   EXPECT_EQ(want.fw_version, uint32_t{MPRDMA_BAR0__FW_VERSION__FW_reset})
       << "the FW_VERSION register and QUERY_DEVICE agree";
   EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &want, sizeof want), 0);
@@ -1149,11 +1151,11 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
        MPR_CMD_SYN_QP_TYPE},
       {"reserved", [](mpr_cmd_create_qp& q) { q.rsvd0 = 1; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_RESERVED},
-      {"MP-RDMA transport", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_MP_RDMA; },
+      {"MP-RDMA not offered", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_MP_RDMA; },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT},
-      {"DCQCN transport", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_DCQCN; },
+      {"DCQCN not offered", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_DCQCN; },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT},
-      {"IRN transport", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_IRN; },
+      {"IRN not offered", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_IRN; },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT},
       {"transport 200", [](mpr_cmd_create_qp& q) { q.transport = 200; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_TRANSPORT},
@@ -1233,6 +1235,55 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
     k.mutate(c.u.create_qp);
     EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_OK)) << k.what;
   }
+}
+
+// A QP runs one of the engines the NIC offers (nic.transport,
+// nic.qp_transports, DCQCN with congestion_control dcqcn); QUERY_DEVICE's
+// cap_flags name them; DEFAULT is the NIC's own engine; UD QPs have none.
+TEST_F(FirmwareTest, CreateQpChoosesAnOfferedEngine) {
+  hal_->offer.kinds = 1u << MPR_TRANSPORT_GBN | 1u << MPR_TRANSPORT_MP_RDMA |
+                      1u << MPR_TRANSPORT_DCQCN;
+  hal_->offer.default_kind = MPR_TRANSPORT_MP_RDMA;
+  make_objects();
+  auto create = [&](uint8_t transport, uint8_t qp_type = MPR_QPT_RC) {
+    mpr_cmd c = create_qp_cmd(pdn_, cqn_, cqn_);
+    c.u.create_qp.transport = transport;
+    c.u.create_qp.qp_type = qp_type;
+    return exec(c);
+  };
+  struct Want {
+    uint8_t asked, stored;
+  };
+  for (const Want& w : {Want{MPR_TRANSPORT_DEFAULT, MPR_TRANSPORT_MP_RDMA},
+                        Want{MPR_TRANSPORT_GBN, MPR_TRANSPORT_GBN},
+                        Want{MPR_TRANSPORT_MP_RDMA, MPR_TRANSPORT_MP_RDMA},
+                        Want{MPR_TRANSPORT_DCQCN, MPR_TRANSPORT_DCQCN}}) {
+    const mpr_cmd_comp r = create(w.asked);
+    ASSERT_TRUE(HasStatus(r, MPR_CMD_OK)) << "transport " << int{w.asked};
+    EXPECT_EQ(hal_->ctx.qp(r.out[0])->transport, w.stored) << "transport " << int{w.asked};
+  }
+  // Not offered, out of range, or an engine for a datagram QP.
+  EXPECT_TRUE(HasStatus(create(MPR_TRANSPORT_IRN), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT));
+  EXPECT_TRUE(HasStatus(create(40), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT));
+  EXPECT_TRUE(HasStatus(create(MPR_TRANSPORT_MP_RDMA, MPR_QPT_UD), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_TRANSPORT));
+  EXPECT_EQ(hal_->ctx.qp_count(), 4u) << "a refused QP takes no context";
+  // A UD QP on this NIC is created, with go-back-N's (unused) slot, not the
+  // NIC's default MP-RDMA.
+  const mpr_cmd_comp ud = create(MPR_TRANSPORT_DEFAULT, MPR_QPT_UD);
+  ASSERT_TRUE(HasStatus(ud, MPR_CMD_OK));
+  EXPECT_EQ(hal_->ctx.qp(ud.out[0])->transport, MPR_TRANSPORT_GBN);
+
+  mpr_cmd q = cmd(MPR_CMD_QUERY_DEVICE);
+  q.hdr.out_mailbox = kOutMailbox;
+  q.hdr.out_len = sizeof(mpr_device_attr);
+  ASSERT_TRUE(HasStatus(exec(q), MPR_CMD_OK));
+  mpr_device_attr a;
+  std::memcpy(&a, hal_->at(kOutMailbox), sizeof a);
+  const uint32_t engines = MPRDMA_BAR0__CAPS__GBN_bm | MPRDMA_BAR0__CAPS__MP_RDMA_bm |
+                           MPRDMA_BAR0__CAPS__DCQCN_bm | MPRDMA_BAR0__CAPS__IRN_bm;
+  EXPECT_EQ(a.cap_flags & engines, MPRDMA_BAR0__CAPS__GBN_bm | MPRDMA_BAR0__CAPS__MP_RDMA_bm |
+                                       MPRDMA_BAR0__CAPS__DCQCN_bm);
 }
 
 TEST_F(FirmwareTest, CreateQpNoResources) {

@@ -64,5 +64,27 @@ TEST_F(HostInterfaceTest, ReadSeesEarlierWritesOnlyOnceTheyArrived) {
   cpu.reset();
 }
 
+// CAPS names the engines the NIC's QPs may choose: go-back-N always, the
+// NIC's transport, nic.qp_transports, and DCQCN when the NIC runs it.
+TEST_F(HostInterfaceTest, CapsNamesTheOfferedEngines) {
+  const uint32_t engines = MPRDMA_BAR0__CAPS__GBN_bm | MPRDMA_BAR0__CAPS__MP_RDMA_bm |
+                           MPRDMA_BAR0__CAPS__DCQCN_bm | MPRDMA_BAR0__CAPS__IRN_bm;
+  NicConfig plain;
+  NicConfig mixed;
+  mixed.transport = "irn";
+  mixed.congestion_control = "dcqcn";
+  mixed.qp_transports = {"mprdma"};
+  Nic a("a", plain, *env);
+  Nic b("b", mixed, *env);
+  uint32_t caps = 0;
+  access(a, tlm::TLM_READ_COMMAND, MPR_BAR0_OFF(CAPS), caps, sc_core::SC_ZERO_TIME);
+  EXPECT_TRUE(MPR_GET(CAPS, RC, caps));
+  EXPECT_EQ(caps & engines, MPRDMA_BAR0__CAPS__GBN_bm);
+  cpu.reset();
+  access(b, tlm::TLM_READ_COMMAND, MPR_BAR0_OFF(CAPS), caps, sc_core::SC_ZERO_TIME);
+  EXPECT_EQ(caps & engines, engines);
+  cpu.reset();
+}
+
 }  // namespace
 }  // namespace mprdma::nic

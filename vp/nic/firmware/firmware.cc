@@ -209,9 +209,10 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.max_gids = static_cast<uint32_t>(l.max_gids);
   a.max_msg_size = 1u << 31;
   a.icm_pages = hal_.contexts().icm().pages();
+  // As the CAPS register reads, with the engines this NIC offers.
   a.cap_flags = MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UD) | MPR_RESET(CAPS, ATOMICS) |
-                MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) | MPR_RESET(CAPS, GBN) |
-                MPR_RESET(CAPS, MP_RDMA) | MPR_RESET(CAPS, DCQCN) | MPR_RESET(CAPS, IRN);
+                MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
+                MPR_RESET(CAPS, INLINE_RECV) | hal_.transports().caps();
   write_output(cmd, c, &a, sizeof a);
 }
 
@@ -426,7 +427,13 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE);
   const bool ud = in.qp_type == MPR_QPT_UD;
   if (in.rsvd0) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
-  if (in.transport != MPR_TRANSPORT_DEFAULT && in.transport != MPR_TRANSPORT_GBN)
+  // The QP's engine: one the NIC offers; datagrams have none (go-back-N's
+  // slot, unused).
+  const TransportOffer offer = hal_.transports();
+  const uint8_t transport =
+      in.transport == MPR_TRANSPORT_DEFAULT ? offer.default_kind : in.transport;
+  if (transport >= 32 || !(offer.kinds >> transport & 1) ||
+      (ud && in.transport != MPR_TRANSPORT_DEFAULT && in.transport != MPR_TRANSPORT_GBN))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT);
   if (in.sq_log_size < 1 || in.sq_log_size > max_log_wr || in.rq_log_size < 1 ||
       in.rq_log_size > max_log_wr)
@@ -470,7 +477,7 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   q->sq_log_stride = in.sq_log_stride;
   q->rq_log_size = in.rq_log_size;
   q->rq_log_stride = in.rq_log_stride;
-  q->transport = in.transport == MPR_TRANSPORT_DEFAULT ? uint8_t{MPR_TRANSPORT_GBN} : in.transport;
+  q->transport = ud ? uint8_t{MPR_TRANSPORT_GBN} : transport;
   q->sq_sig_all = in.sq_sig_all;
   ctx.pd_ref(in.pdn, +1);
   ++scq->num_qps;

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include <mprdma/hw.h>
+#include <mprdma/regs.h>
 
 namespace mprdma::nic {
 
@@ -23,6 +24,24 @@ struct PortInfo {
   uint8_t max_mtu = MPR_MTU_1024;  // enum mpr_mtu
   uint32_t speed_mbps = 40000;
   bool link_up = true;
+};
+
+// The transport engines a QP may choose at CREATE_QP (nic.transport,
+// nic.qp_transports): bit k of `kinds` offers enum mpr_transport k;
+// MPR_TRANSPORT_DEFAULT stands for `default_kind`; MPR_TRANSPORT_DCQCN
+// (go-back-N under DCQCN) is offered when the NIC runs DCQCN.
+struct TransportOffer {
+  uint32_t kinds = 1u << MPR_TRANSPORT_GBN;
+  uint8_t default_kind = MPR_TRANSPORT_GBN;
+
+  // The CAPS register's engine bits (GBN, MP_RDMA, DCQCN, IRN are bits 8..11
+  // in enum mpr_transport order).
+  uint32_t caps() const {
+    uint32_t c = 0;
+    for (uint32_t k = MPR_TRANSPORT_GBN; k <= MPR_TRANSPORT_IRN; ++k)
+      if (kinds >> k & 1) c |= MPRDMA_BAR0__CAPS__GBN_bm << (k - MPR_TRANSPORT_GBN);
+    return c;
+  }
 };
 
 class FirmwareHal {
@@ -48,6 +67,8 @@ class FirmwareHal {
   virtual void qp_destroyed(uint32_t qpn) = 0;
 
   virtual PortInfo port() const = 0;
+  // Go-back-N only unless the NIC says otherwise.
+  virtual TransportOffer transports() const { return {}; }
 };
 
 }  // namespace mprdma::nic

@@ -1,0 +1,92 @@
+// Per-QP transport engines: the NIC holds one engine of each kind
+// (go-back-N, MP-RDMA, IRN) and routes every call to the engine of the QP's
+// context (mpr_qpc.transport, set by CREATE_QP: enum mpr_transport, 0 = the
+// NIC's configured engine). The message layer asks per QP what it needs to
+// know about the engine (engine_of(qpn).out_of_order(), ...).
+//
+// Each engine keeps only its own QPs' state; the QPC line holds the largest
+// engine's state (state_bytes() is the maximum), the price of letting any QP
+// take any engine. A QP is bound at open() or set_requester() (RTR, RTS) and
+// unbound at close(); calls for an unbound QP go to the NIC's default engine.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include <mprdma/hw.h>
+
+#include "vp/nic/transport_engine.h"
+
+namespace mprdma::nic {
+
+class TransportMux : public TransportEngine {
+ public:
+  // `default_kind`: the engine of MPR_TRANSPORT_DEFAULT QPs (GBN, MP_RDMA or
+  // IRN). MPR_TRANSPORT_DCQCN QPs run go-back-N (DCQCN is the NIC's rate
+  // control beside it). Engines the NIC does not offer are null (go-back-N
+  // is always there).
+  TransportMux(std::unique_ptr<TransportEngine> gbn, std::unique_ptr<TransportEngine> mprdma,
+               std::unique_ptr<TransportEngine> irn, uint8_t default_kind);
+
+  // The default engine's name.
+  const char* name() const override { return default_->name(); }
+  size_t state_bytes() const override;
+  const TransportEngine& engine_of(uint32_t qpn) const override { return route(qpn); }
+  // The engine of a kind (enum mpr_transport; DEFAULT and DCQCN as above),
+  // null when the NIC does not offer it.
+  TransportEngine* find(uint8_t kind) const;
+  // find(), for a kind that must be offered (else std::invalid_argument).
+  TransportEngine& engine(uint8_t kind) const;
+
+  void open(const ConnParams& params) override;
+  void set_requester(const ConnParams& params) override;
+  void close(uint32_t qpn) override;
+
+  void set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) override {
+    route(qpn).set_snd_max(qpn, snd_max, now);
+  }
+  TxGrant next_tx(uint32_t qpn, uint64_t now) override { return route(qpn).next_tx(qpn, now); }
+  void on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) override {
+    route(qpn).on_sent(qpn, psn, npsn, now);
+  }
+  AckResult on_ack(uint32_t qpn, const AckEvent& ack, uint64_t now) override {
+    return route(qpn).on_ack(qpn, ack, now);
+  }
+  uint64_t wake_at(uint32_t qpn) const override { return route(qpn).wake_at(qpn); }
+  AckResult on_timer(uint32_t qpn, uint64_t now) override {
+    return route(qpn).on_timer(qpn, now);
+  }
+  uint32_t snd_una(uint32_t qpn) const override { return route(qpn).snd_una(qpn); }
+  uint32_t snd_nxt(uint32_t qpn) const override { return route(qpn).snd_nxt(qpn); }
+
+  RxVerdict classify(uint32_t qpn, uint32_t psn, uint64_t now) override {
+    return route(qpn).classify(qpn, psn, now);
+  }
+  AckDecision commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
+                     uint64_t now) override {
+    return route(qpn).commit(qpn, npsn, ack_req, implicit_ack, now);
+  }
+  uint32_t epsn(uint32_t qpn) const override { return route(qpn).epsn(qpn); }
+  void nak_sent(uint32_t qpn) override { route(qpn).nak_sent(qpn); }
+
+  // NIC-wide answers are the default engine's; per QP, ask engine_of().
+  bool out_of_order() const override { return default_->out_of_order(); }
+  bool carries_read_atomic() const override { return default_->carries_read_atomic(); }
+  bool own_congestion_control() const override { return default_->own_congestion_control(); }
+  void mark_sync(uint32_t qpn, uint32_t psn) override { route(qpn).mark_sync(qpn, psn); }
+  RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override {
+    return route(qpn).on_data(qpn, p, now);
+  }
+
+ private:
+  TransportEngine& route(uint32_t qpn) const;
+  void bind(const ConnParams& params);
+
+  std::unique_ptr<TransportEngine> gbn_, mprdma_, irn_;
+  TransportEngine* default_;
+  std::unordered_map<uint32_t, TransportEngine*> bound_;
+};
+
+}  // namespace mprdma::nic
