@@ -544,10 +544,15 @@ static int mprdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	mprdma_debugfs_add(dev);
 
+	/* The engines a QP may choose (MPRDMA_QP_TRANSPORT in user space). */
 	dev_info(&pdev->dev,
-		 "mprdma NIC: firmware %#x, MAC %pM, %u QPs, %d vector(s)\n",
+		 "mprdma NIC: firmware %#x, MAC %pM, %u QPs, %d vector(s), engines%s%s%s%s\n",
 		 dev->attr.fw_version, dev->mac, dev->attr.max_qp,
-		 dev->num_vectors);
+		 dev->num_vectors,
+		 MPR_GET(CAPS, GBN, dev->attr.cap_flags) ? " gbn" : "",
+		 MPR_GET(CAPS, DCQCN, dev->attr.cap_flags) ? " dcqcn" : "",
+		 MPR_GET(CAPS, MP_RDMA, dev->attr.cap_flags) ? " mprdma" : "",
+		 MPR_GET(CAPS, IRN, dev->attr.cap_flags) ? " irn" : "");
 	return 0;
 
 err_teardown:

@@ -775,6 +775,31 @@ static int mprdma_qp_set_sizes(struct mprdma_dev *dev,
 	return 0;
 }
 
+/*
+ * The provider's create_qp input (struct mpr_create_qp_cmd): the QP's
+ * transport engine. An older provider sends less (the rest reads as zero);
+ * a newer one may send more, which must be zero. The NIC checks the engine
+ * against what it offers.
+ */
+static int mprdma_qp_ucmd(struct ib_udata *udata, enum ib_qp_type type,
+			  struct mpr_create_qp_cmd *ucmd)
+{
+	size_t len = min(udata->inlen, sizeof(*ucmd));
+
+	memset(ucmd, 0, sizeof(*ucmd));
+	if (len && ib_copy_from_udata(ucmd, udata, len))
+		return -EFAULT;
+	if (udata->inlen > sizeof(*ucmd) &&
+	    !ib_is_udata_cleared(udata, sizeof(*ucmd),
+				 udata->inlen - sizeof(*ucmd)))
+		return -EOPNOTSUPP;
+	if (memchr_inv(ucmd->reserved, 0, sizeof(ucmd->reserved)))
+		return -EINVAL;
+	if (type != IB_QPT_RC && ucmd->transport != MPR_TRANSPORT_DEFAULT)
+		return -EINVAL;
+	return 0;
+}
+
 int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		     struct ib_udata *udata)
 {
@@ -783,6 +808,7 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct mprdma_dev *dev = to_mdev(ibqp->device);
 	struct mprdma_qp *qp = to_mqp(ibqp);
 	struct mpr_create_qp_resp resp = {};
+	struct mpr_create_qp_cmd ucmd;
 	struct mpr_cmd_create_qp in = {};
 	size_t sq_bytes;
 	size_t rq_bytes;
@@ -794,9 +820,11 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	     init_attr->qp_type != IB_QPT_UD) ||
 	    init_attr->srq || init_attr->create_flags)
 		return -EOPNOTSUPP;
-	if (!init_attr->send_cq || !init_attr->recv_cq ||
-	    !mprdma_udata_in_ok(udata))
+	if (!init_attr->send_cq || !init_attr->recv_cq)
 		return -EINVAL;
+	err = mprdma_qp_ucmd(udata, init_attr->qp_type, &ucmd);
+	if (err)
+		return err;
 
 	qp->type = init_attr->qp_type;
 	err = mprdma_qp_set_sizes(dev, &init_attr->cap, qp);
@@ -830,7 +858,7 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	in.sq_log_stride = qp->sq_log_stride;
 	in.rq_log_size = qp->rq_log_size;
 	in.rq_log_stride = qp->rq_log_stride;
-	in.transport = MPR_TRANSPORT_DEFAULT;
+	in.transport = ucmd.transport;
 	in.sq_sig_all = qp->sig_all;
 	/* The NIC checks inline payloads against the granted size. */
 	in.max_inline = qp->cap.max_inline_data;

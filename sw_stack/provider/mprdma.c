@@ -3,12 +3,14 @@
  * mprdma rdma-core provider: device matching, device and context life cycle.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "mprdma.h"
+#include "mprdma_xlate.h"
 
 /*
  * The kernel driver registers with RDMA_DRIVER_UNKNOWN (there is no
@@ -94,6 +96,14 @@ mprdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 	ctx->max_sge = resp.drv_payload.max_sge;
 	ctx->max_qp_wr = resp.drv_payload.max_qp_wr;
 	ctx->max_cqe = resp.drv_payload.max_cqe;
+	ctx->qp_transport =
+	    mprdma_transport_of_name(getenv("MPRDMA_QP_TRANSPORT"));
+	if (ctx->qp_transport < 0)
+		fprintf(stderr,
+			"mprdma: MPRDMA_QP_TRANSPORT=%s names no transport "
+			"(default, gbn, dcqcn, mprdma or irn): RC QPs will "
+			"not be created\n",
+			getenv("MPRDMA_QP_TRANSPORT"));
 
 	/* Doorbells are stores only: the page is mapped write-only. */
 	ctx->uar =

@@ -42,6 +42,9 @@ struct mprdma_context {
 	uint32_t max_sge;
 	uint32_t max_qp_wr;
 	uint32_t max_cqe;
+	/* Engine of the RC QPs this context creates (enum mpr_transport),
+	 * from MPRDMA_QP_TRANSPORT at open; -1: that names no engine. */
+	int qp_transport;
 	size_t page_size;
 	/* How sw_stack/dp reaches this process's UAR page and QPs. */
 	struct mpr_dp_ops dp_ops;

@@ -467,6 +467,14 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 		errno = EINVAL;
 		return NULL;
 	}
+	/* The engine of RC QPs (MPRDMA_QP_TRANSPORT); UD QPs have none. */
+	if (attr->qp_type == IBV_QPT_RC) {
+		if (ctx->qp_transport < 0) {
+			errno = EINVAL;
+			return NULL;
+		}
+		cmd.drv_payload.transport = (uint8_t)ctx->qp_transport;
+	}
 
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
@@ -486,8 +494,16 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 
 	ret = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
-	if (ret)
+	if (ret) {
+		/* The NIC refuses an engine it does not offer (CAPS). */
+		if (ret == EINVAL && cmd.drv_payload.transport)
+			fprintf(stderr,
+				"mprdma: the NIC refused QP transport %u "
+				"(MPRDMA_QP_TRANSPORT=%s): not one it offers?\n",
+				cmd.drv_payload.transport,
+				getenv("MPRDMA_QP_TRANSPORT") ?: "");
 		goto err_rq_lock;
+	}
 	if (check_qp_resp(r)) {
 		verbs_err(&ctx->ibvctx,
 			  "mprdma: bad QP geometry from kernel\n");

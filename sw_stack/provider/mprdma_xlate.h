@@ -41,6 +41,12 @@ void mprdma_xlate_recv_wr(const struct ibv_recv_wr *wr,
  */
 void mprdma_xlate_wc(const struct mpr_wc *in, struct ibv_wc *out);
 
+/*
+ * The transport engine (enum mpr_transport) named by the value of the
+ * environment variable MPRDMA_QP_TRANSPORT: NULL or "" or "default" is the
+ * NIC's default; "gbn", "dcqcn", "mprdma", "irn". -1 for any other name.
+ */
+int mprdma_transport_of_name(const char *name);
 /* The verbs completion opcode of a CQE opcode; -1 if it has none. */
 int mprdma_wc_opcode(uint32_t cqe_opcode);
 

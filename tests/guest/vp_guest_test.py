@@ -11,7 +11,7 @@ runs `mprdma-vp-sim run SCENARIO --out DIR` and asserts on its exit status,
 results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
 checks): devinfo, rc_pingpong, perftest, integrity, badlkey, reload,
-peer_death. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
+peer_death, qp_transport. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
 
 Every run has its own output directory (a fresh mkdtemp under --work), so
 tests may run in parallel; it is removed when the test passes (unless
@@ -729,6 +729,56 @@ def test_peer_death(r):
             "the simulator's log does not show g1's NIC going down with its QEMU")
 
 
+def test_qp_transport(r):
+    """Per-QP transport engines from unmodified tools: NICs whose default
+    is RoCEv2 go-back-N and which also offer MP-RDMA (nic.qp_transports)
+    run ibv_rc_pingpong (SEND/RECV) and ib_write_bw on MP-RDMA QPs chosen by
+    MPRDMA_QP_TRANSPORT. The MP-RDMA engine must have carried them (its ACK
+    clocking and bitmap counters move) and the data must check; the driver
+    names the offered engines at probe; an engine the NIC does not offer
+    (irn) and a name that is no engine fail QP creation with a message."""
+    pp = "ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 200 -p 18621"
+    bw = "ib_write_bw -d mprdma_0 -x 3 -F -s 65536 -n 300 -p 18622"
+    refused = """
+        for t in irn tcp; do
+            if MPRDMA_QP_TRANSPORT=$t ibv_rc_pingpong -d mprdma_0 -g 3 -p 18623 \\
+                    10.0.0.9 >/tmp/refused.out 2>&1; then
+                echo "REFUSED $t: created"; exit 1
+            fi
+            sed "s/^/REFUSED $t: /" /tmp/refused.out
+        done
+        dmesg | grep -o "engines.*" | sed "s/^/PROBE /"
+        """
+    server = (f"export MPRDMA_QP_TRANSPORT=mprdma\n{pp} || exit 1\n{bw} || exit 1\n"
+              + refused)
+    client = (f"export MPRDMA_QP_TRANSPORT=mprdma\necho '==== pingpong'\n"
+              f"retry_connect {pp} 10.0.0.2 || exit 1\n"
+              f"echo '==== ib_write_bw'\nretry_connect {bw} 10.0.0.2 || exit 1\n" + refused)
+    r.scenario([("g0", "qemu", client), ("g1", "qemu", server)],
+               extra="nic: {qp_transports: [mprdma]}")
+    r.run()
+    for g in ("g0", "g1"):
+        r.expect_exit(g)
+        r.check(not r.find(g, r"invalid data"), f"{g}: ibv_rc_pingpong saw invalid data")
+        r.find(g, r"^PROBE engines gbn mprdma$", "the driver's list of offered engines")
+        r.find(g, r"^REFUSED irn: .*the NIC refused QP transport 4", "irn refused by the NIC")
+        r.find(g, r"^REFUSED tcp: .*MPRDMA_QP_TRANSPORT=tcp names no transport",
+               "an unknown name refused by the provider")
+    r.find("g0", rf"^{2 * 4096 * 200} bytes in [\d.]+ seconds", "the pingpong's byte count")
+    r.find("g0", r"^\s*65536\s+300\s+[\d.]+\s+[\d.]+", "ib_write_bw's result row")
+    nics = (r.results or {}).get("nics", {})
+    for g in ("g0", "g1"):
+        st = nics.get(g, {})
+        print(f"nic {g}: MP-RDMA acks {st.get('transport.acks')}, messages placed "
+              f"{st.get('transport.rx_messages')}, go-back-N sequence NAKs "
+              f"{st.get('responder.seq_naks')}")
+        # Both sides send in the pingpong: both senders were ACK-clocked by
+        # MP-RDMA, both receivers completed messages through its bitmap.
+        r.check((st.get("transport.acks") or 0) > 0, f"nic {g}: no MP-RDMA ACKs")
+        r.check((st.get("transport.rx_messages") or 0) > 0,
+                f"nic {g}: no message completed by the MP-RDMA receiver")
+
+
 TESTS = {
     "devinfo": test_devinfo,
     "rc_pingpong": test_rc_pingpong,
@@ -738,6 +788,7 @@ TESTS = {
     "badlkey": test_badlkey,
     "reload": test_reload,
     "peer_death": test_peer_death,
+    "qp_transport": test_qp_transport,
 }
 
 

@@ -39,7 +39,18 @@ struct mpr_create_cq_resp {
 	__u32 reserved;
 };
 
-/* create_qp: sizes come from the standard command's caps. */
+/*
+ * create_qp input: the QP's transport engine, enum mpr_transport of
+ * <mprdma/hw.h> (0 = the NIC's default engine; the NIC's CAPS register says
+ * which others it offers; RC QPs only). A provider that sends no input, or a
+ * shorter one, gets 0 for the missing fields.
+ */
+struct mpr_create_qp_cmd {
+	__u8 transport;
+	__u8 reserved[7]; /* must be zero */
+};
+
+/* create_qp response: sizes come from the standard command's caps. */
 struct mpr_create_qp_resp {
 	__u32 qpn;
 	__u8 sq_log_size;

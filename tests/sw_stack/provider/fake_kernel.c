@@ -256,12 +256,21 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 			 size_t resp_size)
 {
 	struct mprdma_create_qp_resp *r = (void *)resp;
+	const struct mprdma_create_qp *c = (const void *)cmd;
 	struct ibv_qp_cap *cap = &attr_ex->cap;
 	struct fk_qp *fqp = NULL;
 	uint32_t qpn, body;
 	int i;
 
-	if (resp_size != sizeof(*r))
+	if (resp_size != sizeof(*r) || cmd_size != sizeof(*c))
+		return EINVAL;
+	/* As the driver and NIC: reserved bytes zero, an engine for RC only,
+	 * and this "NIC" offers all but IRN. */
+	for (i = 0; i < (int)sizeof(c->drv_payload.reserved); i++)
+		if (c->drv_payload.reserved[i])
+			return EINVAL;
+	if (c->drv_payload.transport == MPR_TRANSPORT_IRN ||
+	    (attr_ex->qp_type == IBV_QPT_UD && c->drv_payload.transport))
 		return EINVAL;
 	/* Lowest free QPN from 2, as the NIC hands them out. */
 	for (qpn = 2; fk_qp(qpn); qpn++)
@@ -274,6 +283,7 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 	memset(fqp, 0, sizeof(*fqp));
 	fqp->live = 1;
 	fqp->qpn = qpn;
+	fqp->transport = c->drv_payload.transport;
 	fqp->sq_log_size = max_u32(1, log2_ceil(cap->max_send_wr));
 	fqp->rq_log_size = max_u32(1, log2_ceil(cap->max_recv_wr));
 	body = max_u32(cap->max_send_sge * sizeof(struct mpr_wqe_data),

@@ -31,6 +31,7 @@ struct fk_qp {
 	uint32_t qpn;
 	uint32_t sq_log_size, sq_log_stride, rq_log_size, rq_log_stride;
 	uint64_t sq_key, rq_key;
+	uint8_t transport; /* struct mpr_create_qp_cmd as the provider sent it */
 };
 
 struct fake_kernel {

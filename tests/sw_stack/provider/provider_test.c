@@ -266,6 +266,79 @@ static void test_create_qp_caps_and_refusals(void)
 	env_down(&e);
 }
 
+/* MPRDMA_QP_TRANSPORT, read at open, names the engine of the context's RC
+ * QPs in create_qp's driver input; UD QPs send none; a name the provider
+ * does not know refuses RC QPs; one the NIC does not offer is the kernel's
+ * EINVAL. */
+static void test_qp_transport_from_environment(void)
+{
+	struct ibv_qp_init_attr ud = {};
+	struct env e;
+	struct ibv_qp *qp;
+	int name;
+
+	unsetenv("MPRDMA_QP_TRANSPORT");
+	env_up(&e, 8);
+	CHECK_EQ(e.fqp->transport, MPR_TRANSPORT_DEFAULT);
+	env_down(&e);
+
+	setenv("MPRDMA_QP_TRANSPORT", "mprdma", 1);
+	env_up(&e, 8);
+	CHECK_EQ(e.fqp->transport, MPR_TRANSPORT_MP_RDMA);
+	/* The variable is read at open: a later change does not apply. */
+	setenv("MPRDMA_QP_TRANSPORT", "gbn", 1);
+	qp = make_qp(&e, e.cq, e.cq, 8, 8);
+	CHECK(qp != NULL);
+	if (qp) {
+		CHECK_EQ(fk_qp(qp->qp_num)->transport, MPR_TRANSPORT_MP_RDMA);
+		CHECK_EQ(ibv_destroy_qp(qp), 0);
+	}
+	/* A UD QP of the same context carries no engine. */
+	ud.send_cq = e.cq;
+	ud.recv_cq = e.cq;
+	ud.qp_type = IBV_QPT_UD;
+	ud.cap.max_send_wr = ud.cap.max_recv_wr = 4;
+	ud.cap.max_send_sge = ud.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(e.pd, &ud);
+	CHECK(qp != NULL);
+	if (qp) {
+		CHECK_EQ(fk_qp(qp->qp_num)->transport, MPR_TRANSPORT_DEFAULT);
+		CHECK_EQ(ibv_destroy_qp(qp), 0);
+	}
+	env_down(&e);
+
+	/* The fake NIC does not offer IRN: the kernel's EINVAL. A name that
+	 * is no engine: the context opens, RC QPs are refused before the
+	 * kernel is asked. UD QPs are created either way. */
+	for (name = 0; name < 2; name++) {
+		int live = 0, i;
+
+		setenv("MPRDMA_QP_TRANSPORT", name ? "tcp" : "irn", 1);
+		e.ctx = open_ctx();
+		CHECK(e.ctx != NULL);
+		if (!e.ctx)
+			continue;
+		e.pd = ibv_alloc_pd(e.ctx);
+		e.cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0);
+		CHECK(e.pd && e.cq);
+		errno = 0;
+		CHECK(make_qp(&e, e.cq, e.cq, 8, 8) == NULL);
+		CHECK_EQ(errno, EINVAL);
+		for (i = 0; i < FK_MAX_OBJS; i++)
+			live += fk.qps[i].live;
+		CHECK_EQ(live, 0);
+		ud.send_cq = ud.recv_cq = e.cq;
+		qp = ibv_create_qp(e.pd, &ud);
+		CHECK(qp != NULL);
+		if (qp)
+			CHECK_EQ(ibv_destroy_qp(qp), 0);
+		CHECK_EQ(ibv_destroy_cq(e.cq), 0);
+		CHECK_EQ(ibv_dealloc_pd(e.pd), 0);
+		CHECK_EQ(ibv_close_device(e.ctx), 0);
+	}
+	unsetenv("MPRDMA_QP_TRANSPORT");
+}
+
 static void test_post_send_list_one_doorbell(void)
 {
 	struct ibv_send_wr wr[3], *bad = NULL;
@@ -842,6 +915,7 @@ static const struct {
 } tests[] = {
     {"context_and_abi_check", test_context_and_abi_check},
     {"create_qp_caps_and_refusals", test_create_qp_caps_and_refusals},
+    {"qp_transport_from_environment", test_qp_transport_from_environment},
     {"post_send_list_one_doorbell", test_post_send_list_one_doorbell},
     {"poll_translates_completions", test_poll_translates_completions},
     {"ud_address_handles", test_ud_address_handles},
