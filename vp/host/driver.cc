@@ -57,7 +57,10 @@ void Driver::uar_write64(uint32_t page, uint32_t offset, uint64_t value) {
 }
 
 void Driver::uar_write_wc(uint32_t page, uint32_t offset, const void* data, uint32_t len) {
-  rc_.mmio_write(nic_.bar2_base + uint64_t(page) * MPR_UAR_PAGE_SIZE + offset, data, len);
+  const uint64_t at = nic_.bar2_base + uint64_t(page) * MPR_UAR_PAGE_SIZE + offset;
+  if (write_combining_) return rc_.mmio_write(at, data, len);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  for (uint32_t i = 0; i < len; i += 8) rc_.mmio_write(at + i, bytes + i, 8);
 }
 
 uint32_t Driver::alloc_uar() {

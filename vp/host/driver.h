@@ -66,6 +66,8 @@ class Driver {
   // `len` bytes at `offset` of UAR page `page`, through the CPU's
   // write-combining buffer (64-byte lines): WQE by MMIO.
   void uar_write_wc(uint32_t page, uint32_t offset, const void* data, uint32_t len);
+  // False: uar_write_wc() stores 8 bytes per TLP (HostConfig::write_combining).
+  void set_write_combining(bool on) { write_combining_ = on; }
 
   uint32_t alloc_uar();
 
@@ -86,6 +88,7 @@ class Driver {
   uint32_t async_eqn() const { return eqn_; }
 
  private:
+  bool write_combining_ = true;
   void map_icm();
   void isr(uint64_t addr, uint32_t data);
   void drain_eq();

@@ -14,6 +14,11 @@ struct HostConfig {
   core::Duration post_overhead = core::Duration::from_ns(40);
   // CPU time of one successful CQ poll that returns completions.
   core::Duration poll_overhead = core::Duration::from_ns(20);
+  // WQE by MMIO: true, the CPU's write-combining buffers send each 64-byte
+  // line as one TLP; false, every 8-byte store is its own TLP (a CPU or
+  // mapping without write combining, or a QEMU guest, whose stores QEMU
+  // forwards one at a time).
+  bool write_combining = true;
   // Base physical address of RAM.
   uint64_t memory_base = uint64_t{1} << 32;
   void bind(core::Binder& b);

@@ -18,6 +18,7 @@ ModeledHost::ModeledHost(sc_core::sc_module_name name, const HostConfig& host,
   link_.ep_mmio.bind(nic_.mmio_socket());
   nic_.dma_socket().bind(link_.ep_dma);
   link_.rc_dma.bind(rc_.dma);
+  driver_.set_write_combining(host.write_combining);
   SC_THREAD(boot);
 }
 

@@ -188,6 +188,11 @@ void Nic::decode_uar(uint32_t page, uint32_t offset, uint64_t value) {
 
 void Nic::on_uar_wqe(uint32_t page, uint32_t offset, std::vector<uint8_t> bytes) {
   BfWindow& w = bf_windows_[page];
+  // A write of the window's first word starts a new WQE: whatever an
+  // earlier, abandoned one left is forgotten. (Software that writes 8 bytes
+  // at a time, as QEMU forwards a guest's stores, would otherwise have the
+  // words of one WQE taken for the next one's.)
+  if (offset == 0) w = BfWindow{};
   for (size_t i = 0; i < bytes.size(); i += 8) {
     std::memcpy(&w.bytes[offset + i], &bytes[i], 8);
     w.written[(offset + i) / 8] = true;
@@ -203,8 +208,11 @@ void Nic::on_uar_wqe(uint32_t page, uint32_t offset, std::vector<uint8_t> bytes)
     bf_windows_.erase(page);
     return;
   }
-  for (size_t word = 0; word < (len + 7) / 8; ++word)
-    if (!w.written[word]) return;  // more lines to come
+  // Whole 64-byte lines: the WQE's padding is part of its last line, so
+  // no word of this WQE is left to arrive after it was taken.
+  const size_t lines_len = (len + 63) / 64 * 64;
+  for (size_t word = 0; word < lines_len / 8; ++word)
+    if (!w.written[word]) return;  // more to come
   std::vector<uint8_t> wqe(w.bytes.begin(), w.bytes.begin() + static_cast<std::ptrdiff_t>(len));
   bf_windows_.erase(page);
   // Decoding it takes what a doorbell takes.
