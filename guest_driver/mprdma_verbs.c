@@ -414,6 +414,8 @@ int mprdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 	resp.max_sge = dev->attr.max_sge;
 	resp.max_qp_wr = rounddown_pow_of_two(dev->attr.max_qp_wr);
 	resp.max_cqe = rounddown_pow_of_two(dev->attr.max_cqe);
+	if (MPR_GET(CAPS, WQE_BY_MMIO, dev->attr.cap_flags))
+		resp.flags |= MPR_UCTX_F_WQE_BY_MMIO;
 	err = mprdma_copy_resp(udata, &resp, sizeof(resp));
 	if (err)
 		goto err_remove_entry;

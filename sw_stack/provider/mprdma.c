@@ -30,6 +30,7 @@ static void mprdma_free_context(struct ibv_context *ibctx)
 	struct mprdma_context *ctx = to_mctx(ibctx);
 
 	munmap(ctx->uar, ctx->uar_map_len);
+	pthread_spin_destroy(&ctx->bf_lock);
 	pthread_spin_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);
@@ -96,6 +97,7 @@ mprdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 	ctx->max_sge = resp.drv_payload.max_sge;
 	ctx->max_qp_wr = resp.drv_payload.max_qp_wr;
 	ctx->max_cqe = resp.drv_payload.max_cqe;
+	ctx->uctx_flags = resp.drv_payload.flags;
 	ctx->qp_transport =
 	    mprdma_transport_of_name(getenv("MPRDMA_QP_TRANSPORT"));
 	if (ctx->qp_transport < 0)
@@ -116,6 +118,11 @@ mprdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 	}
 
 	if (pthread_spin_init(&ctx->qp_table_lock, PTHREAD_PROCESS_PRIVATE)) {
+		errno = ENOMEM;
+		goto err_unmap;
+	}
+	if (pthread_spin_init(&ctx->bf_lock, PTHREAD_PROCESS_PRIVATE)) {
+		pthread_spin_destroy(&ctx->qp_table_lock);
 		errno = ENOMEM;
 		goto err_unmap;
 	}

@@ -45,6 +45,10 @@ struct mprdma_context {
 	/* Engine of the RC QPs this context creates (enum mpr_transport),
 	 * from MPRDMA_QP_TRANSPORT at open; -1: that names no engine. */
 	int qp_transport;
+	uint32_t uctx_flags; /* MPR_UCTX_F_* from alloc_ucontext */
+	/* WQE by MMIO: every QP of the context shares the UAR page's window,
+	 * so one WQE is written into it at a time. */
+	pthread_spinlock_t bf_lock;
 	size_t page_size;
 	/* How sw_stack/dp reaches this process's UAR page and QPs. */
 	struct mpr_dp_ops dp_ops;

@@ -27,6 +27,15 @@ struct mpr_alloc_ucontext_resp {
 	__u32 max_sge;
 	__u32 max_qp_wr;
 	__u32 max_cqe;
+	__u32 flags;         /* MPR_UCTX_F_*; an older driver leaves it 0 */
+	__u32 reserved;
+};
+
+/* mpr_alloc_ucontext_resp.flags: what the device lets user space do. */
+enum {
+	/* Send WQEs may be written into the UAR page's MPR_UAR_BF window
+	 * (CAPS.WQE_BY_MMIO) instead of ringing the SQ doorbell. */
+	MPR_UCTX_F_WQE_BY_MMIO = 1 << 0,
 };
 
 /* create_cq: no input beyond the standard command. */

@@ -130,6 +130,7 @@ int ibv_cmd_get_context(struct verbs_context *context,
 	r->ibv_resp.num_comp_vectors = 1;
 	r->ibv_resp.async_fd = -1;
 	r->drv_payload.abi_version = fk.abi_version;
+	r->drv_payload.flags = fk.uctx_flags;
 	r->drv_payload.uar_index = 1;
 	r->drv_payload.uar_mmap_key = fk.uar_key;
 	r->drv_payload.max_inline = 512;

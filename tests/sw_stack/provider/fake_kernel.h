@@ -40,6 +40,7 @@ struct fake_kernel {
 	uint64_t size;
 	uint64_t used;	      /* bump allocator, page-aligned */
 	uint32_t abi_version; /* what alloc_ucontext answers */
+	uint32_t uctx_flags;  /* its flags (MPR_UCTX_F_*) */
 	uint64_t uar_key;
 	int modify_qp_errno; /* non-zero: MODIFY_QP fails with it */
 	int modify_calls;

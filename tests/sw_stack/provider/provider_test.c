@@ -406,6 +406,75 @@ static void test_post_send_list_one_doorbell(void)
 	env_down(&e);
 }
 
+/* WQE by MMIO: with MPRDMA_WQE_BY_MMIO=1 and the device's
+ * MPR_UCTX_F_WQE_BY_MMIO, a post of one WR writes the WQE (ctrl.bf_qpn set,
+ * zero-padded to 64-byte lines) into the UAR page's MPR_UAR_BF window and
+ * rings no doorbell; a list rings one doorbell and leaves the window alone;
+ * without the variable (the default) or without the device's flag every
+ * post rings the doorbell. The WQE is in the ring either way. */
+static void test_wqe_by_mmio(void)
+{
+	struct ibv_send_wr wr[2], *bad = NULL;
+	struct ibv_sge sge;
+	const uint8_t *bf;
+	uint8_t zero[MPR_UAR_BF_SIZE] = {0};
+	struct mpr_wqe_ctrl ctrl;
+	struct env e;
+	uint32_t qpn, len;
+	int run;
+
+	for (run = 0; run < 3; run++) {
+		/* 0: offered and asked for; 1: offered, not asked for;
+		 * 2: asked for, not offered. */
+		fk.uctx_flags = run == 2 ? 0 : MPR_UCTX_F_WQE_BY_MMIO;
+		if (run != 1)
+			setenv("MPRDMA_WQE_BY_MMIO", "1", 1);
+		env_up(&e, 16);
+		unsetenv("MPRDMA_WQE_BY_MMIO");
+		qpn = e.qp->qp_num;
+		bf = (const uint8_t *)fk_ptr(fk.uar_key) + MPR_UAR_BF;
+		CHECK_EQ(to_rts(e.qp), 0);
+		sge = (struct ibv_sge){(uintptr_t)e.buf, 100, e.mr->lkey};
+		wr[0] = send_wr(1, IBV_WR_RDMA_WRITE, &sge, IBV_SEND_SIGNALED);
+		wr[0].wr.rdma.remote_addr = 0x10000;
+		wr[0].wr.rdma.rkey = 0x77;
+		CHECK_EQ(ibv_post_send(e.qp, &wr[0], &bad), 0);
+		CHECK_EQ(to_mqp(e.qp)->dp.sq.pi, 1);
+		if (run == 0) {
+			CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), 0);
+			memcpy(&ctrl, bf, sizeof(ctrl));
+			CHECK_EQ(le32toh(ctrl.bf_qpn), qpn);
+			CHECK_EQ(ctrl.opcode, MPR_WQE_RDMA_WRITE);
+			len = (uint32_t)(sizeof(ctrl) + ctrl.num_ds * MPR_WQE_SEG_SIZE);
+			/* The ring slot holds the same WQE (bf_qpn, bytes
+			 * 12-15, aside). */
+			CHECK(memcmp(bf, sq_slot(e.fqp, 0), 12) == 0);
+			CHECK(memcmp(bf + 16, sq_slot(e.fqp, 0) + 16, len - 16) == 0);
+			CHECK(memcmp(bf + len, zero, ((len + 63u) & ~63u) - len) == 0);
+		} else {
+			CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 1));
+			CHECK(memcmp(bf, zero, sizeof(zero)) == 0);
+		}
+		/* A list of two: one doorbell, the window is not written. */
+		memset((void *)bf, 0, sizeof(zero));
+		wr[1] = wr[0];
+		wr[0].next = &wr[1];
+		wr[1].next = NULL;
+		CHECK_EQ(ibv_post_send(e.qp, &wr[0], &bad), 0);
+		CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qpn, 3));
+		CHECK(memcmp(bf, zero, sizeof(zero)) == 0);
+		/* A lone bad WR: EINVAL, nothing posted or written. */
+		wr[0] = send_wr(2, IBV_WR_LOCAL_INV, NULL, 0);
+		bad = NULL;
+		CHECK_EQ(ibv_post_send(e.qp, &wr[0], &bad), EINVAL);
+		CHECK(bad == &wr[0]);
+		CHECK_EQ(to_mqp(e.qp)->dp.sq.pi, 3);
+		CHECK(memcmp(bf, zero, sizeof(zero)) == 0);
+		env_down(&e);
+	}
+	fk.uctx_flags = 0;
+}
+
 static void test_ud_address_handles(void)
 {
 	static const uint8_t mac[6] = {0x02, 0x00, 0x0a, 0x00, 0x00, 0x02};
@@ -916,6 +985,7 @@ static const struct {
     {"context_and_abi_check", test_context_and_abi_check},
     {"create_qp_caps_and_refusals", test_create_qp_caps_and_refusals},
     {"qp_transport_from_environment", test_qp_transport_from_environment},
+    {"wqe_by_mmio", test_wqe_by_mmio},
     {"post_send_list_one_doorbell", test_post_send_list_one_doorbell},
     {"poll_translates_completions", test_poll_translates_completions},
     {"ud_address_handles", test_ud_address_handles},
