@@ -152,6 +152,23 @@ static enum ib_qp_state mprdma_qps_from_hw(u8 state)
 /* The uverbs write ABI hands drivers the bytes after the core command:
  * this ABI has no driver input, so anything there must be zero.
  */
+/*
+ * A driver input of `size` bytes: an older provider sends less (the rest
+ * reads as zero); a newer one may send more, which must be zero.
+ */
+static int mprdma_udata_cmd(struct ib_udata *udata, void *cmd, size_t size)
+{
+	size_t len = min(udata->inlen, size);
+
+	memset(cmd, 0, size);
+	if (len && ib_copy_from_udata(cmd, udata, len))
+		return -EFAULT;
+	if (udata->inlen > size &&
+	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 static bool mprdma_udata_in_ok(struct ib_udata *udata)
 {
 	return !udata || !udata->inlen ||
@@ -632,20 +649,32 @@ int mprdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct mprdma_dev *dev = to_mdev(ibcq->device);
 	struct mprdma_cq *cq = to_mcq(ibcq);
 	struct mpr_create_cq_resp resp = {};
+	struct mpr_create_cq_cmd ucmd;
 	struct mpr_cmd_create_cq in = {};
+	unsigned int log_slot;
 	size_t ring_bytes;
 	int err;
 
 	if (!udata)
 		return -EOPNOTSUPP;	/* no kernel consumers */
-	if (attr->flags || !mprdma_udata_in_ok(udata))
+	if (attr->flags)
 		return -EINVAL;
+	err = mprdma_udata_cmd(udata, &ucmd, sizeof(ucmd));
+	if (err)
+		return err;
+	/* The slot size sets the ring's; the NIC checks the rest (inline
+	 * receive needs CAPS.INLINE_RECV and slots of 64 bytes or more). */
+	if (memchr_inv(ucmd.reserved, 0, sizeof(ucmd.reserved)) ||
+	    (ucmd.log_cqe_size && (ucmd.log_cqe_size < MPR_CQ_LOG_CQE_SIZE_MIN ||
+				   ucmd.log_cqe_size > MPR_CQ_LOG_CQE_SIZE_MAX)))
+		return -EINVAL;
+	log_slot = ucmd.log_cqe_size ?: MPR_CQ_LOG_CQE_SIZE_MIN;
 	if (attr->cqe < 1 || attr->cqe > dev->attr.max_cqe)
 		return -EINVAL;
 	cq->log_size = max(1, order_base_2(attr->cqe));
 	if (BIT_ULL(cq->log_size) > dev->attr.max_cqe)
 		return -EINVAL;
-	ring_bytes = sizeof(struct mpr_cqe) << cq->log_size;
+	ring_bytes = (size_t)1 << (cq->log_size + log_slot);
 
 	cq->ring = mprdma_dma_entry_alloc(dev, &uctx->ibucontext, ring_bytes);
 	if (IS_ERR(cq->ring))
@@ -664,6 +693,8 @@ int mprdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	in.log_size = cq->log_size;
 	in.eqn = dev->eq.eqn;
 	in.uar_index = uctx->uar_index;
+	in.log_cqe_size = ucmd.log_cqe_size;
+	in.flags = ucmd.flags;
 	err = mprdma_cmd_create_cq(&dev->aq, &in, &cq->cqn);
 	if (err)
 		goto err_remove_dbrec;
@@ -786,15 +817,10 @@ static int mprdma_qp_set_sizes(struct mprdma_dev *dev,
 static int mprdma_qp_ucmd(struct ib_udata *udata, enum ib_qp_type type,
 			  struct mpr_create_qp_cmd *ucmd)
 {
-	size_t len = min(udata->inlen, sizeof(*ucmd));
+	int err = mprdma_udata_cmd(udata, ucmd, sizeof(*ucmd));
 
-	memset(ucmd, 0, sizeof(*ucmd));
-	if (len && ib_copy_from_udata(ucmd, udata, len))
-		return -EFAULT;
-	if (udata->inlen > sizeof(*ucmd) &&
-	    !ib_is_udata_cleared(udata, sizeof(*ucmd),
-				 udata->inlen - sizeof(*ucmd)))
-		return -EOPNOTSUPP;
+	if (err)
+		return err;
 	if (memchr_inv(ucmd->reserved, 0, sizeof(ucmd->reserved)))
 		return -EINVAL;
 	if (type != IB_QPT_RC && ucmd->transport != MPR_TRANSPORT_DEFAULT)

@@ -98,6 +98,13 @@ mprdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 	ctx->max_qp_wr = resp.drv_payload.max_qp_wr;
 	ctx->max_cqe = resp.drv_payload.max_cqe;
 	ctx->uctx_flags = resp.drv_payload.flags;
+	ctx->cq_log_cqe_size =
+	    mprdma_inline_recv_slot(getenv("MPRDMA_INLINE_RECV"));
+	if (ctx->cq_log_cqe_size < 0)
+		fprintf(stderr,
+			"mprdma: MPRDMA_INLINE_RECV=%s is not a CQE size "
+			"(0, 64 or 128): CQs will not be created\n",
+			getenv("MPRDMA_INLINE_RECV"));
 	ctx->qp_transport =
 	    mprdma_transport_of_name(getenv("MPRDMA_QP_TRANSPORT"));
 	if (ctx->qp_transport < 0)

@@ -46,6 +46,10 @@ struct mprdma_context {
 	 * from MPRDMA_QP_TRANSPORT at open; -1: that names no engine. */
 	int qp_transport;
 	uint32_t uctx_flags; /* MPR_UCTX_F_* from alloc_ucontext */
+	/* CQE slot of the context's CQs (log2 bytes; 0: 32-byte slots, no
+	 * inline receive), from MPRDMA_INLINE_RECV at open; -1: that names
+	 * no slot size. */
+	int cq_log_cqe_size;
 	/* WQE by MMIO: every QP of the context shares the UAR page's window,
 	 * so one WQE is written into it at a time. */
 	pthread_spinlock_t bf_lock;

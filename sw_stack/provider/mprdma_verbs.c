@@ -100,6 +100,15 @@ static int mprdma_copy_from_user(void *opaque, void *dst, uint64_t addr,
 	return 0;
 }
 
+/* Inline receive: the CQE's bytes into the RECV's buffers, which the
+ * process posted from its own memory (as for copy_from_user above). */
+static int mprdma_copy_to_user(void *opaque, uint64_t addr, const void *src,
+			       uint32_t len)
+{
+	memcpy((void *)(uintptr_t)addr, src, len);
+	return 0;
+}
+
 static struct mprdma_qp **qp_bucket(struct mprdma_context *ctx, uint32_t qpn)
 {
 	return &ctx->qp_table[qpn & (MPRDMA_QP_TABLE_SIZE - 1)];
@@ -162,6 +171,7 @@ void mprdma_init_dp_ops(struct mprdma_context *ctx)
 		? mprdma_uar_write_wc
 		: NULL;
 	ctx->dp_ops.lookup_qp = mprdma_lookup_qp;
+	ctx->dp_ops.copy_to_user = mprdma_copy_to_user;
 	ctx->dp_ops.ctx = ctx;
 }
 
@@ -276,7 +286,19 @@ struct ibv_cq *mprdma_create_cq(struct ibv_context *ibctx, int cqe,
 	struct mprdma_create_cq cmd = {};
 	const struct mpr_create_cq_resp *r = &resp.drv_payload;
 	struct mprdma_cq *cq;
+	uint32_t log_slot;
 	int ret;
+
+	/* MPRDMA_INLINE_RECV: slots with room for small receives. */
+	if (ctx->cq_log_cqe_size < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	log_slot = ctx->cq_log_cqe_size ? (uint32_t)ctx->cq_log_cqe_size
+					: MPR_CQ_LOG_CQE_SIZE_MIN;
+	cmd.drv_payload.log_cqe_size = (uint8_t)ctx->cq_log_cqe_size;
+	if (ctx->cq_log_cqe_size > MPR_CQ_LOG_CQE_SIZE_MIN)
+		cmd.drv_payload.flags = MPR_CQ_F_INLINE_RECV;
 
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
@@ -293,7 +315,7 @@ struct ibv_cq *mprdma_create_cq(struct ibv_context *ibctx, int cqe,
 
 	/* Refuse a response this provider would read out of bounds. */
 	if (r->log_size < 1 || r->log_size > MPRDMA_CQ_LOG_SIZE_MAX ||
-	    r->ring_bytes < (uint64_t)sizeof(struct mpr_cqe) << r->log_size) {
+	    r->ring_bytes < (uint64_t)1 << (r->log_size + log_slot)) {
 		verbs_err(&ctx->ibvctx,
 			  "mprdma: bad CQ geometry from kernel\n");
 		ret = EPROTO;
@@ -319,6 +341,7 @@ struct ibv_cq *mprdma_create_cq(struct ibv_context *ibctx, int cqe,
 	cq->dp.dbrec = (volatile uint32_t *)cq->dbrec_page;
 	cq->dp.cqn = r->cqn;
 	cq->dp.log_size = r->log_size;
+	cq->dp.log_cqe_size = (uint32_t)ctx->cq_log_cqe_size;
 	cq->dp.ci = 0;
 	cq->dp.ops = &ctx->dp_ops;
 	return &cq->vcq.cq;

@@ -183,12 +183,20 @@ void mprdma_xlate_wc(const struct mpr_wc *in, struct ibv_wc *out)
 	}
 }
 
+static size_t cqe_slot(const struct mpr_dp_cq *cq)
+{
+	return (size_t)1 << (cq->log_cqe_size ? cq->log_cqe_size
+					      : MPR_CQ_LOG_CQE_SIZE_MIN);
+}
+
+/* The CQE of slot `idx`: the last 32 bytes of the slot. */
 static struct mpr_cqe *cqe_at(struct mpr_dp_cq *cq, uint32_t idx)
 {
 	uint32_t mask = (1u << cq->log_size) - 1;
+	size_t slot = cqe_slot(cq);
 
-	return (struct mpr_cqe *)(cq->buf + (size_t)(idx & mask) *
-						sizeof(struct mpr_cqe));
+	return (struct mpr_cqe *)(cq->buf + (size_t)(idx & mask) * slot +
+				  slot - sizeof(struct mpr_cqe));
 }
 
 static int cqe_valid(struct mpr_dp_cq *cq, uint32_t idx)
@@ -222,8 +230,12 @@ uint32_t mprdma_cq_clean(struct mpr_dp_cq *cq, uint32_t qpn)
 			nfreed++;
 		} else if (nfreed) {
 			struct mpr_cqe *dst = cqe_at(cq, i + nfreed);
+			size_t slot = cqe_slot(cq);
 
-			memcpy(dst, cqe, sizeof(*dst));
+			/* The whole slot: inline receive data travels with
+			 * its CQE. */
+			memcpy((uint8_t *)(dst + 1) - slot,
+			       (const uint8_t *)(cqe + 1) - slot, slot);
 			/* The owner bit is that of the slot's new index. */
 			dst->owner =
 			    (uint8_t)((cqe->owner & ~1u) |
@@ -255,5 +267,16 @@ int mprdma_transport_of_name(const char *name)
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i].name))
 			return names[i].kind;
+	return -1;
+}
+
+int mprdma_inline_recv_slot(const char *value)
+{
+	if (!value || !*value || !strcmp(value, "0"))
+		return 0;
+	if (!strcmp(value, "64"))
+		return 6;
+	if (!strcmp(value, "128"))
+		return 7;
 	return -1;
 }

@@ -47,6 +47,13 @@ void mprdma_xlate_wc(const struct mpr_wc *in, struct ibv_wc *out);
  * NIC's default; "gbn", "dcqcn", "mprdma", "irn". -1 for any other name.
  */
 int mprdma_transport_of_name(const char *name);
+/*
+ * The CQE slot (log2 of its bytes) named by the value of
+ * MPRDMA_INLINE_RECV: NULL, "" or "0" is 0 (32-byte slots, no inline
+ * receive); "64" is 6 and "128" is 7 (receives of up to 32 or 96 bytes land
+ * in the CQE). -1 for anything else.
+ */
+int mprdma_inline_recv_slot(const char *value);
 /* The verbs completion opcode of a CQE opcode; -1 if it has none. */
 int mprdma_wc_opcode(uint32_t cqe_opcode);
 

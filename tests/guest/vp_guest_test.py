@@ -11,7 +11,8 @@ runs `mprdma-vp-sim run SCENARIO --out DIR` and asserts on its exit status,
 results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
 checks): devinfo, rc_pingpong, perftest, integrity, badlkey, reload,
-peer_death, qp_transport, wqe_by_mmio. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
+peer_death, qp_transport, wqe_by_mmio,
+inline_recv. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
 
 Every run has its own output directory (a fresh mkdtemp under --work), so
 tests may run in parallel; it is removed when the test passes (unless
@@ -835,6 +836,37 @@ def test_wqe_by_mmio(r):
             print(f"ib_write_lat by {label}: typical {m.group(3)} us (wall clock)")
 
 
+def test_inline_recv(r):
+    """Inline receive from a guest (MPRDMA_INLINE_RECV=64 on the server):
+    the server's CQs have 64-byte CQE slots, receives of up to 32 bytes
+    arrive inside the CQE and the provider copies them into the RECV's
+    buffer at poll time; larger ones go by DMA as before. rdma_check send
+    verifies every byte and the guards for sizes on both sides of the
+    limit; the NIC must have placed the small ones inline
+    (responder.inline_recvs)."""
+    r.share_rdma_check("g0", "g1")
+    sizes = "1,31,32,33,4096"
+    server = f"MPRDMA_INLINE_RECV=64 ./rdma_check send -p 18641 -S 5 -s {sizes} || exit 1"
+    client = f"./rdma_check send -p 18641 -S 5 -s {sizes} 10.0.0.2 || exit 1"
+    pair(r, server, client)
+    r.run()
+    r.expect_exit("g0")
+    r.expect_exit("g1")
+    check_clean_transport(r)
+    got = rdma_check_results(r, "g1", "send")
+    r.check(sorted(got) == [1, 31, 32, 33, 4096] and all(v == "ok" for v in got.values()),
+            f"send: sizes verified on g1: {got}")
+    r.find("g1", r"^RDMA-CHECK send_imm size=\d+ imm=0x12345678$", "SEND_WITH_IMM immediate")
+    nics = (r.results or {}).get("nics", {})
+    inline = nics.get("g1", {}).get("responder.inline_recvs")
+    print(f"nic g1: {inline} receives inline in their CQE")
+    # 1, 31 and 32 bytes fit a 64-byte slot (32 bytes of data); the
+    # client's side was not asked for inline receive.
+    r.check(inline is not None and inline >= 3, f"nic g1: {inline} inline receives, want >= 3")
+    r.check(nics.get("g0", {}).get("responder.inline_recvs") == 0,
+            "nic g0: inline receives on a CQ that did not ask for them")
+
+
 TESTS = {
     "devinfo": test_devinfo,
     "rc_pingpong": test_rc_pingpong,
@@ -846,6 +878,7 @@ TESTS = {
     "peer_death": test_peer_death,
     "qp_transport": test_qp_transport,
     "wqe_by_mmio": test_wqe_by_mmio,
+    "inline_recv": test_inline_recv,
 }
 
 

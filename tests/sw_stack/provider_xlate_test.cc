@@ -403,5 +403,16 @@ TEST(ProviderTransportName, NamesMapToEnginesAndOthersAreRefused) {
     EXPECT_EQ(mprdma_transport_of_name(bad), -1) << bad;
 }
 
+// MPRDMA_INLINE_RECV's values: the CQE slot sizes with room for data.
+TEST(ProviderInlineRecvSlot, SlotSizesAndRefusals) {
+  EXPECT_EQ(mprdma_inline_recv_slot(nullptr), 0);
+  EXPECT_EQ(mprdma_inline_recv_slot(""), 0);
+  EXPECT_EQ(mprdma_inline_recv_slot("0"), 0);
+  EXPECT_EQ(mprdma_inline_recv_slot("64"), 6);
+  EXPECT_EQ(mprdma_inline_recv_slot("128"), 7);
+  for (const char* bad : {"32", "48", "256", "64 ", "yes"})
+    EXPECT_EQ(mprdma_inline_recv_slot(bad), -1) << bad;
+}
+
 }  // namespace
 }  // namespace mprdma::test

@@ -38,7 +38,18 @@ enum {
 	MPR_UCTX_F_WQE_BY_MMIO = 1 << 0,
 };
 
-/* create_cq: no input beyond the standard command. */
+/*
+ * create_cq input: the CQE slot size and flags of CREATE_CQ (struct
+ * mpr_cmd_create_cq in <mprdma/hw.h>): log_cqe_size 0 or 5 (32-byte slots),
+ * 6 or 7 (64 or 128 bytes, room for inline receive data); flags
+ * MPR_CQ_F_INLINE_RECV. A provider that sends none gets 32-byte slots.
+ */
+struct mpr_create_cq_cmd {
+	__u8 log_cqe_size;
+	__u8 flags;
+	__u8 reserved[6]; /* must be zero */
+};
+
 struct mpr_create_cq_resp {
 	__u32 cqn;
 	__u32 log_size;               /* ring of 2^log_size struct mpr_cqe */

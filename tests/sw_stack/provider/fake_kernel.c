@@ -76,13 +76,24 @@ struct fk_qp *fk_qp(uint32_t qpn)
 	return NULL;
 }
 
+uint8_t *fk_cqe_slot(struct fk_cq *cq, uint32_t idx)
+{
+	uint32_t mask = (1u << cq->log_size) - 1;
+	uint32_t log_slot =
+	    cq->log_cqe_size ? cq->log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN;
+
+	return (uint8_t *)fk_ptr(cq->ring_key) +
+	       ((size_t)(idx & mask) << log_slot);
+}
+
 void fk_write_cqe(struct fk_cq *cq, uint32_t qpn, uint16_t wqe_index,
 		  uint8_t opcode, uint8_t status, uint32_t byte_len,
 		  uint8_t flags, uint32_t imm_be, uint8_t syndrome)
 {
-	uint32_t mask = (1u << cq->log_size) - 1;
-	struct mpr_cqe *cqe =
-	    (struct mpr_cqe *)fk_ptr(cq->ring_key) + (cq->pi & mask);
+	uint32_t slot = 1u << (cq->log_cqe_size ? cq->log_cqe_size
+						: MPR_CQ_LOG_CQE_SIZE_MIN);
+	struct mpr_cqe *cqe = (struct mpr_cqe *)(fk_cqe_slot(cq, cq->pi) + slot -
+						 sizeof(struct mpr_cqe));
 
 	cqe->byte_len = htole32(byte_len);
 	cqe->imm_data = imm_be;
@@ -210,12 +221,27 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      size_t resp_size)
 {
 	struct mprdma_create_cq_resp *r = (void *)resp;
+	const struct mprdma_create_cq *c = (const void *)cmd;
 	uint32_t log_size = max_u32(1, log2_ceil(cqe > 0 ? (uint64_t)cqe : 1));
 	struct fk_cq *fcq = NULL;
-	uint32_t i;
+	uint32_t i, log_slot;
 
-	if (resp_size != sizeof(*r) || cqe <= 0)
+	if (resp_size != sizeof(*r) || cmd_size != sizeof(*c) || cqe <= 0)
 		return EINVAL;
+	/* As the driver and NIC check them. */
+	for (i = 0; i < sizeof(c->drv_payload.reserved); i++)
+		if (c->drv_payload.reserved[i])
+			return EINVAL;
+	if (c->drv_payload.log_cqe_size &&
+	    (c->drv_payload.log_cqe_size < MPR_CQ_LOG_CQE_SIZE_MIN ||
+	     c->drv_payload.log_cqe_size > MPR_CQ_LOG_CQE_SIZE_MAX))
+		return EINVAL;
+	if ((c->drv_payload.flags & ~MPR_CQ_F_INLINE_RECV) ||
+	    ((c->drv_payload.flags & MPR_CQ_F_INLINE_RECV) &&
+	     c->drv_payload.log_cqe_size <= MPR_CQ_LOG_CQE_SIZE_MIN))
+		return EINVAL;
+	log_slot = c->drv_payload.log_cqe_size ? c->drv_payload.log_cqe_size
+					       : MPR_CQ_LOG_CQE_SIZE_MIN;
 	for (i = 0; i < FK_MAX_OBJS && !fcq; i++)
 		if (!fk.cqs[i].live)
 			fcq = &fk.cqs[i];
@@ -225,7 +251,9 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 	fcq->live = 1;
 	fcq->cqn = (uint32_t)(fcq - fk.cqs);
 	fcq->log_size = log_size;
-	fcq->ring_key = fk_alloc(sizeof(struct mpr_cqe) << log_size);
+	fcq->log_cqe_size = c->drv_payload.log_cqe_size;
+	fcq->flags = c->drv_payload.flags;
+	fcq->ring_key = fk_alloc((uint64_t)1 << (log_size + log_slot));
 	fcq->dbrec_key = fk_alloc(FK_PAGE);
 
 	cq->context = context;
@@ -238,8 +266,7 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 	r->drv_payload.log_size = log_size;
 	r->drv_payload.ring_mmap_key = fcq->ring_key;
 	r->drv_payload.dbrec_mmap_key = fcq->dbrec_key;
-	r->drv_payload.ring_bytes =
-	    (uint32_t)(sizeof(struct mpr_cqe) << log_size);
+	r->drv_payload.ring_bytes = (uint32_t)1 << (log_size + log_slot);
 	return 0;
 }
 

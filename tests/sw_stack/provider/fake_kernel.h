@@ -24,6 +24,8 @@ struct fk_cq {
 	uint64_t ring_key;
 	uint64_t dbrec_key;
 	uint32_t pi; /* the NIC's producer index */
+	/* struct mpr_create_cq_cmd as the provider sent it */
+	uint8_t log_cqe_size, flags;
 };
 
 struct fk_qp {
@@ -64,5 +66,8 @@ struct fk_qp *fk_qp(uint32_t qpn);
 void fk_write_cqe(struct fk_cq *cq, uint32_t qpn, uint16_t wqe_index,
 		  uint8_t opcode, uint8_t status, uint32_t byte_len,
 		  uint8_t flags, uint32_t imm_be, uint8_t syndrome);
+/* The slot of CQE `idx` (its inline data area starts here), by the CQ's
+ * slot size. */
+uint8_t *fk_cqe_slot(struct fk_cq *cq, uint32_t idx);
 
 #endif /* MPRDMA_FAKE_KERNEL_H */

@@ -475,6 +475,99 @@ static void test_wqe_by_mmio(void)
 	fk.uctx_flags = 0;
 }
 
+/* MPRDMA_INLINE_RECV=64: the context's CQs ask for 64-byte slots with
+ * MPR_CQ_F_INLINE_RECV; a receive the NIC wrote into its slot
+ * (MPR_CQE_F_INLINE) is copied into the RECV's buffer at poll time, one
+ * written normally is not touched; destroying a QP slides later CQEs with
+ * their inline bytes. Unset: 32-byte slots; a bad value: no CQ. */
+static void test_inline_recv(void)
+{
+	struct ibv_recv_wr rwr[3], *rbad;
+	struct ibv_sge sge[3];
+	struct ibv_wc wc[4];
+	struct ibv_qp *qp2;
+	struct env e;
+	uint32_t qpn;
+	uint8_t *slot;
+	int i;
+
+	setenv("MPRDMA_INLINE_RECV", "64", 1);
+	env_up(&e, 16);
+	unsetenv("MPRDMA_INLINE_RECV");
+	CHECK_EQ(e.fcq->log_cqe_size, 6);
+	CHECK_EQ(e.fcq->flags, MPR_CQ_F_INLINE_RECV);
+	qpn = e.qp->qp_num;
+	qp2 = make_qp(&e, e.cq, e.cq, 4, 4);
+	CHECK(qp2 != NULL);
+	CHECK_EQ(to_rts(e.qp), 0);
+	CHECK_EQ(to_rts(qp2), 0);
+	memset(e.buf, 0xee, 256);
+	for (i = 0; i < 3; i++) {
+		sge[i] = (struct ibv_sge){(uintptr_t)e.buf + 64 * i, 64,
+					  e.mr->lkey};
+		memset(&rwr[i], 0, sizeof(rwr[i]));
+		rwr[i].wr_id = 300 + i;
+		rwr[i].sg_list = &sge[i];
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 2 ? &rwr[i + 1] : NULL;
+	}
+	CHECK_EQ(ibv_post_recv(e.qp, rwr, &rbad), 0);
+
+	/* A CQE of qp2 first (to be cleaned away), then: RECV 0 inline (20
+	 * bytes in the slot), RECV 1 placed by DMA (the NIC wrote the
+	 * buffer), RECV 2 inline (32 bytes: the most a 64-byte slot holds). */
+	fk_write_cqe(e.fcq, qp2->qp_num, 0, MPR_CQE_REQ_RDMA_WRITE,
+		     MPR_CQE_SUCCESS, 8, 0, 0, 0);
+	slot = fk_cqe_slot(e.fcq, e.fcq->pi);
+	memcpy(slot, "twenty bytes inline!", 20);
+	fk_write_cqe(e.fcq, qpn, 0, MPR_CQE_RESP_RECV, MPR_CQE_SUCCESS, 20,
+		     MPR_CQE_F_INLINE, 0, 0);
+	memcpy(e.buf + 64, "by dma", 6);
+	fk_write_cqe(e.fcq, qpn, 1, MPR_CQE_RESP_RECV, MPR_CQE_SUCCESS, 6, 0,
+		     0, 0);
+	slot = fk_cqe_slot(e.fcq, e.fcq->pi);
+	for (i = 0; i < 32; i++)
+		slot[i] = (uint8_t)(0x40 + i);
+	fk_write_cqe(e.fcq, qpn, 2, MPR_CQE_RESP_RECV, MPR_CQE_SUCCESS, 32,
+		     MPR_CQE_F_INLINE, 0, 0);
+
+	/* Destroying qp2 removes its CQE; the survivors keep their data. */
+	CHECK_EQ(ibv_destroy_qp(qp2), 0);
+	CHECK_EQ(ibv_poll_cq(e.cq, 4, wc), 3);
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(wc[i].wr_id, 300 + i);
+		CHECK_EQ(wc[i].status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc[i].opcode, IBV_WC_RECV);
+	}
+	CHECK_EQ(wc[0].byte_len, 20);
+	CHECK(memcmp(e.buf, "twenty bytes inline!", 20) == 0);
+	CHECK_EQ(e.buf[20], 0xee); /* nothing past byte_len */
+	CHECK(memcmp(e.buf + 64, "by dma", 6) == 0);
+	CHECK_EQ(e.buf[64 + 6], 0xee);
+	for (i = 0; i < 32; i++)
+		CHECK_EQ(e.buf[128 + i], 0x40 + i);
+	CHECK_EQ(e.buf[128 + 32], 0xee);
+	env_down(&e);
+
+	/* Unset: 32-byte slots, no flag. */
+	env_up(&e, 4);
+	CHECK_EQ(e.fcq->log_cqe_size, 0);
+	CHECK_EQ(e.fcq->flags, 0);
+	env_down(&e);
+
+	/* A value that is no slot size: the context opens, CQs are refused. */
+	setenv("MPRDMA_INLINE_RECV", "48", 1);
+	e.ctx = open_ctx();
+	unsetenv("MPRDMA_INLINE_RECV");
+	CHECK(e.ctx != NULL);
+	if (e.ctx) {
+		errno = 0;
+		CHECK(ibv_create_cq(e.ctx, 16, NULL, NULL, 0) == NULL);
+		CHECK_EQ(errno, EINVAL);
+		CHECK_EQ(ibv_close_device(e.ctx), 0);
+	}
+}
+
 static void test_ud_address_handles(void)
 {
 	static const uint8_t mac[6] = {0x02, 0x00, 0x0a, 0x00, 0x00, 0x02};
@@ -986,6 +1079,7 @@ static const struct {
     {"create_qp_caps_and_refusals", test_create_qp_caps_and_refusals},
     {"qp_transport_from_environment", test_qp_transport_from_environment},
     {"wqe_by_mmio", test_wqe_by_mmio},
+    {"inline_recv", test_inline_recv},
     {"post_send_list_one_doorbell", test_post_send_list_one_doorbell},
     {"poll_translates_completions", test_poll_translates_completions},
     {"ud_address_handles", test_ud_address_handles},
