@@ -15,6 +15,7 @@
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
+#include <net/ipv6.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_umem.h>
 #include <rdma/iter.h>
@@ -1115,6 +1116,7 @@ int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		     struct ib_udata *udata)
 {
 	const struct rdma_ah_attr *ah = init_attr->ah_attr;
+	const struct ib_gid_attr *sgid;
 	struct mpr_create_ah_resp resp = {};
 
 	if (!udata)
@@ -1122,6 +1124,15 @@ int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
 	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
 	    rdma_ah_get_port_num(ah) != MPRDMA_PORT)
+		return -EINVAL;
+	/*
+	 * The NIC sends datagrams as RoCEv2 over IPv4 from the port's address:
+	 * a source GID of another kind (RoCEv1, a link-local or other IPv6
+	 * GID) would not be honoured, so it is refused rather than ignored.
+	 */
+	sgid = rdma_ah_read_grh(ah)->sgid_attr;
+	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP ||
+	    !ipv6_addr_v4mapped((const struct in6_addr *)sgid->gid.raw))
 		return -EINVAL;
 	memcpy(resp.dmac, ah->roce.dmac, sizeof(resp.dmac));
 	return mprdma_copy_resp(udata, &resp, sizeof(resp));

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bad input from a guest (ctest label "guest"; tests/guest/bad_input/).
 
-    bad_input_test.py lkey|dma|doorbell|admin --sim SIM --client BIN --server BIN --work DIR
+    bad_input_test.py lkey|dma|doorbell|admin|ud --sim SIM --client BIN --server BIN --work DIR
 
 Runs a two-guest scenario in a new folder under DIR (removed when the case
 passes, kept for inspection when it fails): g0 runs `bi_client CASE 10.0.0.2`, the program
@@ -79,6 +79,14 @@ EXPECTED_OK = {
         "doorbell_ahead_of_wqes_qp_in_err", "nic_works_after_bad_doorbells",
         "no_cqe_for_bad_doorbells", "reset_qp_still_reset", "server_sees_first_write",
         "server_sees_later_write",
+    ],
+    "ud": [
+        "ud_ah_unusable_sgids_refused", "ud_ah_missing_sgid_refused", "ud_ah_without_grh_refused",
+        "ud_ah_created", "ud_send_without_ah_einval", "ud_send_to_unknown_qp_completes",
+        "ud_send_wrong_qkey_completes", "ud_good_send_completes",
+        "ud_server_gets_the_good_datagram", "ud_bad_datagrams_dropped",
+        "ud_send_beyond_mtu_loc_len_err", "ud_qp_in_err_after_oversize", "ud_ah_destroyed",
+        "ud_qp_destroyed", "nic_works_after_bad_datagrams", "server_sees_data",
     ],
     "admin": [
         "raw_short_write_refused", "raw_oversized_input_refused",
@@ -277,6 +285,14 @@ def main():
         # Only the doorbell ahead of the posted WQEs makes an error CQE.
         c.equal("client error CQEs", cl.get("error_cqes"), 1)
         c.equal("nics.g0.requester.wqe_errors", nic["g0"]["requester.wqe_errors"], 1)
+    elif args.case == "ud":
+        c.equal("client error CQEs (the datagram beyond the MTU)", cl.get("error_cqes"), 1)
+        c.equal("nics.g0.requester.wqe_errors", nic["g0"]["requester.wqe_errors"], 1)
+        # The server dropped the datagram with the wrong Q_Key and the one
+        # for a QP it does not have, and nothing else.
+        c.equal("nics.g1.responder.qkey_drops", nic["g1"]["responder.qkey_drops"], 1)
+        c.equal("nics.g1.responder.dropped (unknown QP)", nic["g1"]["responder.dropped"], 1)
+        c.equal("nics.g1.cq.error_cqes", nic["g1"]["cq.error_cqes"], 0)
     else:  # admin
         c.at_least("client command errors", cl.get("command_errors"), 100)
         c.equal("nics.g0.cq.error_cqes", nic["g0"]["cq.error_cqes"], 0)

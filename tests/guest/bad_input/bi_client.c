@@ -1099,6 +1099,144 @@ static void test_admin(void)
 	write_and_verify("nic_works_after_garbage", 0, 4096, 0xa5);
 }
 
+/* ---------------------------------------------------------------------- */
+/* 5. Datagrams: address handles and UD sends                              */
+/* ---------------------------------------------------------------------- */
+
+static struct ibv_ah *make_ah(const union ibv_gid *dgid, int sgid_index, int global)
+{
+	struct ibv_ah_attr a = { .is_global = global, .port_num = 1 };
+
+	a.grh.dgid = *dgid;
+	a.grh.sgid_index = sgid_index;
+	a.grh.hop_limit = 64;
+	return ibv_create_ah(dev.pd, &a);
+}
+
+static int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey,
+		   uint64_t wr_id, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)dev.buf, .length = len, .lkey = dev.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static bool is_v4_mapped(const union ibv_gid *g)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(g->raw, prefix, sizeof(prefix));
+}
+
+static void test_ud(void)
+{
+	struct ibv_qp *qp = bi_create_ud_qp(&dev);
+	unsigned int status, len, src, byte, plen;
+	union ibv_gid peer_gid;
+	int refused = 0, wrong = 0, i;
+	struct ibv_ah *ah;
+	char hex[64];
+	uint32_t sqpn;
+
+	request("%s", "UDQP");
+	if (sscanf(reply, "UDQP %" SCNu32 " %40s", &sqpn, hex) != 2 ||
+	    bi_hex_to_gid(hex, &peer_gid))
+		bi_die("ud_peer", "server answered '%s'", reply);
+
+	/* The NIC sends datagrams as RoCEv2 over IPv4: an AH whose source
+	 * GID is anything else (RoCEv1, IPv6 link-local) is refused, the
+	 * RoCEv2 IPv4 one accepted, a GID index without an entry refused. */
+	for (i = 0; i < 8; i++) {
+		struct ibv_gid_entry e;
+		bool usable;
+
+		if (ibv_query_gid_ex(dev.ctx, 1, i, &e, 0))
+			continue; /* no entry at this index */
+		usable = e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+			 is_v4_mapped((const union ibv_gid *)&e.gid);
+		errno = 0;
+		ah = make_ah(&peer_gid, i, 1);
+		if (!usable) {
+			refused++;
+			if (ah || errno != EINVAL)
+				wrong++;
+		} else if (!ah) {
+			wrong++;
+		}
+		if (ah)
+			ibv_destroy_ah(ah);
+	}
+	bi_check(refused > 0 && !wrong, "ud_ah_unusable_sgids_refused",
+		 "%d GID(s) of another kind, %d answered wrongly", refused, wrong);
+	errno = 0;
+	ah = make_ah(&peer_gid, 200, 1);
+	bi_check(!ah, "ud_ah_missing_sgid_refused", "created (errno %d)", errno);
+	if (ah)
+		ibv_destroy_ah(ah);
+	errno = 0;
+	ah = make_ah(&peer_gid, BI_GID_INDEX, 0);
+	bi_check(!ah && errno == EINVAL, "ud_ah_without_grh_refused", "%p errno %d", (void *)ah,
+		 errno);
+	if (ah)
+		ibv_destroy_ah(ah);
+	ah = make_ah(&peer_gid, BI_GID_INDEX, 1);
+	if (!ah)
+		bi_die("ud_ah_created", "ibv_create_ah: %s", strerror(errno));
+	bi_ok("ud_ah_created");
+
+	/* No AH: refused at post, nothing reaches the NIC. */
+	bi_check(ud_send(qp, NULL, sqpn, BI_QKEY, 9, 64) == EINVAL, "ud_send_without_ah_einval",
+		 "posted");
+	/* Datagrams the peer must drop: to a QP it does not have, and with
+	 * the wrong Q_Key. Both complete here: nothing acknowledges a UD
+	 * SEND. */
+	memset(dev.buf, 0x55, 1100);
+	if (!ud_send(qp, ah, sqpn + 0x100, BI_QKEY, 10, 64))
+		expect_wc("ud_send_to_unknown_qp_completes", 10, IBV_WC_SUCCESS, -1);
+	else
+		bi_fail("ud_send_to_unknown_qp_completes", "post: %s", strerror(errno));
+	if (!ud_send(qp, ah, sqpn, BI_QKEY ^ 1, 11, 64))
+		expect_wc("ud_send_wrong_qkey_completes", 11, IBV_WC_SUCCESS, -1);
+	else
+		bi_fail("ud_send_wrong_qkey_completes", "post: %s", strerror(errno));
+	/* Then a good one: the only datagram the server receives. */
+	memset(dev.buf, 0x77, 512);
+	if (!ud_send(qp, ah, sqpn, BI_QKEY, 12, 512))
+		expect_wc("ud_good_send_completes", 12, IBV_WC_SUCCESS, -1);
+	else
+		bi_fail("ud_good_send_completes", "post: %s", strerror(errno));
+	request("%s", "UDWAIT");
+	bi_check(sscanf(reply, "UDWC %u %u %u %u %u", &status, &len, &src, &byte, &plen) == 5 &&
+		 status == IBV_WC_SUCCESS && len == 40 + 512 && src == qp->qp_num &&
+		 byte == 0x77 && plen == 512,
+		 "ud_server_gets_the_good_datagram", "server answered '%s'", reply);
+	request("%s", "UDNONE");
+	bi_check(!strcmp(reply, "NONE"), "ud_bad_datagrams_dropped", "server answered '%s'",
+		 reply);
+	/* A datagram longer than the MTU: an error completion; the QP goes
+	 * to ERR as after any failed WQE. */
+	if (!ud_send(qp, ah, sqpn, BI_QKEY, 13, 1025))
+		expect_wc("ud_send_beyond_mtu_loc_len_err", 13, IBV_WC_LOC_LEN_ERR,
+			  MPR_SYN_MSG_TOO_LONG);
+	else
+		bi_fail("ud_send_beyond_mtu_loc_len_err", "post: %s", strerror(errno));
+	expect_qp_state("ud_qp_in_err_after_oversize", qp, IBV_QPS_ERR);
+	bi_check(!ibv_destroy_ah(ah), "ud_ah_destroyed", "%s", strerror(errno));
+	bi_check(!ibv_destroy_qp(qp), "ud_qp_destroyed", "%s", strerror(errno));
+	write_and_verify("nic_works_after_bad_datagrams", 0, 4096, 0x3c);
+}
+
 int main(int argc, char **argv)
 {
 	const char *test = argc > 1 ? argv[1] : "";
@@ -1106,8 +1244,9 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 3 || (strcmp(test, "lkey") && strcmp(test, "dma") &&
-			  strcmp(test, "doorbell") && strcmp(test, "admin"))) {
-		fprintf(stderr, "usage: %s lkey|dma|doorbell|admin SERVER_IP\n", argv[0]);
+			  strcmp(test, "doorbell") && strcmp(test, "admin") &&
+			  strcmp(test, "ud"))) {
+		fprintf(stderr, "usage: %s lkey|dma|doorbell|admin|ud SERVER_IP\n", argv[0]);
 		return 2;
 	}
 	bi_open(&dev, raw);
@@ -1118,6 +1257,8 @@ int main(int argc, char **argv)
 		test_dma();
 	else if (!strcmp(test, "doorbell"))
 		test_doorbell();
+	else if (!strcmp(test, "ud"))
+		test_ud();
 	else
 		test_admin();
 	finish();

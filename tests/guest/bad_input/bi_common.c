@@ -364,6 +364,41 @@ struct ibv_qp *bi_create_qp(struct bi_dev *d)
 	return qp;
 }
 
+struct ibv_qp *bi_create_ud_qp(struct bi_dev *d)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = d->cq,
+		.recv_cq = d->cq,
+		.cap = {
+			.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.qp_type = IBV_QPT_UD,
+	};
+	struct ibv_qp *qp = ibv_create_qp(d->pd, &attr);
+	struct ibv_qp_attr a;
+
+	if (!qp)
+		bi_die("create_ud_qp", "ibv_create_qp: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = BI_QKEY;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_QKEY))
+		bi_die("create_ud_qp", "to INIT: %s", strerror(errno));
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		bi_die("create_ud_qp", "to RTR: %s", strerror(errno));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x123;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		bi_die("create_ud_qp", "to RTS: %s", strerror(errno));
+	return qp;
+}
+
 int bi_connect_qp(struct ibv_qp *qp, const struct bi_peer *local,
 		  const struct bi_peer *peer)
 {

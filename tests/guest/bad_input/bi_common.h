@@ -83,6 +83,11 @@ struct bi_peer {
 };
 
 struct ibv_qp *bi_create_qp(struct bi_dev *d);
+/* Q_Key of the UD QPs of the "ud" case. */
+#define BI_QKEY 0x11110000u
+/* A UD QP on the device's CQ, brought to RTS with Q_Key BI_QKEY; dies on
+ * failure. */
+struct ibv_qp *bi_create_ud_qp(struct bi_dev *d);
 /* RESET -> INIT -> RTR -> RTS towards peer; 0 or an errno. */
 int bi_connect_qp(struct ibv_qp *qp, const struct bi_peer *local,
 		  const struct bi_peer *peer);

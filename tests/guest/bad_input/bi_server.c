@@ -17,6 +17,14 @@
  *                              -> RAWMR <iova> <key> | ERR <err> <status> <syndrome>
  *   CHECK <off> <len> <byte>   are these bytes of the buffer all <byte>?
  *                              -> OK | BAD <off> <value>
+ *   UDQP                       create a UD QP (Q_Key BI_QKEY) with UD_RECVS RECVs
+ *                              of a GRH and an MTU each posted
+ *                              -> UDQP <qpn> <gid>
+ *   UDWAIT                     wait for the next completion of the CQ
+ *                              -> UDWC <status> <byte_len> <src_qp> <byte> <len>:
+ *                                 <len> payload bytes after the GRH all <byte>
+ *                                 (len 0 if they differ) | UDWC timeout
+ *   UDNONE                     is the CQ empty now? -> NONE | UDWC ...
  *   QUIT                       clean up -> BYE <failures>, then exit
  */
 #define _GNU_SOURCE
@@ -165,6 +173,68 @@ static void do_rawmr(int fd, const char *args)
 	bi_send_line(fd, "RAWMR %llu %u", RAW_MR_IOVA, comp.out[0]);
 }
 
+#define UD_RECVS 4
+#define UD_SLOT (40 + 1024)
+
+static void do_udqp(int fd)
+{
+	struct ibv_qp *qp;
+	char mine[33];
+	int i;
+
+	if (nqps == MAX_QPS) {
+		bi_send_line(fd, "ERR too many QPs");
+		return;
+	}
+	qp = bi_create_ud_qp(&dev);
+	qps[nqps++] = qp;
+	for (i = 0; i < UD_RECVS; i++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)dev.buf + (size_t)i * UD_SLOT,
+			.length = UD_SLOT,
+			.lkey = dev.mr->lkey,
+		};
+		struct ibv_recv_wr wr = { .wr_id = 0x0d00 + i, .sg_list = &sge, .num_sge = 1 };
+		struct ibv_recv_wr *bad;
+
+		if (ibv_post_recv(qp, &wr, &bad)) {
+			bi_send_line(fd, "ERR post_recv %d", errno);
+			return;
+		}
+	}
+	bi_gid_to_hex(&dev.gid, mine);
+	bi_send_line(fd, "UDQP %u %s", qp->qp_num, mine);
+}
+
+/* One completion of a UD RECV, with the payload after the GRH checked. */
+static void send_udwc(int fd, const struct ibv_wc *wc)
+{
+	const uint8_t *p = dev.buf + (wc->wr_id - 0x0d00) * UD_SLOT + 40;
+	uint32_t len = wc->byte_len > 40 ? wc->byte_len - 40 : 0, i;
+
+	if (wc->wr_id < 0x0d00 || wc->wr_id >= 0x0d00 + UD_RECVS) {
+		bi_send_line(fd, "UDWC %d %u %u 0 0 wr_id %llu", wc->status, wc->byte_len,
+			     wc->src_qp, (unsigned long long)wc->wr_id);
+		return;
+	}
+	for (i = 1; i < len; i++)
+		if (p[i] != p[0])
+			len = 0;
+	bi_send_line(fd, "UDWC %d %u %u %u %u", wc->status, wc->byte_len, wc->src_qp,
+		     len ? p[0] : 0, len);
+}
+
+static void do_udwait(int fd, bool wait)
+{
+	struct ibv_wc wc;
+	int n = wait ? bi_poll(dev.cq, &wc) : ibv_poll_cq(dev.cq, 1, &wc);
+
+	if (n == 1)
+		send_udwc(fd, &wc);
+	else
+		bi_send_line(fd, wait ? "UDWC timeout" : "NONE");
+}
+
 static void do_check(int fd, const char *args)
 {
 	unsigned int off, len, byte, i;
@@ -225,6 +295,12 @@ int main(int argc, char **argv)
 			do_event(fd);
 		} else if (!strncmp(line, "RAWMR ", 6)) {
 			do_rawmr(fd, line + 6);
+		} else if (!strcmp(line, "UDQP")) {
+			do_udqp(fd);
+		} else if (!strcmp(line, "UDWAIT")) {
+			do_udwait(fd, true);
+		} else if (!strcmp(line, "UDNONE")) {
+			do_udwait(fd, false);
 		} else if (!strncmp(line, "CHECK ", 6)) {
 			do_check(fd, line + 6);
 		} else if (!strcmp(line, "QUIT")) {
