@@ -182,6 +182,10 @@ class Run:
     def output(self, name):
         return self.guest(name).get("output", [])
 
+    def nic(self, name):
+        """The NIC counters of host `name` in results.json ({} if none)."""
+        return (self.results or {}).get("nics", {}).get(name, {})
+
     def console(self, name):
         try:
             with open(os.path.join(self.out, f"{name}.console.log"), errors="replace") as f:
@@ -767,9 +771,8 @@ def test_qp_transport(r):
                "an unknown name refused by the provider")
     r.find("g0", rf"^{2 * 4096 * 200} bytes in [\d.]+ seconds", "the pingpong's byte count")
     r.find("g0", r"^\s*65536\s+300\s+[\d.]+\s+[\d.]+", "ib_write_bw's result row")
-    nics = (r.results or {}).get("nics", {})
     for g in ("g0", "g1"):
-        st = nics.get(g, {})
+        st = r.nic(g)
         print(f"nic {g}: MP-RDMA acks {st.get('transport.acks')}, messages placed "
               f"{st.get('transport.rx_messages')}, go-back-N sequence NAKs "
               f"{st.get('responder.seq_naks')}")
@@ -818,9 +821,8 @@ def test_wqe_by_mmio(r):
         got = rdma_check_results(r, "g1", mode)
         r.check(sorted(got) == want and all(v == "ok" for v in got.values()),
                 f"{mode}: sizes verified on g1: {got}")
-    nics = (r.results or {}).get("nics", {})
     for g in ("g0", "g1"):
-        st = nics.get(g, {})
+        st = r.nic(g)
         print(f"nic {g}: {st.get('requester.wqes_by_mmio')} WQEs by MMIO, "
               f"{st.get('dma.wqe_read_bytes')} bytes of WQE DMA reads, "
               f"{st.get('hostif.bad_doorbells')} bad doorbells")
@@ -857,13 +859,12 @@ def test_inline_recv(r):
     r.check(sorted(got) == [1, 31, 32, 33, 4096] and all(v == "ok" for v in got.values()),
             f"send: sizes verified on g1: {got}")
     r.find("g1", r"^RDMA-CHECK send_imm size=\d+ imm=0x12345678$", "SEND_WITH_IMM immediate")
-    nics = (r.results or {}).get("nics", {})
-    inline = nics.get("g1", {}).get("responder.inline_recvs")
+    inline = r.nic("g1").get("responder.inline_recvs")
     print(f"nic g1: {inline} receives inline in their CQE")
     # 1, 31 and 32 bytes fit a 64-byte slot (32 bytes of data); the
     # client's side was not asked for inline receive.
     r.check(inline is not None and inline >= 3, f"nic g1: {inline} inline receives, want >= 3")
-    r.check(nics.get("g0", {}).get("responder.inline_recvs") == 0,
+    r.check(r.nic("g0").get("responder.inline_recvs") == 0,
             "nic g0: inline receives on a CQ that did not ask for them")
 
 

@@ -344,7 +344,8 @@ void bi_close(struct bi_dev *d)
 		close(d->raw_fd);
 }
 
-struct ibv_qp *bi_create_qp(struct bi_dev *d)
+/* A QP of `type` on the device's CQ, 16 WRs each way; dies on failure. */
+static struct ibv_qp *create_qp_of(struct bi_dev *d, enum ibv_qp_type type, uint32_t sges)
 {
 	struct ibv_qp_init_attr attr = {
 		.send_cq = d->cq,
@@ -352,10 +353,10 @@ struct ibv_qp *bi_create_qp(struct bi_dev *d)
 		.cap = {
 			.max_send_wr = 16,
 			.max_recv_wr = 16,
-			.max_send_sge = 2,
-			.max_recv_sge = 2,
+			.max_send_sge = sges,
+			.max_recv_sge = sges,
 		},
-		.qp_type = IBV_QPT_RC,
+		.qp_type = type,
 	};
 	struct ibv_qp *qp = ibv_create_qp(d->pd, &attr);
 
@@ -364,24 +365,16 @@ struct ibv_qp *bi_create_qp(struct bi_dev *d)
 	return qp;
 }
 
+struct ibv_qp *bi_create_qp(struct bi_dev *d)
+{
+	return create_qp_of(d, IBV_QPT_RC, 2);
+}
+
 struct ibv_qp *bi_create_ud_qp(struct bi_dev *d)
 {
-	struct ibv_qp_init_attr attr = {
-		.send_cq = d->cq,
-		.recv_cq = d->cq,
-		.cap = {
-			.max_send_wr = 16,
-			.max_recv_wr = 16,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-		},
-		.qp_type = IBV_QPT_UD,
-	};
-	struct ibv_qp *qp = ibv_create_qp(d->pd, &attr);
+	struct ibv_qp *qp = create_qp_of(d, IBV_QPT_UD, 1);
 	struct ibv_qp_attr a;
 
-	if (!qp)
-		bi_die("create_ud_qp", "ibv_create_qp: %s", strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;

@@ -15,11 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "support/files.h"
-#include "support/sim_test.h"
-#include "vp/core/config.h"
-#include "vp/platform/platform.h"
-#include "vp/platform/scenario.h"
+#include "support/scenario_run.h"
 
 namespace mprdma::platform {
 namespace {
@@ -63,41 +59,14 @@ const std::string kMixedJobs = R"(
   - {name: irn_read, app: read_bw, client: t0h1, server: t1h1, qp_transport: irn, sizes: [16KiB], iterations: 40, timeout: 20}
 )";
 
-class PerQpTransport : public test::SimTest {
+class PerQpTransport : public test::ScenarioRun {
  protected:
-  void TearDown() override { platform.reset(); }
-
-  bool run(const std::string& text) {
-    const ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", text));
-    platform.reset();
-    core::reset_kernel();
-    env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
-    platform = std::make_unique<Platform>(cfg, *env);
-    return platform->run();
-  }
-
-  uint64_t counter(const std::string& path) {
-    const core::Counter* c = env->stats.find_counter(path);
-    EXPECT_NE(c, nullptr) << "no counter " << path;
-    return c ? c->value() : 0;
-  }
   bool has_counter_prefixed(const std::string& prefix) const {
     for (const auto& [path, c] : env->stats.counters())
       if (path.compare(0, prefix.size(), prefix) == 0) return true;
     return false;
   }
-
-  // The load error of a scenario text ("" when it loads).
-  static std::string load_error(const std::string& text) {
-    try {
-      load_scenario(test::write_temp("bad.yaml", text));
-    } catch (const core::ConfigError& e) {
-      return e.what();
-    }
-    return "";
-  }
-
-  std::unique_ptr<Platform> platform;
+  static std::string load_error(const std::string& text) { return config_error(text); }
 };
 
 TEST_F(PerQpTransport, ThreeEnginesOnOneNicEachCarryTheirOwnConnection) {
