@@ -21,9 +21,9 @@
 --   all             also the last 8 payload bytes of every SEND and WRITE
 --                   (a capture of MP-RDMA or IRN connections only)
 --   off
--- Captures keep 128 bytes per frame by default (fabric.pcap_snaplen): the
+-- Captures keep 128 bytes per frame by default (fabric.link.pcap_snaplen): the
 -- data trailer of a longer packet is then not in the file (an expert note
--- says so); set pcap_snaplen: 0 to keep it.
+-- says so); set it to 0 to keep it.
 
 local proto = Proto("mprdma_trailer", "mprdma-vp MP-RDMA/IRN trailer")
 
@@ -47,7 +47,7 @@ local pf = {
 proto.fields = pf
 
 local ex_truncated = ProtoExpert.new("mprdma_trailer.truncated",
-    "Trailer beyond the capture's snaplen (fabric.pcap_snaplen: 0 keeps it)",
+    "Trailer beyond the capture's snaplen (fabric.link.pcap_snaplen: 0 keeps it)",
     expert.group.UNDECODED, expert.severity.NOTE)
 local ex_reserved = ProtoExpert.new("mprdma_trailer.reserved_set",
     "Reserved trailer bits set: not an MP-RDMA/IRN trailer?",
