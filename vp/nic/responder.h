@@ -89,6 +89,9 @@ class Responder : public sc_core::sc_module, public TxSource {
     bool consumes_recv = false;  // SEND or WRITE with immediate
     uint32_t byte_len = 0;
     net::RoceFields f;  // opcode, immediate, solicited
+    // Out-of-order engines: a single-packet SEND bound for an inline-receive
+    // CQE, held until its message completes in order (at most 96 bytes).
+    std::vector<uint8_t> inline_data;
   };
   struct Qp {
     uint32_t qpn = 0;

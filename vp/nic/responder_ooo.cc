@@ -115,8 +115,15 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   const uint32_t qpn = qp.qpn;
   RxOutcome o = core_.engine.on_data(qpn, p, core_.now_cycle());
   switch (o.verdict) {
-    case RxOutcome::Verdict::place:
-      core_.dma.scatter(segs, pkt->data.data() + f.payload_offset, DmaPurpose::payload);
+    case RxOutcome::Verdict::place: {
+      // Inline receive: a single-packet SEND that fits the receive CQ's
+      // slots is kept on chip and goes into its CQE when the message
+      // completes, in order; everything else is placed now.
+      const uint8_t* payload = pkt->data.data() + f.payload_offset;
+      const mpr_qpc* qc = core_.contexts.qp(qpn);
+      const bool in_cqe = is_send(op) && consumes && x.ipsn == 0 && x.tail && plen && qc &&
+                          plen <= core_.cq.inline_capacity(qc->recv_cqn);
+      if (!in_cqe) core_.dma.scatter(segs, payload, DmaPurpose::payload);
       bytes_.add(plen);
       ++packets_;
       if (x.tail) {
@@ -124,8 +131,13 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
         t.consumes_recv = consumes;
         t.byte_len = static_cast<uint32_t>(uint64_t(x.ipsn) * qp.mtu + plen);
         t.f = f;
+        if (in_cqe) {
+          t.inline_data.assign(payload, payload + plen);
+          ++inline_recvs_;
+        }
       }
       break;
+    }
     case RxOutcome::Verdict::duplicate: ++duplicates_; break;
     case RxOutcome::Verdict::drop: ++ooo_drops_; break;
   }
@@ -196,7 +208,7 @@ void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {
                                << " whose tail was never placed");
     return;
   }
-  const Tail t = it->second;
+  Tail t = std::move(it->second);
   qp.tails.erase(it);
   qp.msn = psn_add(qp.msn, 1);
   ++messages_;
@@ -213,7 +225,8 @@ void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {
   const uint8_t opcode = is_write(t.f.opcode)          ? MPR_CQE_RESP_WRITE_IMM
                          : carries_imm(t.f.opcode)     ? MPR_CQE_RESP_RECV_IMM
                                                        : MPR_CQE_RESP_RECV;
-  recv_cqe(qp, w, opcode, t.byte_len, &t.f, MPR_CQE_SUCCESS, MPR_SYN_NONE);
+  recv_cqe(qp, w, opcode, t.byte_len, &t.f, MPR_CQE_SUCCESS, MPR_SYN_NONE,
+           std::move(t.inline_data));
   ++qp.rq_ci;
   fetch_recv(qp);
 }

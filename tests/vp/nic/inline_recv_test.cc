@@ -49,6 +49,30 @@ TEST_F(InlineRecv, UdDatagramAndGrhTravelInA128ByteCqe) {
   EXPECT_EQ(counter("nic.h1.dma.payload_write_bytes"), 0u);
 }
 
+// The out-of-order engines hold a single-packet SEND that fits the slot on
+// chip until its message completes in order, then write it in the CQE; a
+// multi-packet SEND is placed by DMA packet by packet as usual.
+TEST_F(InlineRecv, OutOfOrderEnginesPutSmallSendsInTheCqeToo) {
+  for (const std::string transport : {"mprdma", "irn"}) {
+    SCOPED_TRACE(transport);
+    std::string text = scenario("sizes: [32], cqe_size: 64, inline_recv: true");
+    text.replace(text.find("nic: {mtu: 1024}"), 16,
+                 "nic: {mtu: 1024, transport: " + transport + "}");
+    ASSERT_TRUE(run(text));
+    expect_ok();
+    EXPECT_EQ(counter("nic.h1.responder.inline_recvs"), kMessages);
+    EXPECT_EQ(counter("nic.h1.dma.payload_write_bytes"), 0u);
+    EXPECT_EQ(counter("nic.h1.transport.rx_placed"), kMessages);
+    text = scenario("sizes: [3000], cqe_size: 64, inline_recv: true");
+    text.replace(text.find("nic: {mtu: 1024}"), 16,
+                 "nic: {mtu: 1024, transport: " + transport + "}");
+    ASSERT_TRUE(run(text));
+    expect_ok();
+    EXPECT_EQ(counter("nic.h1.responder.inline_recvs"), 0u);
+    EXPECT_EQ(counter("nic.h1.dma.payload_write_bytes"), kMessages * 3000);
+  }
+}
+
 TEST_F(InlineRecv, ReceivesThatDoNotFitArePlacedByDma) {
   ASSERT_TRUE(run(scenario("sizes: [33], cqe_size: 64, inline_recv: true")));
   expect_ok();
