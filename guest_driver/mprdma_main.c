@@ -54,10 +54,38 @@ static const struct pci_device_id mprdma_pci_tbl[] = {
 };
 MODULE_DEVICE_TABLE(pci, mprdma_pci_tbl);
 
+/*
+ * /sys/class/infiniband/<dev>/transports: the transport engines a QP may
+ * choose (MPRDMA_QP_TRANSPORT in user space), from the CAPS register.
+ */
+static ssize_t transports_show(struct device *device,
+			       struct device_attribute *attr, char *buf)
+{
+	struct mprdma_dev *dev =
+		rdma_device_to_drv_device(device, struct mprdma_dev, ibdev);
+	u32 caps = dev->attr.cap_flags;
+
+	return sysfs_emit(buf, "gbn%s%s%s\n",
+			  MPR_GET(CAPS, DCQCN, caps) ? " dcqcn" : "",
+			  MPR_GET(CAPS, MP_RDMA, caps) ? " mprdma" : "",
+			  MPR_GET(CAPS, IRN, caps) ? " irn" : "");
+}
+static DEVICE_ATTR_RO(transports);
+
+static struct attribute *mprdma_attrs[] = {
+	&dev_attr_transports.attr,
+	NULL,
+};
+
+static const struct attribute_group mprdma_attr_group = {
+	.attrs = mprdma_attrs,
+};
+
 static const struct ib_device_ops mprdma_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = MPR_UVERBS_ABI_VERSION,
+	.device_group = &mprdma_attr_group,
 
 	.add_gid = mprdma_add_gid,
 	.alloc_pd = mprdma_alloc_pd,

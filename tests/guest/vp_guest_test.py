@@ -740,8 +740,9 @@ def test_qp_transport(r):
     run ibv_rc_pingpong (SEND/RECV) and ib_write_bw on MP-RDMA QPs chosen by
     MPRDMA_QP_TRANSPORT. The MP-RDMA engine must have carried them (its ACK
     clocking and bitmap counters move) and the data must check; the driver
-    names the offered engines at probe; an engine the NIC does not offer
-    (irn) and a name that is no engine fail QP creation with a message."""
+    names the offered engines at probe and in sysfs (transports); an engine
+    the NIC does not offer (irn) and a name that is no engine fail QP
+    creation with a message."""
     pp = "ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 200 -p 18621"
     bw = "ib_write_bw -d mprdma_0 -x 3 -F -s 65536 -n 300 -p 18622"
     refused = """
@@ -753,6 +754,7 @@ def test_qp_transport(r):
             sed "s/^/REFUSED $t: /" /tmp/refused.out
         done
         dmesg | grep -o "engines.*" | sed "s/^/PROBE /"
+        sed "s/^/SYSFS /" /sys/class/infiniband/mprdma_0/transports
         """
     server = (f"export MPRDMA_QP_TRANSPORT=mprdma\n{pp} || exit 1\n{bw} || exit 1\n"
               + refused)
@@ -766,6 +768,7 @@ def test_qp_transport(r):
         r.expect_exit(g)
         r.check(not r.find(g, r"invalid data"), f"{g}: ibv_rc_pingpong saw invalid data")
         r.find(g, r"^PROBE engines gbn mprdma$", "the driver's list of offered engines")
+        r.find(g, r"^SYSFS gbn mprdma$", "the offered engines in sysfs")
         r.find(g, r"^REFUSED irn: .*the NIC refused QP transport 4", "irn refused by the NIC")
         r.find(g, r"^REFUSED tcp: .*MPRDMA_QP_TRANSPORT=tcp names no transport",
                "an unknown name refused by the provider")
