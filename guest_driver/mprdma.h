@@ -261,6 +261,10 @@ void mprdma_eq_destroy(struct mprdma_dev *dev);
 /* mprdma_verbs.c */
 int mprdma_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 			struct ib_udata *udata);
+struct rdma_hw_stats *mprdma_alloc_hw_port_stats(struct ib_device *ibdev,
+						 u32 port);
+int mprdma_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			u32 port, int index);
 int mprdma_query_port(struct ib_device *ibdev, u32 port,
 		      struct ib_port_attr *attr);
 int mprdma_get_port_immutable(struct ib_device *ibdev, u32 port,

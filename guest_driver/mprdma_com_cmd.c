@@ -32,6 +32,14 @@ int mprdma_cmd_query_port(struct mprdma_aq *aq, struct mpr_port_attr *attr)
 	return mprdma_aq_exec(aq, &cmd, attr, sizeof(*attr), NULL);
 }
 
+int mprdma_cmd_query_counters(struct mprdma_aq *aq, struct mpr_port_counters *c)
+{
+	struct mpr_cmd cmd;
+
+	mprdma_cmd_init(&cmd, MPR_CMD_QUERY_COUNTERS);
+	return mprdma_aq_exec(aq, &cmd, c, sizeof(*c), NULL);
+}
+
 /* Any GID is stored; an all-zero GID clears the entry. */
 int mprdma_cmd_set_gid(struct mprdma_aq *aq, u32 index, const u8 *gid)
 {

@@ -15,6 +15,7 @@
 int mprdma_cmd_query_device(struct mprdma_aq *aq,
 			    struct mpr_device_attr *attr);
 int mprdma_cmd_query_port(struct mprdma_aq *aq, struct mpr_port_attr *attr);
+int mprdma_cmd_query_counters(struct mprdma_aq *aq, struct mpr_port_counters *c);
 int mprdma_cmd_map_icm(struct mprdma_aq *aq, u32 first_page, u32 num_chunks,
 		       u32 log_chunk, dma_addr_t list);
 int mprdma_cmd_set_gid(struct mprdma_aq *aq, u32 index, const u8 *gid);

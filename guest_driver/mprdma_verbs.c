@@ -245,6 +245,56 @@ static void mprdma_speed(u32 mbps, u16 *speed, u8 *width)
 	*width = IB_WIDTH_1X;
 }
 
+/*
+ * Port counters (`rdma statistic`, /sys/class/infiniband/<dev>/ports/1/
+ * hw_counters/): the NIC's, read with QUERY_COUNTERS (enum
+ * mpr_port_counter, since the last device reset). Names follow mlx5's where
+ * the meaning is the same.
+ */
+static const struct rdma_stat_desc mprdma_port_stats[] = {
+	[MPR_CNT_TX_PACKETS].name = "tx_packets",
+	[MPR_CNT_RX_PACKETS].name = "rx_packets",
+	[MPR_CNT_TX_BYTES].name = "tx_bytes",
+	[MPR_CNT_RX_BYTES].name = "rx_bytes",
+	[MPR_CNT_RETRANSMITS].name = "retransmits",
+	[MPR_CNT_LOCAL_ACK_TIMEOUTS].name = "local_ack_timeout_err",
+	[MPR_CNT_NAKS_RECEIVED].name = "naks_received",
+	[MPR_CNT_SEQ_NAKS_SENT].name = "out_of_sequence",
+	[MPR_CNT_RNR_NAKS_SENT].name = "rnr_naks_sent",
+	[MPR_CNT_DUPLICATE_REQUESTS].name = "duplicate_request",
+	[MPR_CNT_RX_DROPS].name = "rx_drops",
+	[MPR_CNT_ECN_MARKED_RX].name = "np_ecn_marked_roce_packets",
+	[MPR_CNT_CNP_SENT].name = "np_cnp_sent",
+	[MPR_CNT_CNP_HANDLED].name = "rp_cnp_handled",
+	[MPR_CNT_ERROR_CQES].name = "error_cqes",
+};
+
+struct rdma_hw_stats *mprdma_alloc_hw_port_stats(struct ib_device *ibdev,
+						 u32 port)
+{
+	BUILD_BUG_ON(ARRAY_SIZE(mprdma_port_stats) != MPR_CNT_NUM);
+	return rdma_alloc_hw_stats_struct(mprdma_port_stats, MPR_CNT_NUM,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+int mprdma_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			u32 port, int index)
+{
+	struct mprdma_dev *dev = to_mdev(ibdev);
+	struct mpr_port_counters *c;
+	int err, i;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	err = mprdma_cmd_query_counters(&dev->aq, c);
+	if (!err)
+		for (i = 0; i < MPR_CNT_NUM; i++)
+			stats->value[i] = c->value[i];
+	kfree(c);
+	return err ?: MPR_CNT_NUM;
+}
+
 int mprdma_query_port(struct ib_device *ibdev, u32 port,
 		      struct ib_port_attr *attr)
 {

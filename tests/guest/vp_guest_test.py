@@ -12,7 +12,7 @@ results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
 checks): devinfo, rc_pingpong, perftest, integrity, badlkey, reload,
 peer_death, qp_transport, wqe_by_mmio,
-inline_recv. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
+inline_recv, hw_counters. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
 
 Every run has its own output directory (a fresh mkdtemp under --work), so
 tests may run in parallel; it is removed when the test passes (unless
@@ -871,6 +871,43 @@ def test_inline_recv(r):
             "nic g0: inline receives on a CQ that did not ask for them")
 
 
+def test_hw_counters(r):
+    """The NIC's port counters in the guest (QUERY_COUNTERS, ib_core's
+    hw_counters in sysfs, what `rdma statistic` reads): after an
+    ib_write_bw of 200 x 64 KiB on a clean cable the client's NIC has sent
+    at least the 12800 data packets, the server's received them, nothing was
+    retransmitted, dropped or completed in error, and every figure is at most
+    the simulator's own count at the end of the run (results.json)."""
+    bw = "ib_write_bw -d mprdma_0 -x 3 -F -s 65536 -n 200 -p 18651"
+    dump = ("for f in /sys/class/infiniband/mprdma_0/ports/1/hw_counters/*; do "
+            "echo \"HWC $(basename $f) $(cat $f)\"; done")
+    pair(r, f"{bw} || exit 1\n{dump}", f"retry_connect {bw} 10.0.0.2 || exit 1\n{dump}")
+    r.run()
+    r.expect_exit("g0")
+    r.expect_exit("g1")
+    sim_name = {"tx_packets": "mac.tx_packets", "rx_packets": "mac.rx_packets",
+                "tx_bytes": "mac.tx_bytes", "rx_bytes": "mac.rx_bytes",
+                "retransmits": "requester.retransmits", "rx_drops": "mac.rx_drops",
+                "error_cqes": "cq.error_cqes", "out_of_sequence": "responder.seq_naks"}
+    for g in ("g0", "g1"):
+        # ib_core adds "lifespan" (ms a read is cached) beside the counters.
+        hwc = {m.group(1): int(m.group(2)) for m in r.find(g, r"^HWC (\S+) (\d+)$")
+               if m.group(1) != "lifespan"}
+        r.check(len(hwc) == 15, f"{g}: {len(hwc)} hw_counters, want 15: {sorted(hwc)}")
+        print(f"{g}: " + ", ".join(f"{k} {v}" for k, v in sorted(hwc.items()) if v))
+        for name, stat in sim_name.items():
+            r.check(name in hwc and hwc[name] <= (r.nic(g).get(stat) or 0),
+                    f"{g}: {name} {hwc.get(name)} above the simulator's {stat} "
+                    f"{r.nic(g).get(stat)}")
+        for name in ("retransmits", "rx_drops", "error_cqes", "local_ack_timeout_err"):
+            r.check(hwc.get(name) == 0, f"{g}: {name} = {hwc.get(name)} on a clean cable")
+    sent = {m.group(1): int(m.group(2)) for m in r.find("g0", r"^HWC (\S+) (\d+)$")}
+    got = {m.group(1): int(m.group(2)) for m in r.find("g1", r"^HWC (\S+) (\d+)$")}
+    r.check(sent.get("tx_packets", 0) >= 200 * 64, f"g0 tx_packets {sent.get('tx_packets')}")
+    r.check(got.get("rx_packets", 0) >= 200 * 64, f"g1 rx_packets {got.get('rx_packets')}")
+    r.check(got.get("rx_bytes", 0) >= 200 * 65536, f"g1 rx_bytes {got.get('rx_bytes')}")
+
+
 TESTS = {
     "devinfo": test_devinfo,
     "rc_pingpong": test_rc_pingpong,
@@ -883,6 +920,7 @@ TESTS = {
     "qp_transport": test_qp_transport,
     "wqe_by_mmio": test_wqe_by_mmio,
     "inline_recv": test_inline_recv,
+    "hw_counters": test_hw_counters,
 }
 
 

@@ -11,6 +11,7 @@ CommandProcessor::CommandProcessor(sc_core::sc_module_name name, const NicConfig
                                    ContextMemory& contexts, DataPathHooks hooks)
     : sc_core::sc_module(name),
       cfg_(cfg),
+      env_(env),
       clock_(clock),
       dma_(dma),
       hostif_(hostif),
@@ -27,6 +28,7 @@ CommandProcessor::CommandProcessor(sc_core::sc_module_name name, const NicConfig
 
 void CommandProcessor::reset() {
   ++generation_;
+  counters_at_reset_ = raw_counters();
   aq_ci_ = 0;
   acq_pi_ = 0;
   wake_.notify(sc_core::SC_ZERO_TIME);
@@ -118,6 +120,29 @@ void CommandProcessor::qp_state_changed(uint32_t qpn, uint8_t from, uint8_t to) 
 
 void CommandProcessor::qp_destroyed(uint32_t qpn) {
   if (hooks_.qp_destroyed) hooks_.qp_destroyed(qpn);
+}
+
+// The NIC statistic behind each port counter (0 where the NIC has no such
+// block, e.g. DCQCN off).
+mpr_port_counters CommandProcessor::raw_counters() const {
+  static const char* const kStat[MPR_CNT_NUM] = {
+      "mac.tx_packets",       "mac.rx_packets",        "mac.tx_bytes",
+      "mac.rx_bytes",         "requester.retransmits", "requester.timeouts",
+      "requester.naks",       "responder.seq_naks",    "responder.rnr_naks",
+      "responder.duplicates", "mac.rx_drops",          "mac.ce_rx",
+      "dcqcn.cnp_tx",         "dcqcn.cnp_rx",          "cq.error_cqes",
+  };
+  mpr_port_counters n{};
+  for (int i = 0; i < MPR_CNT_NUM; ++i)
+    if (const core::Counter* c = env_.stats.find_counter("nic." + cfg_.name + "." + kStat[i]))
+      n.value[i] = c->value();
+  return n;
+}
+
+mpr_port_counters CommandProcessor::counters() const {
+  mpr_port_counters n = raw_counters();
+  for (int i = 0; i < MPR_CNT_NUM; ++i) n.value[i] -= counters_at_reset_.value[i];
+  return n;
 }
 
 TransportOffer CommandProcessor::transports() const {

@@ -50,14 +50,18 @@ class CommandProcessor : public sc_core::sc_module, public FirmwareHal {
   void qp_destroyed(uint32_t qpn) override;
   PortInfo port() const override;
   TransportOffer transports() const override;
+  // Since the last device reset.
+  mpr_port_counters counters() const override;
 
   void set_link_up(bool up) { link_up_ = up; }
 
  private:
   void core_thread();
+  mpr_port_counters raw_counters() const;
   bool current() const { return generation_ == command_generation_; }
 
   const NicConfig& cfg_;
+  core::SimEnv& env_;
   const core::ClockDomain& clock_;
   pcie::DmaInitiator& dma_;
   HostInterface& hostif_;
@@ -72,6 +76,7 @@ class CommandProcessor : public sc_core::sc_module, public FirmwareHal {
   uint16_t aq_ci_ = 0;
   uint16_t acq_pi_ = 0;
   bool link_up_ = true;
+  mpr_port_counters counters_at_reset_{};  // the statistics run on across resets
   core::Counter& commands_;
   core::Counter& command_errors_;
 };

@@ -312,6 +312,7 @@ enum mpr_cmd_opcode {
 	MPR_CMD_QUERY_PORT = 0x02,
 	MPR_CMD_SET_GID = 0x03,
 	MPR_CMD_MAP_ICM = 0x04,
+	MPR_CMD_QUERY_COUNTERS = 0x05,
 	MPR_CMD_ALLOC_PD = 0x10,
 	MPR_CMD_DEALLOC_PD = 0x11,
 	MPR_CMD_REG_MR = 0x12,
@@ -620,6 +621,31 @@ struct mpr_device_attr {
 enum mpr_port_state {
 	MPR_PORT_DOWN = 1,
 	MPR_PORT_ACTIVE = 4,
+};
+
+/* QUERY_COUNTERS output (mailbox): the port's counters since the last
+ * device reset, one 64-bit value each, in this order. */
+enum mpr_port_counter {
+	MPR_CNT_TX_PACKETS,          /* frames sent by the port */
+	MPR_CNT_RX_PACKETS,          /* frames received by the port */
+	MPR_CNT_TX_BYTES,
+	MPR_CNT_RX_BYTES,
+	MPR_CNT_RETRANSMITS,         /* request packets sent again */
+	MPR_CNT_LOCAL_ACK_TIMEOUTS,  /* transport timeouts of requesters */
+	MPR_CNT_NAKS_RECEIVED,       /* NAKs a requester received */
+	MPR_CNT_SEQ_NAKS_SENT,       /* PSN sequence error NAKs a responder sent */
+	MPR_CNT_RNR_NAKS_SENT,
+	MPR_CNT_DUPLICATE_REQUESTS,  /* requests a responder had executed */
+	MPR_CNT_RX_DROPS,            /* frames the port dropped (no buffer) */
+	MPR_CNT_ECN_MARKED_RX,       /* frames received with ECN CE */
+	MPR_CNT_CNP_SENT,            /* DCQCN notification point */
+	MPR_CNT_CNP_HANDLED,         /* DCQCN reaction point */
+	MPR_CNT_ERROR_CQES,          /* completions with an error status */
+	MPR_CNT_NUM
+};
+
+struct mpr_port_counters {
+	uint64_t value[MPR_CNT_NUM];
 };
 
 /* QUERY_PORT output (mailbox). */

@@ -711,7 +711,7 @@ static void garbage(int count, bool keep_header)
 static void test_admin(void)
 {
 	uint64_t beyond = bi_outside_ram(4 * 4096), ram = bi_inside_ram();
-	static const uint16_t unknown[] = { 0x05, 0x0f, 0x14, 0x24, 0x34, 0x40, 0xff, 0x1234,
+	static const uint16_t unknown[] = { 0x06, 0x0f, 0x14, 0x24, 0x34, 0x40, 0xff, 0x1234,
 					    0xffff };
 	struct mpr_device_attr attr;
 	struct mpr_port_attr port;
@@ -881,6 +881,9 @@ static void test_admin(void)
 		   MPR_CMD_SYN_ADDRESS);
 
 	/* Fields out of range, one per command. */
+	cmd_init(&cmd, MPR_CMD_QUERY_COUNTERS);
+	expect_cmd("query_counters_no_mailbox", &cmd, NULL, 0, NULL, 0, MPR_CMD_BAD_PARAM,
+		   MPR_CMD_SYN_LENGTH);
 	cmd_init(&cmd, MPR_CMD_QUERY_DEVICE);
 	expect_cmd("query_device_no_mailbox", &cmd, NULL, 0, NULL, 0, MPR_CMD_BAD_PARAM,
 		   MPR_CMD_SYN_LENGTH);

@@ -73,6 +73,7 @@ class FakeHal : public FirmwareHal {
   void qp_destroyed(uint32_t qpn) override { destroyed.push_back(qpn); }
   PortInfo port() const override { return port_info; }
   TransportOffer transports() const override { return offer; }
+  mpr_port_counters counters() const override { return port_counters; }
 
   static bool backed(uint64_t pa, size_t len) {
     return pa >= kMemBase && len <= kMemSize && pa - kMemBase <= kMemSize - len;
@@ -95,6 +96,7 @@ class FakeHal : public FirmwareHal {
   std::vector<uint32_t> destroyed;
   PortInfo port_info;
   TransportOffer offer;  // go-back-N only, unless a test offers more
+  mpr_port_counters port_counters{};
   int dma_reads = 0, dma_writes = 0;
 };
 
@@ -400,7 +402,7 @@ TEST_F(FirmwareTest, NopSucceedsAndEchoesCmdId) {
 }
 
 TEST_F(FirmwareTest, UnknownOpcodeIsBadOpcodeWithCmdIdEchoed) {
-  for (uint16_t op : {uint16_t{0x7f}, uint16_t{0x05}, uint16_t{0x14}, uint16_t{0x34},
+  for (uint16_t op : {uint16_t{0x7f}, uint16_t{0x06}, uint16_t{0x14}, uint16_t{0x34},
                       uint16_t{0xffff}}) {
     mpr_cmd c = cmd(op);
     c.hdr.cmd_id = static_cast<uint16_t>(0xC000 | op);
@@ -541,6 +543,28 @@ TEST_F(FirmwareTest, QueryPortWritesThePortByteForByte) {
   ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
   want.state = MPR_PORT_DOWN;
   EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &want, sizeof want), 0);
+}
+
+// QUERY_COUNTERS writes the HAL's port counters, in enum mpr_port_counter
+// order, and nothing beyond them; a mailbox too short or outside memory
+// fails as for the other queries.
+TEST_F(FirmwareTest, QueryCountersWritesThePortCounters) {
+  for (int i = 0; i < MPR_CNT_NUM; ++i)
+    hal_->port_counters.value[i] = 0x1000000000ull * (i + 1) + 7u * i;
+  hal_->fill(kOutMailbox, kSentinel, sizeof(mpr_port_counters) + 8);
+  mpr_cmd c = cmd(MPR_CMD_QUERY_COUNTERS);
+  c.hdr.out_mailbox = kOutMailbox;
+  c.hdr.out_len = sizeof(mpr_port_counters);
+  ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
+  EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &hal_->port_counters, sizeof(mpr_port_counters)),
+            0);
+  EXPECT_EQ(hal_->at(kOutMailbox)[sizeof(mpr_port_counters)], kSentinel);
+  EXPECT_STREQ(Firmware::opcode_name(MPR_CMD_QUERY_COUNTERS), "QUERY_COUNTERS");
+  c.hdr.out_len = sizeof(mpr_port_counters) - 8;
+  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
+  c.hdr.out_mailbox = kOutside;
+  c.hdr.out_len = sizeof(mpr_port_counters);
+  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_DMA_ERROR, MPR_CMD_SYN_ADDRESS));
 }
 
 TEST_F(FirmwareTest, QueryPortMailboxErrors) {

@@ -106,6 +106,7 @@ const char* Firmware::opcode_name(uint16_t opcode) {
     case MPR_CMD_NOP: return "NOP";
     case MPR_CMD_QUERY_DEVICE: return "QUERY_DEVICE";
     case MPR_CMD_QUERY_PORT: return "QUERY_PORT";
+    case MPR_CMD_QUERY_COUNTERS: return "QUERY_COUNTERS";
     case MPR_CMD_SET_GID: return "SET_GID";
     case MPR_CMD_MAP_ICM: return "MAP_ICM";
     case MPR_CMD_ALLOC_PD: return "ALLOC_PD";
@@ -158,6 +159,11 @@ mpr_cmd_comp Firmware::execute(const mpr_cmd& cmd) {
     case MPR_CMD_NOP: break;
     case MPR_CMD_QUERY_DEVICE: query_device(cmd, c); break;
     case MPR_CMD_QUERY_PORT: query_port(cmd, c); break;
+    case MPR_CMD_QUERY_COUNTERS: {
+      const mpr_port_counters n = hal_.counters();
+      write_output(cmd, c, &n, sizeof n);
+      break;
+    }
     case MPR_CMD_SET_GID: set_gid(cmd, c); break;
     case MPR_CMD_MAP_ICM: map_icm(cmd, c); break;
     case MPR_CMD_ALLOC_PD: alloc_pd(cmd, c); break;

@@ -69,6 +69,8 @@ class FirmwareHal {
   virtual PortInfo port() const = 0;
   // Go-back-N only unless the NIC says otherwise.
   virtual TransportOffer transports() const { return {}; }
+  // The port's counters (enum mpr_port_counter); zeros where there are none.
+  virtual mpr_port_counters counters() const { return {}; }
 };
 
 }  // namespace mprdma::nic
