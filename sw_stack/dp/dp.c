@@ -213,14 +213,17 @@ int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr,
 
 int mpr_dp_post_send_mmio(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr)
 {
+	int err = mpr_dp_post_send(qp, wr, 0);
+
+	return err ? err : mpr_dp_ring_sq_mmio(qp);
+}
+
+int mpr_dp_ring_sq_mmio(struct mpr_dp_qp *qp)
+{
 	uint8_t chunk[MPR_UAR_BF_SIZE];
 	struct mpr_wqe_ctrl *ctrl;
 	uint32_t idx, len;
-	int err;
 
-	err = mpr_dp_post_send(qp, wr, 0);
-	if (err)
-		return err;
 	idx = qp->sq.pi - 1;
 	ctrl = (struct mpr_wqe_ctrl *)wq_slot(&qp->sq, idx);
 	len = (uint32_t)(sizeof(*ctrl) + ctrl->num_ds * MPR_WQE_SEG_SIZE);

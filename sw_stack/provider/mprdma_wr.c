@@ -210,6 +210,8 @@ static int mprdma_wr_complete(struct ibv_qp_ex *qpx)
 	err = b->err;
 	if (err)
 		qp->dp.sq.pi = b->start_pi;
+	else if (b->posted == 1)
+		mpr_dp_ring_sq_mmio(&qp->dp); /* MMIO when enabled, else a doorbell */
 	else if (b->posted)
 		mpr_dp_ring_sq(&qp->dp);
 	pthread_spin_unlock(&qp->sq.lock);

@@ -142,6 +142,10 @@ int mpr_dp_post_send(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr, int rin
  * fits the window; returns 1 when it went by MMIO, 0 by doorbell, or the
  * negative errors of mpr_dp_post_send(). */
 int mpr_dp_post_send_mmio(struct mpr_dp_qp *qp, const struct mpr_send_wr *wr);
+/* Hands the newest posted WQE (and, by its index, every one before it) to
+ * the NIC by MMIO when the ops can and it fits the window, else rings the
+ * doorbell; 1 by MMIO, 0 by doorbell. For a WQE posted with ring = 0. */
+int mpr_dp_ring_sq_mmio(struct mpr_dp_qp *qp);
 /* Rings the SQ doorbell with the current producer index. */
 void mpr_dp_ring_sq(struct mpr_dp_qp *qp);
 

@@ -758,6 +758,71 @@ static void test_poll_translates_completions(void)
 	env_down(&e);
 }
 
+/* The ibv_wr_*() API with MPRDMA_WQE_BY_MMIO=1: a batch of one request goes
+ * to the BF window at wr_complete, a batch of two rings the doorbell. */
+static void test_wr_api_wqe_by_mmio(void)
+{
+	struct ibv_qp_init_attr_ex xattr = {};
+	const uint8_t *bf;
+	struct mpr_wqe_ctrl ctrl;
+	struct ibv_qp_ex *qpx;
+	struct ibv_qp *qp;
+	struct env e;
+	int i;
+
+	fk.uctx_flags = MPR_UCTX_F_WQE_BY_MMIO;
+	setenv("MPRDMA_WQE_BY_MMIO", "1", 1);
+	env_up(&e, 16);
+	unsetenv("MPRDMA_WQE_BY_MMIO");
+	xattr.qp_type = IBV_QPT_RC;
+	xattr.send_cq = e.cq;
+	xattr.recv_cq = e.cq;
+	xattr.cap.max_send_wr = 16;
+	xattr.cap.max_recv_wr = 16;
+	xattr.cap.max_send_sge = 1;
+	xattr.cap.max_recv_sge = 1;
+	xattr.pd = e.pd;
+	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xattr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	qp = ibv_create_qp_ex(e.ctx, &xattr);
+	CHECK(qp != NULL);
+	if (!qp) {
+		env_down(&e);
+		fk.uctx_flags = 0;
+		return;
+	}
+	qpx = ibv_qp_to_qp_ex(qp);
+	CHECK_EQ(to_rts(qp), 0);
+	bf = (const uint8_t *)fk_ptr(fk.uar_key) + MPR_UAR_BF;
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, 0x77, 0x10000);
+	ibv_wr_set_sge(qpx, e.mr->lkey, (uintptr_t)e.buf, 256);
+	CHECK_EQ(ibv_wr_complete(qpx), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), 0);
+	memcpy(&ctrl, bf, sizeof(ctrl));
+	CHECK_EQ(le32toh(ctrl.bf_qpn), qp->qp_num);
+	CHECK_EQ(ctrl.opcode, MPR_WQE_RDMA_WRITE);
+	CHECK_EQ(le16toh(ctrl.wqe_index), 0);
+
+	ibv_wr_start(qpx);
+	for (i = 0; i < 2; i++) {
+		qpx->wr_id = 2 + i;
+		qpx->wr_flags = 0;
+		ibv_wr_rdma_write(qpx, 0x77, 0x10000);
+		ibv_wr_set_sge(qpx, e.mr->lkey, (uintptr_t)e.buf, 64);
+	}
+	CHECK_EQ(ibv_wr_complete(qpx), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SQ_DB), MPR_SQ_DB(qp->qp_num, 3));
+	memcpy(&ctrl, bf, sizeof(ctrl));
+	CHECK_EQ(le16toh(ctrl.wqe_index), 0); /* the window still holds the first */
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	env_down(&e);
+	fk.uctx_flags = 0;
+}
+
 static void test_wr_api(void)
 {
 	struct ibv_qp_init_attr_ex xattr = {};
@@ -1080,6 +1145,7 @@ static const struct {
     {"qp_transport_from_environment", test_qp_transport_from_environment},
     {"wqe_by_mmio", test_wqe_by_mmio},
     {"inline_recv", test_inline_recv},
+    {"wr_api_wqe_by_mmio", test_wr_api_wqe_by_mmio},
     {"post_send_list_one_doorbell", test_post_send_list_one_doorbell},
     {"poll_translates_completions", test_poll_translates_completions},
     {"ud_address_handles", test_ud_address_handles},
