@@ -12,7 +12,7 @@ results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
 checks): devinfo, rc_pingpong, perftest, integrity, badlkey, reload,
 peer_death, qp_transport, wqe_by_mmio,
-inline_recv, hw_counters. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
+inline_recv, hw_counters, transport_mismatch. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
 
 Every run has its own output directory (a fresh mkdtemp under --work), so
 tests may run in parallel; it is removed when the test passes (unless
@@ -908,6 +908,37 @@ def test_hw_counters(r):
     r.check(got.get("rx_bytes", 0) >= 200 * 65536, f"g1 rx_bytes {got.get('rx_bytes')}")
 
 
+def test_transport_mismatch(r):
+    """Bad input: the two ends of one connection on different engines
+    (MPRDMA_QP_TRANSPORT=mprdma on the client only). The go-back-N
+    responder finds the MP-RDMA trailer where its payload should end and
+    answers a fatal NAK (its QP goes to ERR, its RECVs are flushed); the
+    MP-RDMA requester's MAC drops that NAK (no ACK trailer), so the client
+    learns of it only by its retry counter: IBV_WC_RETRY_EXC_ERR, as two
+    hardware NICs of different transports would end. Nothing crashes."""
+    pp = "ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 20 -p 18661"
+    server = f"timeout 60 {pp}; echo \"SERVER rc=$?\""
+    client = (f"MPRDMA_QP_TRANSPORT=mprdma retry_connect timeout 60 {pp} 10.0.0.2; "
+              "echo \"CLIENT rc=$?\"")
+    r.scenario([("g0", "qemu", client), ("g1", "qemu", server)],
+               extra="nic: {qp_transports: [mprdma]}")
+    r.run()
+    r.check(r.status == 0, f"simulator exit status {r.status}")
+    r.expect_exit("g0")
+    r.expect_exit("g1")
+    r.find("g0", r"transport retry counter exceeded", "the client's retry-exceeded completion")
+    r.find("g0", r"^CLIENT rc=1$", "the client's pingpong failed")
+    r.find("g1", r"Work Request Flushed Error", "the server's flushed RECVs")
+    r.find("g1", r"^SERVER rc=1$", "the server's pingpong failed")
+    g0, g1 = r.nic("g0"), r.nic("g1")
+    print(f"nic g1: fatal NAKs {g1.get('responder.fatal_naks')}, requests dropped "
+          f"{g1.get('responder.dropped')}; nic g0: rx drops {g0.get('mac.rx_drops')}, "
+          f"timeouts {g0.get('requester.timeouts')}")
+    r.check(g1.get("responder.fatal_naks") == 1, "g1: not one fatal NAK")
+    r.check((g0.get("mac.rx_drops") or 0) >= 1, "g0: the NAK without a trailer was not dropped")
+    r.check((g0.get("requester.timeouts") or 0) >= 1, "g0: no transport timeout")
+
+
 TESTS = {
     "devinfo": test_devinfo,
     "rc_pingpong": test_rc_pingpong,
@@ -921,6 +952,7 @@ TESTS = {
     "wqe_by_mmio": test_wqe_by_mmio,
     "inline_recv": test_inline_recv,
     "hw_counters": test_hw_counters,
+    "transport_mismatch": test_transport_mismatch,
 }
 
 
