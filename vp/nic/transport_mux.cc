@@ -48,19 +48,17 @@ TransportEngine& TransportMux::engine(uint8_t kind) const {
 }
 
 TransportEngine& TransportMux::route(uint32_t qpn) const {
-  auto it = bound_.find(qpn);
-  return it == bound_.end() ? *default_ : *it->second;
+  return qpn < bound_.size() && bound_[qpn] ? *bound_[qpn] : *default_;
 }
 
 void TransportMux::bind(const ConnParams& params) {
   TransportEngine& e = engine(params.engine);
-  auto [it, fresh] = bound_.emplace(params.qpn, &e);
+  if (params.qpn >= bound_.size()) bound_.resize(size_t{params.qpn} + 1, nullptr);
+  TransportEngine*& slot = bound_[params.qpn];
   // A QP number reused with another engine (its earlier life not closed):
   // the old engine forgets it.
-  if (!fresh && it->second != &e) {
-    it->second->close(params.qpn);
-    it->second = &e;
-  }
+  if (slot && slot != &e) slot->close(params.qpn);
+  slot = &e;
 }
 
 void TransportMux::open(const ConnParams& params) {
@@ -75,7 +73,7 @@ void TransportMux::set_requester(const ConnParams& params) {
 
 void TransportMux::close(uint32_t qpn) {
   route(qpn).close(qpn);
-  bound_.erase(qpn);
+  if (qpn < bound_.size()) bound_[qpn] = nullptr;
 }
 
 }  // namespace mprdma::nic

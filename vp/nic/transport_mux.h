@@ -13,7 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
+#include <vector>
 
 #include <mprdma/hw.h>
 
@@ -86,7 +86,9 @@ class TransportMux : public TransportEngine {
 
   std::unique_ptr<TransportEngine> gbn_, mprdma_, irn_;
   TransportEngine* default_;
-  std::unordered_map<uint32_t, TransportEngine*> bound_;
+  // Indexed by QPN (QPNs are small and dense: lowest free first); null:
+  // not bound. Every call of the data path looks here, so no hashing.
+  std::vector<TransportEngine*> bound_;
 };
 
 }  // namespace mprdma::nic

@@ -758,11 +758,30 @@ static void test_poll_translates_completions(void)
 	env_down(&e);
 }
 
+/* An RC QP of e's PD and CQ with the ibv_wr_*() operations `ops`, 16 WRs
+ * and `sges` SGEs each way, 64 bytes inline. */
+static struct ibv_qp *make_qp_ex(struct env *e, uint32_t sges, uint64_t ops)
+{
+	struct ibv_qp_init_attr_ex xattr = {};
+
+	xattr.qp_type = IBV_QPT_RC;
+	xattr.send_cq = e->cq;
+	xattr.recv_cq = e->cq;
+	xattr.cap.max_send_wr = 16;
+	xattr.cap.max_recv_wr = 16;
+	xattr.cap.max_send_sge = sges;
+	xattr.cap.max_recv_sge = sges;
+	xattr.cap.max_inline_data = 64;
+	xattr.pd = e->pd;
+	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xattr.send_ops_flags = ops;
+	return ibv_create_qp_ex(e->ctx, &xattr);
+}
+
 /* The ibv_wr_*() API with MPRDMA_WQE_BY_MMIO=1: a batch of one request goes
  * to the BF window at wr_complete, a batch of two rings the doorbell. */
 static void test_wr_api_wqe_by_mmio(void)
 {
-	struct ibv_qp_init_attr_ex xattr = {};
 	const uint8_t *bf;
 	struct mpr_wqe_ctrl ctrl;
 	struct ibv_qp_ex *qpx;
@@ -774,17 +793,7 @@ static void test_wr_api_wqe_by_mmio(void)
 	setenv("MPRDMA_WQE_BY_MMIO", "1", 1);
 	env_up(&e, 16);
 	unsetenv("MPRDMA_WQE_BY_MMIO");
-	xattr.qp_type = IBV_QPT_RC;
-	xattr.send_cq = e.cq;
-	xattr.recv_cq = e.cq;
-	xattr.cap.max_send_wr = 16;
-	xattr.cap.max_recv_wr = 16;
-	xattr.cap.max_send_sge = 1;
-	xattr.cap.max_recv_sge = 1;
-	xattr.pd = e.pd;
-	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	xattr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
-	qp = ibv_create_qp_ex(e.ctx, &xattr);
+	qp = make_qp_ex(&e, 1, IBV_QP_EX_WITH_RDMA_WRITE);
 	CHECK(qp != NULL);
 	if (!qp) {
 		env_down(&e);
@@ -825,7 +834,6 @@ static void test_wr_api_wqe_by_mmio(void)
 
 static void test_wr_api(void)
 {
-	struct ibv_qp_init_attr_ex xattr = {};
 	struct ibv_sge list[5];
 	struct ibv_data_buf bufs[2];
 	struct mpr_wqe_ctrl *ctrl;
@@ -840,22 +848,11 @@ static void test_wr_api(void)
 	int i;
 
 	env_up(&e, 16);
-	xattr.qp_type = IBV_QPT_RC;
-	xattr.send_cq = e.cq;
-	xattr.recv_cq = e.cq;
-	xattr.cap.max_send_wr = 16;
-	xattr.cap.max_recv_wr = 16;
-	xattr.cap.max_send_sge = 2;
-	xattr.cap.max_recv_sge = 2;
-	xattr.cap.max_inline_data = 64;
-	xattr.pd = e.pd;
-	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	xattr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
-			       IBV_QP_EX_WITH_SEND_WITH_IMM |
-			       IBV_QP_EX_WITH_RDMA_READ |
-			       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	qp = ibv_create_qp_ex(e.ctx, &xattr);
+	qp = make_qp_ex(&e, 2,
+			IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+			    IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+			    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
 	CHECK(qp != NULL);
 	if (!qp) {
 		env_down(&e);
