@@ -787,19 +787,8 @@ int mprdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 				mwr.ud = &ud;
 			}
 		}
-		/* A lone WQE goes by MMIO (the NIC needs no DMA read for
-		 * it) where the device and sw_stack/dp allow; a list gets
-		 * one doorbell. */
-		if (!err && !posted && !wr->next) {
-			err = mpr_dp_post_send_mmio(&qp->dp, &mwr);
-			if (err >= 0) {
-				posted = -1; /* handed over already */
-				err = 0;
-				break;
-			}
-		} else if (!err) {
+		if (!err)
 			err = mpr_dp_post_send(&qp->dp, &mwr, 0);
-		}
 		if (err) {
 			*bad_wr = wr;
 			err = -err;
@@ -808,8 +797,11 @@ int mprdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		posted++;
 	}
 	/* One doorbell for the whole list, also when a later WR failed: the
-	 * ones before it are posted. */
-	if (posted > 0)
+	 * ones before it are posted. A lone WQE goes by MMIO instead where
+	 * the device and MPRDMA_WQE_BY_MMIO allow (no DMA read of it). */
+	if (posted == 1)
+		mpr_dp_ring_sq_mmio(&qp->dp);
+	else if (posted)
 		mpr_dp_ring_sq(&qp->dp);
 	pthread_spin_unlock(&qp->sq.lock);
 	return err;
