@@ -397,3 +397,23 @@ void mpr_dp_arm_cq(struct mpr_dp_cq *cq, int solicited_only)
 	cq->ops->uar_write64(cq->ops->ctx, MPR_UAR_CQ_DB,
 			     MPR_CQ_DB(cq->cqn, cmd, cq->ci));
 }
+
+int mpr_transport_of_name(const char *name)
+{
+	static const struct {
+		const char *name;
+		int kind;
+	} names[] = {
+		{"default", MPR_TRANSPORT_DEFAULT}, {"gbn", MPR_TRANSPORT_GBN},
+		{"dcqcn", MPR_TRANSPORT_DCQCN},	    {"mprdma", MPR_TRANSPORT_MP_RDMA},
+		{"irn", MPR_TRANSPORT_IRN},
+	};
+	size_t i;
+
+	if (!name || !*name)
+		return MPR_TRANSPORT_DEFAULT;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i].name))
+			return names[i].kind;
+	return -1;
+}

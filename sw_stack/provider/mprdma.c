@@ -106,7 +106,7 @@ mprdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 			"(0, 64 or 128): CQs will not be created\n",
 			getenv("MPRDMA_INLINE_RECV"));
 	ctx->qp_transport =
-	    mprdma_transport_of_name(getenv("MPRDMA_QP_TRANSPORT"));
+	    mpr_transport_of_name(getenv("MPRDMA_QP_TRANSPORT"));
 	if (ctx->qp_transport < 0)
 		fprintf(stderr,
 			"mprdma: MPRDMA_QP_TRANSPORT=%s names no transport "

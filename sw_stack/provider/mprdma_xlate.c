@@ -250,26 +250,6 @@ uint32_t mprdma_cq_clean(struct mpr_dp_cq *cq, uint32_t qpn)
 	return nfreed;
 }
 
-int mprdma_transport_of_name(const char *name)
-{
-	static const struct {
-		const char *name;
-		int kind;
-	} names[] = {
-		{"default", MPR_TRANSPORT_DEFAULT}, {"gbn", MPR_TRANSPORT_GBN},
-		{"dcqcn", MPR_TRANSPORT_DCQCN},	    {"mprdma", MPR_TRANSPORT_MP_RDMA},
-		{"irn", MPR_TRANSPORT_IRN},
-	};
-	size_t i;
-
-	if (!name || !*name)
-		return MPR_TRANSPORT_DEFAULT;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i].name))
-			return names[i].kind;
-	return -1;
-}
-
 int mprdma_inline_recv_slot(const char *value)
 {
 	if (!value || !*value || !strcmp(value, "0"))

@@ -42,12 +42,6 @@ void mprdma_xlate_recv_wr(const struct ibv_recv_wr *wr,
 void mprdma_xlate_wc(const struct mpr_wc *in, struct ibv_wc *out);
 
 /*
- * The transport engine (enum mpr_transport) named by the value of the
- * environment variable MPRDMA_QP_TRANSPORT: NULL or "" or "default" is the
- * NIC's default; "gbn", "dcqcn", "mprdma", "irn". -1 for any other name.
- */
-int mprdma_transport_of_name(const char *name);
-/*
  * The CQE slot (log2 of its bytes) named by the value of
  * MPRDMA_INLINE_RECV: NULL, "" or "0" is 0 (32-byte slots, no inline
  * receive); "64" is 6 and "128" is 7 (receives of up to 32 or 96 bytes land

@@ -831,5 +831,19 @@ TEST(DpArmCq, DoorbellCarriesCommandAndConsumerIndex) {
   EXPECT_EQ(env.doorbells[1].second, MPR_CQ_DB(0xabcd, MPR_CQ_DB_ARM_SOLICITED, 7));
 }
 
+// Transport names (MPRDMA_QP_TRANSPORT, the perftest key qp_transport):
+// anything else, case included, is refused, not defaulted.
+TEST(DpTransportName, NamesMapToEnginesAndOthersAreRefused) {
+  EXPECT_EQ(mpr_transport_of_name(nullptr), MPR_TRANSPORT_DEFAULT);
+  EXPECT_EQ(mpr_transport_of_name(""), MPR_TRANSPORT_DEFAULT);
+  EXPECT_EQ(mpr_transport_of_name("default"), MPR_TRANSPORT_DEFAULT);
+  EXPECT_EQ(mpr_transport_of_name("gbn"), MPR_TRANSPORT_GBN);
+  EXPECT_EQ(mpr_transport_of_name("dcqcn"), MPR_TRANSPORT_DCQCN);
+  EXPECT_EQ(mpr_transport_of_name("mprdma"), MPR_TRANSPORT_MP_RDMA);
+  EXPECT_EQ(mpr_transport_of_name("irn"), MPR_TRANSPORT_IRN);
+  for (const char* bad : {"MPRDMA", "mp-rdma", "irn ", "tcp", "1"})
+    EXPECT_EQ(mpr_transport_of_name(bad), -1) << bad;
+}
+
 }  // namespace
 }  // namespace mprdma::test

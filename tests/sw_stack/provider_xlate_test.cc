@@ -389,20 +389,6 @@ TEST(ProviderCqClean, PolledByTheDataPathAfterwards) {
   EXPECT_EQ(mpr_dp_poll_cq(&r.cq, 4, wc), 0);
 }
 
-// MPRDMA_QP_TRANSPORT's values: the engine names of the scenario key
-// qp_transport; anything else, case included, is refused, not defaulted.
-TEST(ProviderTransportName, NamesMapToEnginesAndOthersAreRefused) {
-  EXPECT_EQ(mprdma_transport_of_name(nullptr), MPR_TRANSPORT_DEFAULT);
-  EXPECT_EQ(mprdma_transport_of_name(""), MPR_TRANSPORT_DEFAULT);
-  EXPECT_EQ(mprdma_transport_of_name("default"), MPR_TRANSPORT_DEFAULT);
-  EXPECT_EQ(mprdma_transport_of_name("gbn"), MPR_TRANSPORT_GBN);
-  EXPECT_EQ(mprdma_transport_of_name("dcqcn"), MPR_TRANSPORT_DCQCN);
-  EXPECT_EQ(mprdma_transport_of_name("mprdma"), MPR_TRANSPORT_MP_RDMA);
-  EXPECT_EQ(mprdma_transport_of_name("irn"), MPR_TRANSPORT_IRN);
-  for (const char* bad : {"MPRDMA", "mp-rdma", "irn ", "tcp", "1"})
-    EXPECT_EQ(mprdma_transport_of_name(bad), -1) << bad;
-}
-
 // MPRDMA_INLINE_RECV's values: the CQE slot sizes with room for data.
 TEST(ProviderInlineRecvSlot, SlotSizesAndRefusals) {
   EXPECT_EQ(mprdma_inline_recv_slot(nullptr), 0);

@@ -160,11 +160,10 @@ void VerbsContext::destroy_cq(CompletionQueue* cq) {
 }
 
 uint8_t transport_kind(const std::string& name) {
-  if (name == "gbn") return MPR_TRANSPORT_GBN;
-  if (name == "dcqcn") return MPR_TRANSPORT_DCQCN;
-  if (name == "mprdma") return MPR_TRANSPORT_MP_RDMA;
-  if (name == "irn") return MPR_TRANSPORT_IRN;
-  return MPR_TRANSPORT_DEFAULT;
+  // The same table as the guest provider's (sw_stack/dp); the scenario's
+  // choice() has already refused other names.
+  const int kind = mpr_transport_of_name(name.c_str());
+  return kind < 0 ? uint8_t{MPR_TRANSPORT_DEFAULT} : static_cast<uint8_t>(kind);
 }
 
 QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,

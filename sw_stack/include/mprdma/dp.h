@@ -157,6 +157,12 @@ int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr, int 
 /* Rings the RQ doorbell with the current producer index. */
 void mpr_dp_ring_rq(struct mpr_dp_qp *qp);
 
+/* The transport engine (enum mpr_transport) a name chooses: NULL, "" or
+ * "default" the NIC's default; "gbn", "dcqcn", "mprdma", "irn". -1 for any
+ * other name. One table for every user-space stack (the provider's
+ * MPRDMA_QP_TRANSPORT, the modeled hosts' perftest key qp_transport). */
+int mpr_transport_of_name(const char *name);
+
 /* Polls up to `n` completions into `wc`; returns how many (0 if none).
  * Updates the consumer-index record. */
 int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc);
