@@ -550,12 +550,16 @@ std::pair<Switch*, int> Fabric::egress_port(const std::string& link,
   return s ? std::pair<Switch*, int>{s, tl.port[side]} : std::pair<Switch*, int>{nullptr, -1};
 }
 
-double link_ecn_mark_ratio(const Fabric& fabric, const core::StatsRegistry& stats,
-                           const std::string& link, const std::string& dir) {
+std::string link_egress_stat_prefix(const Fabric& fabric, const std::string& link,
+                                    const std::string& dir) {
   const auto [sw, port] = fabric.egress_port(link, dir);
   if (!sw) throw std::out_of_range("no switch port sends into " + link + "." + dir);
-  const std::string base =
-      "switch." + std::string(sw->basename()) + ".port" + std::to_string(port) + ".";
+  return "switch." + std::string(sw->basename()) + ".port" + std::to_string(port) + ".";
+}
+
+double link_ecn_mark_ratio(const Fabric& fabric, const core::StatsRegistry& stats,
+                           const std::string& link, const std::string& dir) {
+  const std::string base = link_egress_stat_prefix(fabric, link, dir);
   const core::Counter* marks = stats.find_counter(base + "ecn_marks");
   const core::Counter* judged = stats.find_counter(base + "ecn_capable");
   if (!marks || !judged) throw std::out_of_range("no ECN counters for " + base);

@@ -198,4 +198,10 @@ double link_avg_gbps(const core::StatsRegistry& stats, const std::string& link,
 double link_ecn_mark_ratio(const Fabric& fabric, const core::StatsRegistry& stats,
                            const std::string& link, const std::string& dir);
 
+// "switch.<switch>.port<p>.": the statistics prefix of the switch port
+// sending into that direction of a link (its ecn_marks, ecn_capable, ...);
+// std::out_of_range when that side is not a switch port.
+std::string link_egress_stat_prefix(const Fabric& fabric, const std::string& link,
+                                    const std::string& dir);
+
 }  // namespace mprdma::fabric

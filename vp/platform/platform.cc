@@ -337,6 +337,12 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
         const fabric::Switch* sw = fabric_->switch_named(sname);
         for (int p = 0; p < sw->ports(); ++p) {
           if (fabric_->topology().nodes()[n].port_link[p] < 0) continue;
+          // RED's verdicts as rates, for ecn_mark_ratio over a window.
+          const std::string pb = "switch." + sname + ".port" + std::to_string(p) + ".";
+          for (const char* c : {"ecn_marks", "ecn_capable"})
+            if (env_.stats.find_counter(pb + c))
+              sampler_->add(pb + c, pb + c + "_mps", "M/s", 1e6,
+                            "RED verdicts per second on this egress port (see the counter)");
           sampler_->add_gauge("switch." + sname + ".port" + std::to_string(p) + ".queue_bytes",
                               "bytes", "Egress queue length of the port, all priorities",
                               [sw, p] {
@@ -610,8 +616,20 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
         }
       } else if (t.kind == MetricTerm::Kind::kEcnRatio) {
         if (fabric_ && fabric_->egress_port(t.link, t.dir).first) {
-          sum += fabric::link_ecn_mark_ratio(*fabric_, env_.stats, t.link, t.dir);
-          found = true;
+          if (!t.windowed) {
+            sum += fabric::link_ecn_mark_ratio(*fabric_, env_.stats, t.link, t.dir);
+            found = true;
+          } else {
+            // Equal intervals: the ratio of the two rates' means is the
+            // ratio of the counts over the window.
+            const std::string pb = fabric::link_egress_stat_prefix(*fabric_, t.link, t.dir);
+            const auto marks = series_mean_of(pb + "ecn_marks_mps", t);
+            const auto judged = series_mean_of(pb + "ecn_capable_mps", t);
+            if (marks && judged) {
+              sum += *judged > 0 ? *marks / *judged : 0.0;
+              found = true;
+            }
+          }
         }
       } else if (t.kind == MetricTerm::Kind::kCounter) {
         if (const core::Counter* c = env_.stats.find_counter(t.counter)) {

@@ -97,6 +97,31 @@ void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& 
     throw std::invalid_argument("term '" + t + "': the window ends before it starts");
 }
 
+// "ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)".
+void parse_windowed_ecn_term(const std::string& t, MetricTerm& m) {
+  const std::string form = "ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)";
+  const std::string head = "ecn_mark_ratio(";
+  const std::vector<std::string> args =
+      split(t.substr(head.size(), t.size() - head.size() - 1), ',');
+  if (args.size() != 3) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
+  const size_t dot = args[0].rfind('.');
+  m.kind = MetricTerm::Kind::kEcnRatio;
+  m.windowed = true;
+  m.link = dot == std::string::npos ? std::string() : args[0].substr(0, dot);
+  m.dir = dot == std::string::npos ? args[0] : args[0].substr(dot + 1);
+  if (m.link.empty() || (m.dir != "a2b" && m.dir != "b2a"))
+    throw std::invalid_argument("term '" + t + "': '" + args[0] +
+                                "' is not <link>.<a2b|b2a> (form " + form + ")");
+  try {
+    m.from = core::parse_duration(args[1]);
+    m.to = core::parse_duration(args[2]);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("term '" + t + "': " + e.what());
+  }
+  if (m.to.ps <= m.from.ps)
+    throw std::invalid_argument("term '" + t + "': the window ends before it starts");
+}
+
 // "pct(<histogram>,<p>)".
 void parse_pct_term(const std::string& t, MetricTerm& m) {
   const std::string form = "pct(<histogram>,<percentile>)";
@@ -211,6 +236,11 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
         continue;
       }
     }
+    if (t.compare(0, 15, "ecn_mark_ratio(") == 0 && t.back() == ')') {
+      parse_windowed_ecn_term(t, m);
+      terms.push_back(m);
+      continue;
+    }
     if (t.compare(0, 4, "pct(") == 0 && t.back() == ')') {
       parse_pct_term(t, m);
       terms.push_back(m);
@@ -246,6 +276,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "' is not of the form job.size.field, "
                                     "link.<link>.<dir>.avg_gbps, fabric.deadlocks, "
                                     "model.<mprdma|irn>.extra_state_bytes, "
+                                    "ecn_mark_ratio(<link>.<dir>,<from>,<to>), "
                                     "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
                                     "jain(<series>|...,<from>,<to>) or pct(<histogram>,<percentile>)");
       m.job = t.substr(0, d1);
@@ -344,7 +375,9 @@ void ScenarioConfig::bind(core::Binder& b) {
           "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
           "means over [from, to); a series window the run did not sample in full leaves the "
           "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
-          "ECN-capable frames RED judged at the switch port sending into that direction, or \"nic.<host>.<counter>\": "
+          "ECN-capable frames RED judged at the switch port sending into that direction, or "
+          "\"ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)\": the same over the frames judged in "
+          "[from, to) (e.g. after slow start), or \"nic.<host>.<counter>\": "
           "a NIC counter at the end of the run (e.g. nic.t1h0.transport.rx_max_ood), or "
           "\"pct(<histogram>,<p>)\": the p-th percentile (nearest rank, p in [0, 100]) of a "
           "histogram statistic at the end of the run (e.g. pct(nic.t1h0.transport.rx_ood,99.9); "
@@ -609,6 +642,11 @@ void ScenarioConfig::bind(core::Binder& b) {
           b.error("metric '" + metric + "': ecn_mark_ratio needs a fabric");
           continue;
         }
+        if (t.windowed && !sample_interval.ps)
+          b.error("metric '" + metric + "': ecn_mark_ratio over a window reads sampled "
+                  "counters, but sample_interval is 0");
+        if (t.windowed && t.to.ps > end_time.ps)
+          b.error("metric '" + metric + "': its window ends after end_time");
         if (!link_set.count(t.link)) {
           b.error("metric '" + metric + "' names unknown link '" + t.link + "'");
           continue;

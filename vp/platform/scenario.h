@@ -124,6 +124,11 @@ const std::vector<std::string>& metric_fields();
 //                                  frames RED judged at the switch port
 //                                  sending into that direction (a switch
 //                                  must send it); needs a fabric.
+//   ecn_mark_ratio(<link>.<dir>,<from>,<to>)  the same over the frames
+//                                  judged in simulated time [from, to)
+//                                  (from the port's sampled counters:
+//                                  needs sample_interval), e.g. once the
+//                                  marking has converged after slow start.
 //   nic.<host>.<counter>           a NIC counter's value at the end, e.g.
 //                                  nic.t1h0.transport.rx_max_ood (a job
 //                                  named "nic" is not allowed in terms).
@@ -154,11 +159,13 @@ struct MetricTerm {
   double factor = 1;
   std::string job, size, field;     // kJob
   std::string link, dir;            // kLink, kEcnRatio
+  bool windowed = false;            // kEcnRatio: over [from, to) rather than the run
   std::string counter;              // kCounter, kHistPct: the statistic's full path
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
   std::string engine;               // kModelState: mprdma | irn
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
-  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain: the window [from, to)
+  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, windowed kEcnRatio:
+                                    // the window [from, to)
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is
 // no known form (it does not check that jobs, sizes, links or series exist).

@@ -198,6 +198,38 @@ metrics:
   goodput: jobs.goodput_gbps
 )";
 
+// The windowed term reads the same counters through their sampled rates:
+// two windows that split a span combine, weighted by the frames judged in
+// each, to the ratio over the whole span, which (a queue standing above the
+// step throughout) is close to the run's; a window the run did not sample
+// in full (the jobs end at ~2.7 ms) leaves the metric out.
+TEST_F(FabricRun, TheWindowedEcnRatioSplitsTheRatioByTime) {
+  std::string text = kIncastEcn;
+  text += "  span: ecn_mark_ratio(r-sw.b2a,0s,2ms)\n"
+          "  early: ecn_mark_ratio(r-sw.b2a,0s,500us)\n"
+          "  late: ecn_mark_ratio(r-sw.b2a,500us,2ms)\n"
+          "  early_judged: avg(switch.sw.port2.ecn_capable_mps,0s,500us)\n"
+          "  late_judged: avg(switch.sw.port2.ecn_capable_mps,500us,2ms)\n"
+          "  beyond: ecn_mark_ratio(r-sw.b2a,1ms,40ms)\n"
+          "sample_interval: 100us\n";
+  const nlohmann::json doc = run(load_text(text));
+  const nlohmann::json& m = doc["metrics"];
+  const double whole = m["ratio"].get<double>();
+  ASSERT_GT(whole, 0.5);
+  const double span = m["span"].get<double>();
+  EXPECT_GT(span, 0.5);
+  EXPECT_NEAR(span, whole, 0.05);
+  // Rates in M/s averaged over the window: frames judged = rate * span.
+  const double je = m["early_judged"].get<double>() * 1e6 * 500e-6;
+  const double jl = m["late_judged"].get<double>() * 1e6 * 1.5e-3;
+  ASSERT_GT(je, 0);
+  ASSERT_GT(jl, 0);
+  EXPECT_LT(je + jl, 2 * 100 * 64);  // the jobs run past 2 ms
+  EXPECT_NEAR((m["early"].get<double>() * je + m["late"].get<double>() * jl) / (je + jl), span,
+              1e-9);
+  EXPECT_FALSE(m.contains("beyond"));
+}
+
 TEST_F(FabricRun, AnEcnOverrideSetsTheMarkingOfItsPortAndTheRatioTermReadsIt) {
   ScenarioConfig cfg = load_text(kIncastEcn);
   nlohmann::json doc = run(cfg);

@@ -244,6 +244,17 @@ TEST(FabricScenario, EcnRatioCounterAndGoodputTermsParseAndAreChecked) {
   EXPECT_NE(err.find("link 't0h0-t0' a2b is sent by host 't0h0'"), std::string::npos) << err;
   err = error_of(metric("nic.t9h9.mac.ce_rx"));
   EXPECT_NE(err.find("names unknown host 't9h9'"), std::string::npos) << err;
+  // The windowed form is checked like the whole-run one, and reads sampled
+  // counters inside the run.
+  EXPECT_EQ(error_of(metric("ecn_mark_ratio(t0-s3.a2b,0s,1ms)")), "");
+  err = error_of(metric("ecn_mark_ratio(t0-s9.a2b,0s,1ms)"));
+  EXPECT_NE(err.find("unknown link 't0-s9'"), std::string::npos) << err;
+  err = error_of(metric("ecn_mark_ratio(t0h0-t0.a2b,0s,1ms)"));
+  EXPECT_NE(err.find("is sent by host 't0h0'"), std::string::npos) << err;
+  err = error_of(metric("ecn_mark_ratio(t0-s3.a2b,0s,1ms)") + "sample_interval: 0s\n");
+  EXPECT_NE(err.find("sample_interval is 0"), std::string::npos) << err;
+  err = error_of(metric("ecn_mark_ratio(t0-s3.a2b,0s,100s)"));
+  EXPECT_NE(err.find("ends after end_time"), std::string::npos) << err;
 }
 
 TEST(FabricScenario, HostsJobsLinksAndMetricsAreCheckedAgainstTheFabric) {

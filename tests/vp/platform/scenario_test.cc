@@ -177,6 +177,19 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
                           "pct(a.b|c.d,99)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
+  const MetricTerm we = parse_metric("ecn_mark_ratio(a-p0.a2b,6ms,12ms)").at(0);
+  EXPECT_EQ(we.kind, MetricTerm::Kind::kEcnRatio);
+  EXPECT_TRUE(we.windowed);
+  EXPECT_EQ(we.link, "a-p0");
+  EXPECT_EQ(we.dir, "a2b");
+  EXPECT_EQ(we.from.ps, 6000000000u);
+  EXPECT_EQ(we.to.ps, 12000000000u);
+  EXPECT_FALSE(parse_metric("link.a-p0.a2b.ecn_mark_ratio").at(0).windowed);
+  for (const char* bad : {"ecn_mark_ratio(a-p0.a2b,6ms)", "ecn_mark_ratio(a-p0.up,0s,1ms)",
+                          "ecn_mark_ratio(a2b,0s,1ms)", "ecn_mark_ratio(a-p0.a2b,2ms,1ms)",
+                          "ecn_mark_ratio(a-p0.a2b,0s,1x)"})
+    EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
+
   for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
                           "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
                           "min(w.4096.bw_gbps)", "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)",
