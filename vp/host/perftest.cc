@@ -58,6 +58,10 @@ void JobConfig::bind(core::Binder& b) {
            "The rate counts answers.");
   b.field("client", client, "Host that issues the requests.");
   b.field("server", server, "Host that answers them.");
+  b.field("enabled", enabled,
+          "false: the job is checked but not run, as if it were not in the list (a later job's "
+          "after_previous then waits for the enabled one before it); metrics naming it are "
+          "left out. For sweeps that vary which jobs run, e.g. an incast's degree.");
   b.field("sizes", sizes, "Message sizes, run one after the other.", 0, uint64_t{1} << 31);
   b.field("iterations", iterations, "Messages per size.", 1, int64_t{1} << 32);
   b.field("tx_depth", tx_depth, "Outstanding requests of the bandwidth tests.", 1, 16384);

@@ -28,6 +28,9 @@ namespace mprdma::host {
 
 struct JobConfig {
   std::string name;
+  // false: checked like the others but not run (the scenario loader drops
+  // it), so that a sweep can vary which jobs take part.
+  bool enabled = true;
   std::string app = "write_bw";
   std::string client;
   std::string server;

@@ -41,6 +41,7 @@ struct Platform::JobRunner : sc_core::sc_module {
     JobOutcome& out = platform.outcomes_[i];
     out.started = true;
     out.start_s = sc_core::sc_time_stamp().to_seconds();
+    out.run_from_s = std::max(out.start_s, cfg.run_at.sc().to_seconds());
     if (cfg.qps > 1) {
       out.results = {run_connections(cfg)};
     } else {
@@ -739,7 +740,7 @@ double Platform::active_time_s() const {
   const double now = sc_core::sc_time_stamp().to_seconds();
   for (const JobOutcome& o : outcomes_) {
     if (!o.started) continue;
-    if (first < 0 || o.start_s < first) first = o.start_s;
+    if (first < 0 || o.run_from_s < first) first = o.run_from_s;
     last = std::max(last, o.finished ? o.end_s : now);
   }
   return first < 0 ? now : last - first;
@@ -772,6 +773,7 @@ nlohmann::json Platform::flows_json() const {
     if (cfg.udp_sport) j["udp_sport"] = cfg.udp_sport;
     j["finished"] = o.finished;
     j["start_s"] = o.start_s;
+    j["run_from_s"] = o.run_from_s;
     j["end_s"] = o.end_s;
     nlohmann::json sizes = nlohmann::json::object();
     for (const host::SizeResult& r : o.results) {

@@ -43,6 +43,9 @@ struct JobOutcome {
   bool started = false;
   bool finished = false;
   double start_s = 0, end_s = 0;
+  // When its measured part may begin: start_s, or the job's run_at if
+  // later (set-up happens before it, no traffic flows).
+  double run_from_s = 0;
   std::vector<host::SizeResult> results;
 };
 
@@ -81,8 +84,9 @@ class Platform {
   nlohmann::json flows_json() const;
   // The "fabric" section of results.json (null without a fabric).
   nlohmann::json fabric_json() const;
-  // Seconds from the first job start to the last job end (a job still
-  // running counts until now); the whole run if no job started.
+  // Seconds from the first job's measured start (run_from_s: its start,
+  // or its run_at if later) to the last job end (a job still running
+  // counts until now); the whole run if no job started.
   double active_time_s() const;
   // nullptr without a fabric.
   const fabric::Fabric* fabric() const { return fabric_.get(); }

@@ -364,7 +364,7 @@ void ScenarioConfig::bind(core::Binder& b) {
           "sync_messages, sync_wait_us, or "
           "\"link.<link>.<a2b|b2a>.avg_gbps\": wire bits sent in that direction (frames with "
           "FCS, preamble and gap, lost ones included) over the run's active time (first job "
-          "start to last job end), in Gb/s, or \"fabric.deadlocks\": the number of PFC deadlocks the "
+          "start, or its run_at if later, to last job end), in Gb/s, or \"fabric.deadlocks\": the number of PFC deadlocks the "
           "fabric's detector reported (0 with PFC or the detector off), or "
           "\"model.<mprdma|irn>.extra_state_bytes\": the per-connection state that engine's "
           "golden model adds over RoCEv2, from its field table (vp/nic/transport.md), or "
@@ -801,6 +801,10 @@ ScenarioConfig load_scenario(const std::string& path, const std::vector<std::str
     }
     if (!errors.empty()) throw core::ConfigError(errors);
   }
+  // Disabled jobs were checked with the rest; the run never sees them.
+  cfg.jobs.erase(std::remove_if(cfg.jobs.begin(), cfg.jobs.end(),
+                                [](const host::JobConfig& j) { return !j.enabled; }),
+                 cfg.jobs.end());
   return cfg;
 }
 

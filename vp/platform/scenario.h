@@ -100,8 +100,9 @@ const std::vector<std::string>& metric_fields();
 //   <job>.<size>.<field>           a job's result for one message size, or
 //   link.<link>.<dir>.avg_gbps     the average wire rate of one direction
 //                                  (a2b or b2a) of a link over the run's
-//                                  active time (first job start to last
-//                                  job end), frame bytes plus FCS,
+//                                  active time (first job start, or its
+//                                  run_at if later, to last job end),
+//                                  frame bytes plus FCS,
 //                                  preamble and inter-frame gap, lost
 //                                  frames included, in Gb/s.
 //   model.<mprdma|irn>.extra_state_bytes  per-connection state the engine's

@@ -3,6 +3,7 @@
 // switches forward each flow over the path Fabric::path_of predicts.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +229,24 @@ TEST_F(FabricRun, TheWindowedEcnRatioSplitsTheRatioByTime) {
   EXPECT_NEAR((m["early"].get<double>() * je + m["late"].get<double>() * jl) / (je + jl), span,
               1e-9);
   EXPECT_FALSE(m.contains("beyond"));
+}
+
+// With run_at the jobs are set up first and send from run_at: the active
+// time (and so jobs.goodput_gbps) counts from there, not from the set-up.
+TEST_F(FabricRun, ActiveTimeStartsAtRunAt) {
+  std::string text = kIncastEcn;
+  for (const char* job : {"name: x,", "name: y,"})
+    text.replace(text.find(job), std::string(job).size(), std::string(job) + " run_at: 2ms,");
+  const nlohmann::json doc = run(load_text(text));
+  EXPECT_EQ(outcome("x").start_s, 0.0);
+  EXPECT_NEAR(doc["flows"]["x"]["run_from_s"].get<double>(), 2e-3, 1e-15);
+  const double end = std::max(outcome("x").end_s, outcome("y").end_s);
+  const double active = doc["fabric"]["active_time_s"].get<double>();
+  EXPECT_NEAR(active, end - 2e-3, 1e-12);
+  // Two senders into one 40 Gb/s port: the payload rate over the active
+  // time is near the port's, as without run_at.
+  EXPECT_NEAR(doc["metrics"]["goodput"].get<double>(), 2 * 100 * 65536 * 8.0 / active / 1e9, 1e-9);
+  EXPECT_GT(doc["metrics"]["goodput"].get<double>(), 30.0);
 }
 
 TEST_F(FabricRun, AnEcnOverrideSetsTheMarkingOfItsPortAndTheRatioTermReadsIt) {

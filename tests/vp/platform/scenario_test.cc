@@ -46,6 +46,32 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
+// A disabled job is checked like the others, then left out of the run; a
+// sweep can turn jobs off (an incast's degree), which every point checks.
+TEST(Scenario, DisabledJobsAreCheckedThenDropped) {
+  std::string text = kGood;
+  text.replace(text.find("metrics:"), 8,
+               "  - {name: off, enabled: false, app: read_bw, client: h1, server: h0}\n"
+               "  - {name: last, app: send_bw, client: h0, server: h1}\n"
+               "metrics:");
+  ScenarioConfig cfg = load_scenario(write_temp("disabled.yaml", text));
+  ASSERT_EQ(cfg.jobs.size(), 2u);
+  EXPECT_EQ(cfg.jobs[0].name, "w");
+  EXPECT_EQ(cfg.jobs[1].name, "last");
+  cfg = load_scenario(write_temp("disabled.yaml", text), {"jobs.1.enabled=true", "jobs.0.enabled=false"});
+  ASSERT_EQ(cfg.jobs.size(), 2u);
+  EXPECT_EQ(cfg.jobs[0].name, "off");
+  // Still checked: a bad key or host in a disabled job is an error.
+  std::string bad = text;
+  bad.replace(bad.find("client: h1, server: h0"), 22, "client: h9, server: h0");
+  EXPECT_NE(error_of(bad).find("h9"), std::string::npos);
+  bad = text;
+  bad.replace(bad.find("enabled: false,"), 15, "enabled: false, colour: red,");
+  EXPECT_NE(error_of(bad).find("unknown key 'colour'"), std::string::npos);
+  // A metric may name a disabled job (the run leaves it out).
+  EXPECT_EQ(error_of(text + "  r: off.65536.bw_gbps\n"), "");
+}
+
 TEST(Scenario, GoodFileLoads) {
   const std::string path = write_temp("good.yaml", kGood);
   const ScenarioConfig cfg = load_scenario(path);
