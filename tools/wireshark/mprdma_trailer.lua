@@ -13,7 +13,8 @@
 --   data trailer (SEND and RDMA WRITE, 8 bytes): MSN (24) | packet index in
 --     the message (24) | flags (8: ReTx, synchronise, tail) | reserved (8)
 --   ACK trailer (ACKNOWLEDGE, 12 bytes): echoed virtual path (16) | SACK
---     PSN (24) | AACK PSN (24) | flags (8: ECE, ReTx, NACK) | reserved (24)
+--     PSN (24) | AACK PSN (24) | flags (8: ECE, ReTx, NACK, READ: an IRN
+--     Read (N)ACK from requester to responder) | reserved (24)
 -- Whether a packet has a trailer is a property of its connection (its
 -- transport), which a capture does not record. Preference "mode":
 --   acks (default)  ACKs whose payload area is exactly 12 bytes (a RoCEv2
@@ -42,6 +43,7 @@ local pf = {
     ece = ProtoField.bool("mprdma_trailer.ece", "ECE", 8, nil, 0x01),
     ack_retx = ProtoField.bool("mprdma_trailer.ack_retx", "ReTx", 8, nil, 0x02),
     nack = ProtoField.bool("mprdma_trailer.nack", "NACK", 8, nil, 0x04),
+    read = ProtoField.bool("mprdma_trailer.read", "Read (N)ACK", 8, nil, 0x08),
     reserved = ProtoField.bytes("mprdma_trailer.reserved", "Reserved"),
 }
 proto.fields = pf
@@ -101,8 +103,9 @@ local function decode_ack(tree, tvb, at)
     flags:add(pf.ece, tvb(at + 8, 1))
     flags:add(pf.ack_retx, tvb(at + 8, 1))
     flags:add(pf.nack, tvb(at + 8, 1))
+    flags:add(pf.read, tvb(at + 8, 1))
     t:add(pf.reserved, tvb(at + 9, 3))
-    if bit.band(tvb(at + 8, 1):uint(), 0xf8) ~= 0 or tvb(at + 9, 3):uint() ~= 0 then
+    if bit.band(tvb(at + 8, 1):uint(), 0xf0) ~= 0 or tvb(at + 9, 3):uint() ~= 0 then
         t:add_proto_expert_info(ex_reserved)
     end
 end

@@ -37,18 +37,20 @@ void put_mp_ack_ext(uint8_t* d, const MpAckExt& e) {
   d[1] = static_cast<uint8_t>(e.echo_vp);
   put24(d + 2, e.sack, "MP-RDMA SACK PSN");
   put24(d + 5, e.aack, "MP-RDMA AACK PSN");
-  d[8] = static_cast<uint8_t>((e.ece ? 1 : 0) | (e.retx ? 2 : 0) | (e.nack ? 4 : 0));
+  d[8] = static_cast<uint8_t>((e.ece ? 1 : 0) | (e.retx ? 2 : 0) | (e.nack ? 4 : 0) |
+                               (e.read ? 8 : 0));
   d[9] = d[10] = d[11] = 0;
 }
 
 bool get_mp_ack_ext(const uint8_t* s, MpAckExt& e) {
-  if ((s[8] & ~0x07) || s[9] || s[10] || s[11]) return false;
+  if ((s[8] & ~0x0f) || s[9] || s[10] || s[11]) return false;
   e.echo_vp = static_cast<uint16_t>(s[0] << 8 | s[1]);
   e.sack = get24(s + 2);
   e.aack = get24(s + 5);
   e.ece = s[8] & 1;
   e.retx = s[8] & 2;
   e.nack = s[8] & 4;
+  e.read = s[8] & 8;
   return true;
 }
 

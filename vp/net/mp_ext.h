@@ -15,7 +15,10 @@
 //   data trailer (8 bytes): MSN (24) | iPSN (24) | flags (8) | reserved (8)
 //     flags: bit 0 ReTx, bit 1 synchronise, bit 2 tail of message
 //   ACK trailer (12 bytes): echo VP (16) | SACK PSN (24) | AACK PSN (24) |
-//     flags (8) | reserved (24); flags: bit 0 ECE, bit 1 ReTx, bit 2 NACK
+//     flags (8) | reserved (24); flags: bit 0 ECE, bit 1 ReTx, bit 2 NACK,
+//     bit 3 READ: a Read (N)ACK, sent by a requester to acknowledge READ
+//     responses (IRN's explicit READ acknowledgements; AACK: every response
+//     up to it arrived, SACK: the response this one is for)
 #pragma once
 
 #include <cstddef>
@@ -39,6 +42,7 @@ struct MpAckExt {
   uint32_t sack = 0;  // 24 bits
   uint32_t aack = 0;  // 24 bits
   bool ece = false, retx = false, nack = false;
+  bool read = false;  // a Read (N)ACK (requester -> responder)
 };
 
 // Write the trailer into `dst` (its size in bytes). Throw

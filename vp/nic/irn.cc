@@ -127,6 +127,142 @@ void IrnSender::on_timer(uint64_t now) {
   arm(now);
 }
 
+void IrnSender::sack(uint32_t psn, uint64_t now) {
+  const int32_t d = psn_diff(psn, una_);
+  if (d < 0 || psn_diff(psn, nxt_) >= 0) return;
+  if (static_cast<uint32_t>(d) < sacked_.size()) bit(psn) = 1;
+  arm(now);
+}
+
+IrnReadResponder::IrnReadResponder(const IrnParams& params) : p_(params) {}
+
+int32_t IrnReadResponder::order(uint32_t psn) const {
+  return reads_.empty() ? 0 : psn_diff(psn, reads_.front().first);
+}
+
+IrnReadResponder::Read* IrnReadResponder::read_of(uint32_t psn) {
+  for (Read& r : reads_) {
+    const int32_t k = psn_diff(psn, r.first);
+    if (k >= 0 && static_cast<size_t>(k) < r.state.size()) return &r;
+  }
+  return nullptr;
+}
+
+void IrnReadResponder::add_read(uint32_t first, uint32_t n) {
+  Read r;
+  r.first = first & kPsnMask;
+  r.state.assign(std::max<uint32_t>(n, 1), kQueued);
+  r.resent.assign(r.state.size(), 0);
+  // Keep the table in PSN order (a READ asked again after a loss may be
+  // answered after later ones).
+  auto it = reads_.begin();
+  while (it != reads_.end() && order(it->first) < order(r.first)) ++it;
+  reads_.insert(it, std::move(r));
+}
+
+uint32_t IrnReadResponder::in_flight() const {
+  uint32_t n = 0;
+  for (const Read& r : reads_)
+    for (uint8_t s : r.state) n += s == kSent;
+  return n;
+}
+
+void IrnReadResponder::arm(uint64_t now) {
+  const uint32_t n = in_flight();
+  rto_at_ = n == 0 ? kNever : now + (n <= p_.rto_low_threshold ? p_.rto_low_cycles : p_.rto_high_cycles);
+}
+
+void IrnReadResponder::on_sent(uint32_t psn, uint64_t now) {
+  Read* r = read_of(psn);
+  if (!r) return;
+  uint8_t& s = r->state[static_cast<size_t>(psn_diff(psn, r->first))];
+  if (s == kAcked) return;
+  if (s == kSent) ++counters_.retransmits;
+  s = kSent;
+  arm(now);
+}
+
+void IrnReadResponder::acknowledge(uint32_t psn) {
+  if (Read* r = read_of(psn)) r->state[static_cast<size_t>(psn_diff(psn, r->first))] = kAcked;
+}
+
+void IrnReadResponder::on_ack(const IrnAck& a, uint64_t now) {
+  ++(a.nack ? counters_.read_nacks : counters_.read_acks);
+  const uint32_t before = in_flight();
+  // Cumulative: every response before `cum`.
+  for (Read& r : reads_)
+    for (size_t k = 0; k < r.state.size(); ++k)
+      if (order(psn_add(r.first, static_cast<int64_t>(k))) < order(a.cum)) r.state[k] = kAcked;
+  acknowledge(a.sack);
+  if (a.nack) {
+    const uint32_t above = psn_add(a.sack, 1);
+    if (!recovering_ || order(above) > order(high_sack_)) high_sack_ = above;
+    if (!recovering_) {
+      ++counters_.recoveries;
+      recovering_ = true;
+      for (Read& r : reads_) std::fill(r.resent.begin(), r.resent.end(), 0);
+    }
+  }
+  // Recovery ends when nothing below the highest SACKed response is missing.
+  if (recovering_) {
+    bool missing = false;
+    for (const Read& r : reads_)
+      for (size_t k = 0; k < r.state.size() && !missing; ++k)
+        missing = r.state[k] != kAcked &&
+                  order(psn_add(r.first, static_cast<int64_t>(k))) < order(high_sack_);
+    recovering_ = missing;
+  }
+  // Fully acknowledged READs leave the table. (high_sack_ is a PSN: order()
+  // measures it from the new oldest READ as it did from the old one.)
+  for (auto it = reads_.begin(); it != reads_.end();)
+    it = std::all_of(it->state.begin(), it->state.end(), [](uint8_t s) { return s == kAcked; })
+             ? reads_.erase(it)
+             : it + 1;
+  if (in_flight() != before) arm(now);
+}
+
+bool IrnReadResponder::next_retx(uint32_t& psn) {
+  if (!recovering_) return false;
+  for (Read& r : reads_)
+    for (size_t k = 0; k < r.state.size(); ++k) {
+      const uint32_t q = psn_add(r.first, static_cast<int64_t>(k));
+      if (order(q) >= order(high_sack_)) return false;
+      if (r.state[k] == kSent && !r.resent[k]) {
+        r.resent[k] = 1;
+        psn = q;
+        return true;
+      }
+    }
+  return false;
+}
+
+void IrnReadResponder::on_timer(uint64_t now) {
+  if (rto_at_ == kNever || now < rto_at_) return;
+  if (in_flight() == 0) {
+    rto_at_ = kNever;
+    return;
+  }
+  ++counters_.rtos;
+  // Every response in flight is presumed lost: a recovery over all of them.
+  recovering_ = true;
+  high_sack_ = reads_.front().first;
+  for (Read& r : reads_) {
+    std::fill(r.resent.begin(), r.resent.end(), 0);
+    for (size_t k = 0; k < r.state.size(); ++k)
+      if (r.state[k] == kSent) {
+        const uint32_t above = psn_add(r.first, static_cast<int64_t>(k) + 1);
+        if (order(above) > order(high_sack_)) high_sack_ = above;
+      }
+  }
+  arm(now);
+}
+
+bool IrnReadResponder::pending(uint32_t first) const {
+  for (const Read& r : reads_)
+    if (r.first == (first & kPsnMask)) return true;  // fully acknowledged ones are erased
+  return false;
+}
+
 IrnReceiver::IrnReceiver(uint32_t bdp_packets, uint32_t epsn) : nxt_(epsn & kPsnMask) {
   check_bdp(bdp_packets, "IrnReceiver");
   got_.assign(bdp_packets, 0);

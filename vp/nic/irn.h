@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct IrnParams {
   uint64_t rto_low_cycles = 25000;   // 100 us at 250 MHz (IRN §4.1)
   uint64_t rto_high_cycles = 80000;  // 320 us at 250 MHz (IRN §4.1)
   uint32_t rto_low_threshold = 3;    // N: RTO_low with at most N packets in flight
+  // Explicit READ acknowledgements: the requester answers READ responses
+  // with Read (N)ACKs and the responder recovers lost responses itself
+  // (IrnReadResponder); false: the requester asks again for them.
+  bool read_acks = true;
 };
 
 // What the receiver tells the sender: the cumulative ACK (next expected
@@ -66,6 +71,11 @@ class IrnSender {
   bool sacked(uint32_t psn) const;
   uint32_t in_flight() const { return static_cast<uint32_t>(psn_diff(nxt_, una_)); }
   bool done() const { return una_ == max_ && nxt_ == max_; }
+  // Records `psn` as arrived without a NACK's recovery: READ responses
+  // whose loss their responder recovers (explicit Read ACKs). Restarts the
+  // timeout, which then covers only what the responder cannot: a lost
+  // request.
+  void sack(uint32_t psn, uint64_t now);
 
   struct Counters {
     uint64_t nacks = 0, recoveries = 0, retransmits = 0, rto_low = 0, rto_high = 0;
@@ -86,6 +96,62 @@ class IrnSender {
   uint32_t recovery_ = 0;     // snd_nxt when recovery began
   uint32_t retx_ = 0;         // next PSN to consider for retransmission
   uint32_t high_sack_ = 0;    // highest SACKed PSN + 1 (retransmit only below it)
+  uint64_t rto_at_ = kNever;
+  Counters counters_;
+};
+
+// The responder's half of IRN's explicit READ acknowledgements: it sends a
+// READ's responses and recovers their loss itself, from the requester's
+// Read (N)ACKs (every response before `cum` arrived; a NACK: response
+// `sack` arrived after a gap) and a timeout (RTO_low / RTO_high by
+// responses in flight), as a sender of data does: a response not
+// acknowledged and below the highest SACKed one is sent again, once per
+// recovery; a timeout sends again every one in flight. Responses are keyed
+// by PSN, READ by READ: READs may be answered in any order (a lost request
+// is asked again later), and the PSNs between them belong to other
+// requests.
+class IrnReadResponder {
+ public:
+  explicit IrnReadResponder(const IrnParams& params);
+
+  // A READ was accepted: its responses cover [first, first + n).
+  void add_read(uint32_t first, uint32_t n);
+  // Response `psn` left (first time or again).
+  void on_sent(uint32_t psn, uint64_t now);
+  // A Read (N)ACK.
+  void on_ack(const IrnAck& a, uint64_t now);
+  // The next response to send again; false when none is due.
+  bool next_retx(uint32_t& psn);
+  uint64_t wake_at() const { return rto_at_; }
+  void on_timer(uint64_t now);
+  // The READ starting at `first` still has responses not acknowledged.
+  bool pending(uint32_t first) const;
+  bool in_recovery() const { return recovering_; }
+  uint32_t in_flight() const;
+
+  struct Counters {
+    uint64_t read_acks = 0, read_nacks = 0, recoveries = 0, retransmits = 0, rtos = 0;
+  };
+  const Counters& counters() const { return counters_; }
+
+ private:
+  enum : uint8_t { kQueued = 0, kSent = 1, kAcked = 2 };
+  struct Read {
+    uint32_t first = 0;
+    std::vector<uint8_t> state;  // per response: kQueued, kSent, kAcked
+    std::vector<uint8_t> resent;  // sent again in this recovery
+  };
+  // The READ holding `psn`, or null.
+  Read* read_of(uint32_t psn);
+  void acknowledge(uint32_t psn);
+  void arm(uint64_t now);
+  // Oldest READ's first PSN: the base that orders PSNs across READs.
+  int32_t order(uint32_t psn) const;
+
+  IrnParams p_;
+  std::deque<Read> reads_;  // by first PSN
+  bool recovering_ = false;
+  uint32_t high_sack_ = 0;  // responses before it (in order()) are candidates
   uint64_t rto_at_ = kNever;
   Counters counters_;
 };

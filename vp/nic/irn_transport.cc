@@ -1,5 +1,6 @@
 #include "vp/nic/irn_transport.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "vp/nic/gbn_transport.h"
@@ -25,6 +26,24 @@ const TxStat kTxStats[] = {
     {"bdp_stalls", &IrnSender::Counters::bdp_stalls, "events",
      "Sends held by BDP-FC (packets in flight at the BDP cap)"},
 };
+struct RdStat {
+  const char* name;
+  uint64_t IrnReadResponder::Counters::*field;
+  const char* unit;
+  const char* desc;
+};
+const RdStat kRdStats[] = {
+    {"read_acks_rx", &IrnReadResponder::Counters::read_acks, "packets",
+     "Responder: Read ACKs received (explicit READ acknowledgements)"},
+    {"read_nacks_rx", &IrnReadResponder::Counters::read_nacks, "packets",
+     "Responder: Read NACKs received (a response arrived after a gap)"},
+    {"read_recoveries", &IrnReadResponder::Counters::recoveries, "events",
+     "Responder: READ-response recovery entered"},
+    {"read_retransmits", &IrnReadResponder::Counters::retransmits, "packets",
+     "Responder: READ responses sent again"},
+    {"read_rtos", &IrnReadResponder::Counters::rtos, "events",
+     "Responder: READ-response timeouts"},
+};
 }  // namespace
 
 IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
@@ -33,6 +52,8 @@ IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
   if (!stats) return;
   for (const TxStat& t : kTxStats)
     tx_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
+  for (const RdStat& t : kRdStats)
+    rd_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
   rx_placed_ = &stats->counter(prefix + "rx_placed", "packets", "Requests placed (new PSNs)");
   rx_duplicates_ = &stats->counter(prefix + "rx_duplicates", "packets",
                                    "Requests for PSNs already here (ACKed or answered again)");
@@ -43,6 +64,12 @@ IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
 void IrnTransport::account(const IrnSender::Counters& a, const IrnSender::Counters& b) {
   for (size_t i = 0; i < tx_stats_.size(); ++i)
     tx_stats_[i]->add(b.*kTxStats[i].field - a.*kTxStats[i].field);
+}
+
+void IrnTransport::account(const IrnReadResponder::Counters& a,
+                           const IrnReadResponder::Counters& b) {
+  for (size_t i = 0; i < rd_stats_.size(); ++i)
+    rd_stats_[i]->add(b.*kRdStats[i].field - a.*kRdStats[i].field);
 }
 
 size_t IrnTransport::state_bytes() const {
@@ -57,6 +84,7 @@ void IrnTransport::open(const ConnParams& params) {
   c = Conn{};
   c.params = params;
   c.rx.emplace(p_.bdp_packets, params.rq_psn);
+  if (p_.read_acks) c.rd.emplace(p_);
 }
 
 void IrnTransport::set_requester(const ConnParams& params) {
@@ -105,6 +133,7 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
     r.error = AckResult::Error::fatal_nak;
     return r;
   }
+  if (p_.read_acks && ev.kind == AckEvent::Kind::read_response) return read_response(c, ev, now);
   const uint32_t una = c.tx->snd_una();
   const bool recovering = c.tx->in_recovery();
   IrnAck a;
@@ -133,6 +162,29 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
       // The ACK covers PSNs whose READ/atomic responses are missing: the
       // responder sent them before this ACK on the same path, so they were
       // lost. Acknowledge up to them, and what the ACK names selectively.
+      // With explicit READ acknowledgements the responder sends lost READ
+      // responses again itself: the other PSNs the ACK covers are SACKed,
+      // without a recovery, as long as no atomic's answer is missing (the
+      // requester asks again for those).
+      if (p_.read_acks && !ev.missing_atomic) {
+        const uint32_t end = a.cum;
+        a.cum = ev.ack_limit;
+        a.nack = false;
+        const IrnSender::Counters before = c.tx->counters();
+        c.tx->on_ack(a, now);
+        for (uint32_t p = psn_add(ev.ack_limit, 1); p != end; p = psn_add(p, 1))
+          if (std::find(ev.missing_responses.begin(), ev.missing_responses.end(), p) ==
+              ev.missing_responses.end())
+            c.tx->sack(p, now);
+        account(before, c.tx->counters());
+        r.progress = c.tx->snd_una() != una;
+        if (r.progress) {
+          c.retry_left = c.params.retry_cnt;
+          c.timed_out = false;
+        }
+        r.tx_ready = r.progress;
+        return r;
+      }
       a.nack = true;
       a.sack = psn_add(a.cum, -1);
       a.cum = ev.ack_limit;
@@ -150,6 +202,97 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
   }
   // Recovery began (retransmissions are due) or the window opened.
   r.tx_ready = r.progress || (c.tx->in_recovery() && !recovering);
+  return r;
+}
+
+AckResult IrnTransport::read_response(Conn& c, const AckEvent& ev, uint64_t now) {
+  // The requester is the receiver of READ data: a response is placed and
+  // acknowledged to the responder by a Read ACK (cumulative: every response
+  // before the next missing one) or, after a gap in the responses, a Read
+  // NACK naming it; the responder sends lost ones again. Here it only
+  // counts for the requester's own window (BDP-FC) and timeout.
+  AckResult r;
+  const uint32_t k = ev.psn;
+  const uint32_t una = c.tx->snd_una();
+  r.send_read_ack = true;
+  r.read_ack.echo_vp = c.params.udp_sport;
+  r.read_ack.sack = k;
+  if (psn_diff(k, una) < 0 || psn_diff(k, c.tx->snd_nxt()) >= 0 || c.tx->sacked(k)) {
+    // Here already (the responder sent it again before our Read ACK
+    // reached it): acknowledge again, no more.
+    r.read_ack.aack = psn_add(ev.ack_limit, -1);
+    return r;
+  }
+  r.accept = true;
+  const bool in_order = k == ev.ack_limit;
+  r.read_ack.nack = !in_order;
+  r.read_ack.aack = in_order ? k : psn_add(ev.ack_limit, -1);
+  const IrnSender::Counters before = c.tx->counters();
+  if (k == una) {
+    IrnAck a;
+    a.cum = psn_add(k, 1);
+    while (a.cum != c.tx->snd_nxt() && c.tx->sacked(a.cum)) a.cum = psn_add(a.cum, 1);
+    c.tx->on_ack(a, now);
+  } else {
+    c.tx->sack(k, now);
+  }
+  account(before, c.tx->counters());
+  r.progress = c.tx->snd_una() != una;
+  if (r.progress) {
+    c.retry_left = c.params.retry_cnt;
+    c.timed_out = false;
+  }
+  r.tx_ready = r.progress;
+  return r;
+}
+
+void IrnTransport::read_queued(uint32_t qpn, uint32_t first_psn, uint32_t n, uint64_t) {
+  Conn& c = conns_.at(qpn);
+  if (c.rd) c.rd->add_read(first_psn, n);
+}
+
+void IrnTransport::read_response_sent(uint32_t qpn, uint32_t psn, uint64_t now) {
+  Conn& c = conns_.at(qpn);
+  if (!c.rd) return;
+  const IrnReadResponder::Counters before = c.rd->counters();
+  c.rd->on_sent(psn, now);
+  account(before, c.rd->counters());
+}
+
+AckResult IrnTransport::on_read_ack(uint32_t qpn, const AckExt& ack, uint64_t now) {
+  Conn& c = conns_.at(qpn);
+  AckResult r;
+  if (!c.rd) return r;
+  const IrnReadResponder::Counters before = c.rd->counters();
+  c.rd->on_ack(IrnAck{psn_add(ack.aack, 1), ack.nack, ack.sack}, now);
+  account(before, c.rd->counters());
+  r.tx_ready = c.rd->in_recovery();
+  return r;
+}
+
+bool IrnTransport::next_read_retx(uint32_t qpn, uint32_t& psn) {
+  Conn& c = conns_.at(qpn);
+  return c.rd && c.rd->next_retx(psn);
+}
+
+bool IrnTransport::read_pending(uint32_t qpn, uint32_t first_psn) const {
+  const Conn& c = conns_.at(qpn);
+  return c.rd && c.rd->pending(first_psn);
+}
+
+uint64_t IrnTransport::read_wake_at(uint32_t qpn) const {
+  auto it = conns_.find(qpn);
+  return it == conns_.end() || !it->second.rd ? kNever : it->second.rd->wake_at();
+}
+
+AckResult IrnTransport::on_read_timer(uint32_t qpn, uint64_t now) {
+  Conn& c = conns_.at(qpn);
+  AckResult r;
+  if (!c.rd) return r;
+  const IrnReadResponder::Counters before = c.rd->counters();
+  c.rd->on_timer(now);
+  account(before, c.rd->counters());
+  r.tx_ready = c.rd->in_recovery();
   return r;
 }
 

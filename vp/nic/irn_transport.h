@@ -53,6 +53,15 @@ class IrnTransport : public TransportEngine {
   bool carries_read_atomic() const override { return true; }
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 
+  bool explicit_read_acks(uint32_t) const override { return p_.read_acks; }
+  void read_queued(uint32_t qpn, uint32_t first_psn, uint32_t n, uint64_t now) override;
+  void read_response_sent(uint32_t qpn, uint32_t psn, uint64_t now) override;
+  AckResult on_read_ack(uint32_t qpn, const AckExt& ack, uint64_t now) override;
+  bool next_read_retx(uint32_t qpn, uint32_t& psn) override;
+  bool read_pending(uint32_t qpn, uint32_t first_psn) const override;
+  uint64_t read_wake_at(uint32_t qpn) const override;
+  AckResult on_read_timer(uint32_t qpn, uint64_t now) override;
+
   const IrnSender* sender(uint32_t qpn) const;
 
  private:
@@ -60,6 +69,7 @@ class IrnTransport : public TransportEngine {
     ConnParams params;
     std::optional<IrnSender> tx;
     std::optional<IrnReceiver> rx;
+    std::optional<IrnReadResponder> rd;  // explicit READ acknowledgements
     std::optional<IrnTx> granted;  // next_tx's answer, until on_sent
     uint8_t retry_left = 0;
     uint32_t una_at_timeout = 0;
@@ -67,10 +77,14 @@ class IrnTransport : public TransportEngine {
   };
   // Adds what a call changed in a sender's counters to the NIC-wide ones.
   void account(const IrnSender::Counters& before, const IrnSender::Counters& after);
+  void account(const IrnReadResponder::Counters& before, const IrnReadResponder::Counters& after);
+  // The Read (N)ACK a requester sends for READ response `k`.
+  AckResult read_response(Conn& c, const AckEvent& ev, uint64_t now);
 
   IrnParams p_;
   std::unordered_map<uint32_t, Conn> conns_;
   std::vector<core::Counter*> tx_stats_;
+  std::vector<core::Counter*> rd_stats_;
   core::Counter* rx_placed_ = nullptr;
   core::Counter* rx_duplicates_ = nullptr;
   core::Counter* rx_drops_ = nullptr;

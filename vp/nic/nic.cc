@@ -45,6 +45,7 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
     p.rto_low_cycles = cycles(cfg.irn.rto_low);
     p.rto_high_cycles = cycles(cfg.irn.rto_high);
     p.rto_low_threshold = static_cast<uint32_t>(cfg.irn.rto_low_threshold);
+    p.read_acks = cfg.irn.read_acks;
     return std::make_unique<IrnTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
   return std::make_unique<GbnTransport>();
@@ -139,6 +140,7 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
   });
   requester_.on_qp_error = [this](uint32_t qpn) { responder_.qp_to_error(qpn); };
   responder_.on_qp_error = [this](uint32_t qpn) { requester_.qp_to_error(qpn); };
+  requester_.on_read_ack = [this](uint32_t qpn, const AckExt& a) { responder_.on_read_ack(qpn, a); };
   hostif_.set_link_up(true);
   // Power-on is a reset: the NIC is ready after the reset latency.
   calendar_.at(clock_.cycles(static_cast<uint64_t>(cfg_.latency.reset)),

@@ -149,6 +149,11 @@ void IrnConfig::bind(core::Binder& b) {
   b.field("rto_high", rto_high, "Timeout otherwise (paper: 320 us).", ns1, s1);
   b.field("rto_low_threshold", rto_low_threshold, "N of RTO_low (paper: 3).", 0, 1 << 20,
           "packets");
+  b.field("read_acks", read_acks,
+          "Explicit READ acknowledgements (IRN): the requester answers READ responses with "
+          "Read (N)ACKs and the responder sends lost responses again itself, selectively, "
+          "on a Read NACK or its own timeout (RTO_low/RTO_high). false: the requester asks "
+          "again for missing responses (one READ request per response), a round trip later.");
 }
 
 bool NicConfig::offers(const std::string& engine) const {

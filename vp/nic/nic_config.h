@@ -90,6 +90,7 @@ struct IrnConfig {
   core::Duration rto_low = core::Duration::from_us(100);
   core::Duration rto_high = core::Duration::from_us(320);
   int64_t rto_low_threshold = 3;   // N: RTO_low with at most N packets in flight
+  bool read_acks = true;           // explicit READ acknowledgements (responder recovers)
   void bind(core::Binder& b);
 };
 

@@ -85,7 +85,11 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
       wqes_by_mmio_(core.env.stats.counter(core.stat("requester.wqes_by_mmio"), "WQEs",
                                            "Send WQEs taken from the MMIO write, no DMA read")),
       ud_sends_(core.env.stats.counter(core.stat("requester.ud_sends"), "packets",
-                                       "UD datagrams sent")) {
+                                       "UD datagrams sent")),
+      read_acks_tx_(core.env.stats.counter(core.stat("requester.read_acks_tx"), "packets",
+                                           "Read (N)ACKs sent for READ responses (IRN)")),
+      read_acks_rx_(core.env.stats.counter(core.stat("requester.read_acks_rx"), "packets",
+                                           "Read (N)ACKs received, handed to the responder")) {
   if (core.cfg.congestion_control == "dcqcn") {
     const DcqcnConfig& d = core.cfg.dcqcn;
     const uint64_t period = core.cfg.period_ps();
@@ -481,10 +485,62 @@ uint32_t Requester::ack_limit(const Qp& qp) const {
   return qp.next_psn;
 }
 
+bool Requester::missing_responses(const Qp& qp, uint32_t end, std::vector<uint32_t>& psns) const {
+  bool atomic = false;
+  for (const Message& m : qp.inflight) {
+    if (!m.npsn || !m.is_read_or_atomic()) continue;
+    if (psn_diff(m.first_psn, end) >= 0) break;
+    for (uint32_t i = 0; i < m.npsn; ++i) {
+      const uint32_t p = psn_add(m.first_psn, i);
+      if (psn_diff(p, end) >= 0) break;
+      const bool got = m.resp_got.size() == m.npsn ? m.resp_got[i] != 0
+                                                   : psn_diff(p, m.resp_next) < 0;
+      if (got) continue;
+      psns.push_back(p);
+      atomic |= m.opcode != MPR_WQE_RDMA_READ;
+    }
+  }
+  return atomic;
+}
+
+void Requester::queue_read_ack(Qp& qp, const AckExt& ack) {
+  if (!ack.nack && !qp.read_acks.empty() && !qp.read_acks.back().nack)
+    qp.read_acks.back() = ack;
+  else
+    qp.read_acks.push_back(ack);
+  core_.tx.activate(qp.qpn);
+}
+
+bool Requester::emit_read_ack(Qp& qp) {
+  // An ACKNOWLEDGE with the ACK trailer's READ flag, from the requester to
+  // the responder's QP; not paced (a control packet, like an ACK).
+  const AckExt a = qp.read_acks.front();
+  qp.read_acks.pop_front();
+  net::RoceFields f = qp.base;
+  f.opcode = net::Opcode::ACKNOWLEDGE;
+  f.psn = a.aack;
+  f.aeth_syndrome = net::aeth_ack(0x1f);
+  f.aeth_msn = 0;
+  net::MpAckExt x;
+  x.echo_vp = a.echo_vp;
+  x.sack = a.sack;
+  x.aack = a.aack;
+  x.nack = a.nack;
+  x.read = true;
+  uint8_t trailer[net::kMpAckExtBytes];
+  net::put_mp_ack_ext(trailer, x);
+  f.trailer_len = net::kMpAckExtBytes;
+  const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
+  core_.tx.fill(slot, net::build_roce(f, trailer, sizeof trailer));
+  ++read_acks_tx_;
+  return true;
+}
+
 bool Requester::try_emit(uint32_t qpn) {
   Qp* qp = find(qpn);
   if (!qp || !qp->active || qp->error) return false;
   if (qp->ud) return emit_ud(*qp);
+  if (!qp->read_acks.empty()) return emit_read_ack(*qp);
   const uint64_t now = core_.now_cycle();
   if (qp->rp) {
     // DCQCN pacing: not before the previous packet's start + its wire time
@@ -650,6 +706,20 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
       }
       ev.has_ext = true;
       ev.ext = AckExt{x.echo_vp, x.sack, x.aack, x.ece, x.retx, x.nack};
+      if (x.read) {
+        // A Read (N)ACK: it acknowledges READ responses this NIC's
+        // responder sent, on the same QP.
+        if (f.opcode != Opcode::ACKNOWLEDGE || !core_.engine.explicit_read_acks(qpn)) {
+          ++bad_responses_;
+          return;
+        }
+        ++read_acks_rx_;
+        if (on_read_ack) on_read_ack(qpn, ev.ext);
+        return;
+      }
+      if (f.opcode == Opcode::ACKNOWLEDGE && core_.engine.explicit_read_acks(qpn) &&
+          psn_diff(psn_add(x.aack, 1), ev.ack_limit) > 0)
+        ev.missing_atomic = missing_responses(*q, psn_add(x.aack, 1), ev.missing_responses);
     }
     Message* subject = nullptr;
     uint8_t fatal_status = MPR_CQE_REM_INV_REQ_ERR, fatal_syn = MPR_SYN_NAK_INV_REQ;
@@ -704,6 +774,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
         return;
     }
     const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
+    if (r.send_read_ack) queue_read_ack(*q, r.read_ack);
     if (r.accept && subject) {
       if (ev.kind == AckEvent::Kind::read_response) {
         place_read(*q, *subject, f, *held);

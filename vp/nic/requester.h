@@ -65,6 +65,9 @@ class Requester : public sc_core::sc_module, public TxSource {
 
   // Called when the requester moved a QP to ERR (the responder flushes).
   std::function<void(uint32_t qpn)> on_qp_error;
+  // A Read (N)ACK arrived for QP `qpn` (it acknowledges READ responses
+  // this NIC's responder sent): the responder's business.
+  std::function<void(uint32_t qpn, const AckExt& ack)> on_read_ack;
 
  private:
   struct Message {
@@ -131,6 +134,8 @@ class Requester : public sc_core::sc_module, public TxSource {
     net::RoceFields base;
     uint64_t wake_at = kNever;
     uint64_t generation = 0;
+    // Explicit READ acknowledgements: Read (N)ACKs waiting to be sent.
+    std::deque<AckExt> read_acks;
     // DCQCN (congestion_control: dcqcn): the QP's rate controller, its
     // pending pacing wake-up (cycle) and its rate gauge.
     std::optional<DcqcnRp> rp;
@@ -171,6 +176,13 @@ class Requester : public sc_core::sc_module, public TxSource {
   void schedule_wake(Qp& qp);
   void schedule_pace(Qp& qp, uint64_t at);
   uint32_t ack_limit(const Qp& qp) const;
+  // READ and atomic responses not yet here with PSNs before `end`; true
+  // when an atomic's is among them.
+  bool missing_responses(const Qp& qp, uint32_t end, std::vector<uint32_t>& psns) const;
+  // Queues a Read (N)ACK (a plain Read ACK replaces a plain one still
+  // waiting: the newer cumulative PSN says all the older one did).
+  void queue_read_ack(Qp& qp, const AckExt& ack);
+  bool emit_read_ack(Qp& qp);
   Message* message_at(Qp& qp, uint32_t psn);
   void place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt);
   // A response for PSN `psn` of READ/atomic `m` was accepted.
@@ -206,6 +218,8 @@ class Requester : public sc_core::sc_module, public TxSource {
   core::Counter& doorbells_dropped_;
   core::Counter& wqes_by_mmio_;
   core::Counter& ud_sends_;
+  core::Counter& read_acks_tx_;
+  core::Counter& read_acks_rx_;
   // DCQCN only (null otherwise, so `none` registers no new statistics).
   DcqcnRpParams rp_params_;
   core::Counter* cnp_rx_ = nullptr;

@@ -78,7 +78,11 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
       inline_recvs_(core.env.stats.counter(
           core.stat("responder.inline_recvs"), "RECVs",
           "Receives placed inside their CQE slot (CQ with MPR_CQ_F_INLINE_RECV): no payload "
-          "DMA")) {
+          "DMA")),
+      read_retransmits_(core.env.stats.counter(
+          core.stat("responder.read_retransmits"), "packets",
+          "READ responses sent again on a Read NACK or timeout (explicit READ "
+          "acknowledgements, IRN)")) {
   locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
   if (core.cfg.congestion_control == "dcqcn") {
     np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));
@@ -534,6 +538,12 @@ void Responder::queue_read(Qp& qp, Out o, bool count_message) {
     qp.msn = psn_add(qp.msn, 1);
     ++messages_;
   }
+  if (core_.engine.explicit_read_acks(qp.qpn)) {
+    // The responses may be asked for again until the requester has
+    // acknowledged them all: keep where they come from.
+    qp.read_table.push_back(Qp::ReadDesc{o.psn, o.npkts, o.len, o.segs});
+    core_.engine.read_queued(qp.qpn, o.psn, o.npkts, core_.now_cycle());
+  }
   o.msn = qp.msn;
   ++qp.rd_atomic_out;
   ++packets_;
@@ -785,6 +795,13 @@ bool Responder::try_emit(uint32_t qpn) {
     ++*cnp_tx_;
     return true;
   }
+  if (!qp->read_table.empty()) {
+    // Responses the requester's Read NACKs (or a timeout) call lost go
+    // before new ones.
+    uint32_t psn = 0;
+    while (core_.engine.next_read_retx(qpn, psn))
+      if (emit_read_retx(*qp, psn)) return true;
+  }
   if (qp->out.empty()) return false;
   Out& o = qp->out.front();
   net::RoceFields f = qp->base;
@@ -851,6 +868,7 @@ bool Responder::try_emit(uint32_t qpn) {
         qp->out.pop_front();
         --qp->rd_atomic_out;
       }
+      read_response_left(*qp, f.psn);
       if (plen == 0) {
         core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
         return true;
@@ -873,6 +891,89 @@ bool Responder::try_emit(uint32_t qpn) {
     }
   }
   return false;
+}
+
+bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
+  const Qp::ReadDesc* d = nullptr;
+  for (const Qp::ReadDesc& r : qp.read_table) {
+    const int32_t k = psn_diff(psn, r.psn);
+    if (k >= 0 && static_cast<uint32_t>(k) < r.npkts) d = &r;
+  }
+  if (!d) return false;
+  const uint32_t k = static_cast<uint32_t>(psn_diff(psn, d->psn));
+  const uint64_t offset = uint64_t(k) * qp.mtu;
+  const uint32_t plen =
+      static_cast<uint32_t>(std::min<uint64_t>(qp.mtu, d->len - std::min(d->len, offset)));
+  net::RoceFields f = qp.base;
+  f.aeth_msn = qp.msn;
+  f.aeth_syndrome = net::aeth_ack(kAckCredits);
+  // One response on its own: an ONLY, which an out-of-order requester
+  // places by its PSN.
+  f.opcode = Opcode::RDMA_READ_RESPONSE_ONLY;
+  f.psn = psn;
+  const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
+  ++read_retransmits_;
+  read_response_left(qp, psn);
+  if (plen == 0) {
+    core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
+    return true;
+  }
+  std::vector<Segment> segs;
+  slice_segments(d->segs, offset, plen, segs);
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  core_.dma.gather(segs, DmaPurpose::payload,
+                   [this, f, slot, qpn, gen](bool ok, std::vector<uint8_t>&& data) {
+                     if (ok) {
+                       core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
+                       return;
+                     }
+                     core_.tx.cancel(slot);
+                     Qp* q = find(qpn);
+                     if (q && q->generation == gen && !q->error)
+                       fatal(*q, net::NakCode::remote_operational_error, f.psn,
+                             MPR_EQE_QP_FATAL, "READ source not readable", MPR_SYN_DMA_FAULT);
+                   });
+  return true;
+}
+
+void Responder::read_response_left(Qp& qp, uint32_t psn) {
+  if (qp.read_table.empty()) return;  // no explicit READ acknowledgements
+  core_.engine.read_response_sent(qp.qpn, psn, core_.now_cycle());
+  schedule_read_wake(qp);
+}
+
+void Responder::on_read_ack(uint32_t qpn, const AckExt& ack) {
+  Qp* qp = find(qpn);
+  if (!qp || !qp->active || qp->error || !core_.engine.explicit_read_acks(qpn)) return;
+  const AckResult r = core_.engine.on_read_ack(qpn, ack, core_.now_cycle());
+  // READs whose responses are all acknowledged free their entries.
+  auto& t = qp->read_table;
+  t.erase(std::remove_if(t.begin(), t.end(),
+                         [&](const Qp::ReadDesc& d) {
+                           return !core_.engine.read_pending(qpn, d.psn);
+                         }),
+          t.end());
+  if (r.tx_ready) core_.tx.activate(qpn);
+  schedule_read_wake(*qp);
+}
+
+void Responder::schedule_read_wake(Qp& qp) {
+  const uint64_t t = core_.engine.read_wake_at(qp.qpn);
+  if (t == kNever || t >= qp.read_wake) return;
+  qp.read_wake = t;
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  const sc_core::sc_time when = std::max(core_.clock.cycles(t), sc_core::sc_time_stamp());
+  calendar_.at(when, [this, qpn, gen, t] {
+    Qp* q = find(qpn);
+    if (!q || q->generation != gen || q->read_wake != t) return;
+    q->read_wake = kNever;
+    if (!q->active || q->error) return;
+    const AckResult r = core_.engine.on_read_timer(qpn, core_.now_cycle());
+    if (r.tx_ready) core_.tx.activate(qpn);
+    schedule_read_wake(*q);
+  });
 }
 
 }  // namespace mprdma::nic

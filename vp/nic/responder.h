@@ -54,6 +54,9 @@ class Responder : public sc_core::sc_module, public TxSource {
 
   bool try_emit(uint32_t qpn) override;
   void reset();
+  // A Read (N)ACK from the peer's requester (explicit READ
+  // acknowledgements): it acknowledges responses this responder sent.
+  void on_read_ack(uint32_t qpn, const AckExt& ack);
 
   // Called when the responder moved a QP to ERR (the requester flushes).
   std::function<void(uint32_t qpn)> on_qp_error;
@@ -124,6 +127,15 @@ class Responder : public sc_core::sc_module, public TxSource {
     uint32_t rd_atomic_out = 0;
     std::deque<std::pair<uint32_t, uint64_t>> atomic_replay;  // psn -> original value
     bool cnp_due = false;  // DCQCN: a CNP for this QP waits for the scheduler
+    // Explicit READ acknowledgements: the READs whose responses the engine
+    // may ask to send again (responder resources), and its wake-up.
+    struct ReadDesc {
+      uint32_t psn = 0, npkts = 0;
+      uint64_t len = 0;
+      std::vector<Segment> segs;
+    };
+    std::deque<ReadDesc> read_table;
+    uint64_t read_wake = kNever;
     // out-of-order engines
     uint32_t recv_msn_base = 0;  // message number of recv_cache.front()
     uint32_t recv_need = 0;      // RECV WQEs wanted on chip (an early SEND)
@@ -171,6 +183,12 @@ class Responder : public sc_core::sc_module, public TxSource {
   void queue_atomic(Qp& qp, const net::RoceFields& f, uint64_t pa, bool count_message);
   Step take_recv(Qp& qp, const net::RoceFields& f, bool& have);
   void drain_stalled(Qp& qp);
+  // Explicit READ acknowledgements: sends response `psn` again (an ONLY
+  // response from the READ's table entry); false if the READ is gone.
+  bool emit_read_retx(Qp& qp, uint32_t psn);
+  // Response `psn` left: tell the engine, keep its timeout scheduled.
+  void read_response_left(Qp& qp, uint32_t psn);
+  void schedule_read_wake(Qp& qp);
   void fetch_recv(Qp& qp);
   void push_ack(Qp& qp, uint32_t psn);
   void push_nak(Qp& qp, uint8_t syndrome, uint32_t psn);
@@ -216,6 +234,7 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& ud_drops_;
   core::Counter& header_only_recvs_;
   core::Counter& inline_recvs_;
+  core::Counter& read_retransmits_;
   // DCQCN notification point (congestion_control: dcqcn only).
   std::optional<DcqcnNp> np_;
   core::Counter* cnp_tx_ = nullptr;

@@ -84,6 +84,11 @@ struct AckEvent {
   // The message layer's limit: the first PSN whose READ or atomic response
   // has not arrived. A plain ACK beyond it implies that response was lost.
   uint32_t ack_limit = 0;
+  // Engines with explicit READ acknowledgements, an ACK beyond ack_limit:
+  // the PSNs up to the ACK's whose responses have not arrived, and whether
+  // an atomic's is among them.
+  std::vector<uint32_t> missing_responses;
+  bool missing_atomic = false;
 };
 
 struct AckResult {
@@ -93,6 +98,11 @@ struct AckResult {
   bool rewound = false;   // go back to snd_una (retransmission)
   bool tx_ready = false;  // the engine has packets to send now (ACK clocking)
   Error error = Error::none;
+  // read_response with explicit READ acknowledgements: send `read_ack` to
+  // the responder as a Read (N)ACK (aack: every response before aack + 1
+  // arrived; sack: this response; nack: it arrived after a gap).
+  bool send_read_ack = false;
+  AckExt read_ack;
 };
 
 // Responder: what the message layer asks about an arriving request.
@@ -187,6 +197,27 @@ class TransportEngine {
   virtual RxOutcome on_data(uint32_t /*qpn*/, const RxPacket& /*p*/, uint64_t /*now*/) {
     throw std::logic_error("on_data() on an in-order transport engine");
   }
+
+  // ---- explicit READ acknowledgements (IRN) ----
+  // True when QP `qpn`'s requester answers READ responses with Read
+  // (N)ACKs (on_ack's send_read_ack) and its responder recovers lost
+  // responses itself; false: the requester asks again for them.
+  virtual bool explicit_read_acks(uint32_t /*qpn*/) const { return false; }
+  // Responder: a READ's responses [first_psn, first_psn + n) are queued.
+  virtual void read_queued(uint32_t /*qpn*/, uint32_t /*first_psn*/, uint32_t /*n*/,
+                           uint64_t /*now*/) {}
+  // Responder: response `psn` left (first time or again).
+  virtual void read_response_sent(uint32_t /*qpn*/, uint32_t /*psn*/, uint64_t /*now*/) {}
+  // Responder: a Read (N)ACK arrived; tx_ready: responses are due again.
+  virtual AckResult on_read_ack(uint32_t /*qpn*/, const AckExt& /*ack*/, uint64_t /*now*/) {
+    return {};
+  }
+  // Responder: the next response to send again (false: none is due).
+  virtual bool next_read_retx(uint32_t /*qpn*/, uint32_t& /*psn*/) { return false; }
+  // Responder: the READ at `first_psn` has responses not yet acknowledged.
+  virtual bool read_pending(uint32_t /*qpn*/, uint32_t /*first_psn*/) const { return false; }
+  virtual uint64_t read_wake_at(uint32_t /*qpn*/) const { return kNever; }
+  virtual AckResult on_read_timer(uint32_t /*qpn*/, uint64_t /*now*/) { return {}; }
 };
 
 }  // namespace mprdma::nic

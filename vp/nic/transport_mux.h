@@ -76,6 +76,28 @@ class TransportMux : public TransportEngine {
   bool carries_read_atomic() const override { return default_->carries_read_atomic(); }
   bool own_congestion_control() const override { return default_->own_congestion_control(); }
   void mark_sync(uint32_t qpn, uint32_t psn) override { route(qpn).mark_sync(qpn, psn); }
+  bool explicit_read_acks(uint32_t qpn) const override {
+    return route(qpn).explicit_read_acks(qpn);
+  }
+  void read_queued(uint32_t qpn, uint32_t first_psn, uint32_t n, uint64_t now) override {
+    route(qpn).read_queued(qpn, first_psn, n, now);
+  }
+  void read_response_sent(uint32_t qpn, uint32_t psn, uint64_t now) override {
+    route(qpn).read_response_sent(qpn, psn, now);
+  }
+  AckResult on_read_ack(uint32_t qpn, const AckExt& ack, uint64_t now) override {
+    return route(qpn).on_read_ack(qpn, ack, now);
+  }
+  bool next_read_retx(uint32_t qpn, uint32_t& psn) override {
+    return route(qpn).next_read_retx(qpn, psn);
+  }
+  bool read_pending(uint32_t qpn, uint32_t first_psn) const override {
+    return route(qpn).read_pending(qpn, first_psn);
+  }
+  uint64_t read_wake_at(uint32_t qpn) const override { return route(qpn).read_wake_at(qpn); }
+  AckResult on_read_timer(uint32_t qpn, uint64_t now) override {
+    return route(qpn).on_read_timer(qpn, now);
+  }
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override {
     return route(qpn).on_data(qpn, p, now);
   }

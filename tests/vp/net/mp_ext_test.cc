@@ -54,7 +54,17 @@ TEST(MpExt, AckTrailerRoundTripsEveryField) {
   EXPECT_TRUE(r.ece);
   EXPECT_FALSE(r.retx);
   EXPECT_TRUE(r.nack);
+  EXPECT_FALSE(r.read);
+  // A Read (N)ACK sets bit 3 of the flags.
+  e.read = true;
+  put_mp_ack_ext(b, e);
+  EXPECT_EQ(b[8], 0x0d);
+  ASSERT_TRUE(get_mp_ack_ext(b, r));
+  EXPECT_TRUE(r.read);
+  EXPECT_TRUE(r.nack);
   b[8] |= 0x80;
+  EXPECT_FALSE(get_mp_ack_ext(b, r));
+  b[8] = 0x10;  // bits 4-7 stay reserved
   EXPECT_FALSE(get_mp_ack_ext(b, r));
 }
 

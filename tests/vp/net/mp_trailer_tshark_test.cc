@@ -162,6 +162,27 @@ TEST_F(TrailerTshark, DefaultModeDecodesOnlyUnambiguousAcks) {
   EXPECT_EQ(off[2], "3,,,,,,");
 }
 
+// IRN's Read (N)ACK: the READ flag (bit 3) is decoded; it is not reserved.
+TEST_F(TrailerTshark, DecodesTheReadFlagOfAReadNack) {
+  MpAckExt a;
+  a.sack = 7;
+  a.aack = 5;
+  a.nack = true;
+  a.read = true;
+  MpAckExt b = a;  // an ordinary NACK
+  b.read = false;
+  std::vector<PacketPtr> v;
+  v.push_back(ack_packet(&a));
+  v.push_back(ack_packet(&b));
+  const std::string path = capture(v, 0);
+  const auto rows = decode(path, "acks",
+                           "-e frame.number -e mprdma_trailer.sack -e mprdma_trailer.nack "
+                           "-e mprdma_trailer.read -e _ws.expert.message");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], "1,7,1,1,") << "no expert info: bit 3 is not reserved";
+  EXPECT_EQ(rows[1], "2,7,1,0,");
+}
+
 TEST_F(TrailerTshark, ATrailerBeyondTheSnaplenIsReportedNotMisread) {
   // 96 bytes keep the ACKs whole but not the WRITE's trailer.
   const std::string path = capture(frames(), 96);

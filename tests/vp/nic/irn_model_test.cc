@@ -230,5 +230,172 @@ TEST(IrnProperty, EveryPsnPlacedOnceAndMessagesCompleteInOrderUnderLoss) {
   }
 }
 
+
+// ---- explicit READ acknowledgements: the responder's side ----
+
+// A READ of 8 responses at PSN 200, all sent; the requester got 200..202,
+// missed 203 and got 204: its Read NACK (cum 203, SACK 204) makes the
+// responder send 203 again, and only 203, once per recovery.
+TEST(IrnReadResponder, AReadNackResendsOnlyTheMissingResponse) {
+  IrnReadResponder r(params());
+  r.add_read(200, 8);
+  for (uint32_t p = 200; p < 208; ++p) r.on_sent(p, 10);
+  EXPECT_EQ(r.in_flight(), 8u);
+  r.on_ack({203, false, 202}, 20);  // in-order Read ACKs up to 202
+  EXPECT_EQ(r.in_flight(), 5u);
+  uint32_t psn = 0;
+  EXPECT_FALSE(r.next_retx(psn));
+  r.on_ack({203, true, 204}, 21);
+  EXPECT_TRUE(r.in_recovery());
+  ASSERT_TRUE(r.next_retx(psn));
+  EXPECT_EQ(psn, 203u);
+  r.on_sent(psn, 22);
+  EXPECT_FALSE(r.next_retx(psn));  // once per recovery
+  r.on_ack({203, true, 205}, 23);  // 205 arrived: 203 is still on its way
+  EXPECT_FALSE(r.next_retx(psn));
+  EXPECT_EQ(r.counters().retransmits, 1u);
+  r.on_ack({206, false, 203}, 30);  // the retransmission arrived
+  EXPECT_FALSE(r.in_recovery());
+  EXPECT_TRUE(r.pending(200));
+  r.on_ack({208, false, 207}, 31);
+  EXPECT_FALSE(r.pending(200));
+  EXPECT_EQ(r.in_flight(), 0u);
+  EXPECT_EQ(r.wake_at(), kNever);
+}
+
+// A lost tail has no later response to reveal it: the timeout sends again
+// every response in flight, RTO_low with few in flight.
+TEST(IrnReadResponder, ATimeoutResendsEveryResponseInFlight) {
+  IrnReadResponder r(params());
+  r.add_read(10, 4);
+  for (uint32_t p = 10; p < 14; ++p) r.on_sent(p, 0);
+  r.on_ack({12, false, 11}, 5);
+  EXPECT_EQ(r.wake_at(), 5u + 1000u);  // 2 in flight <= N = 3: RTO_low
+  uint32_t psn = 0;
+  r.on_timer(500);  // early: nothing
+  EXPECT_FALSE(r.next_retx(psn));
+  r.on_timer(1005);
+  EXPECT_EQ(r.counters().rtos, 1u);
+  std::vector<uint32_t> again;
+  while (r.next_retx(psn)) again.push_back(psn);
+  EXPECT_EQ(again, (std::vector<uint32_t>{12, 13}));
+}
+
+// READs answered out of PSN order (the first was asked again after its
+// request was lost) and PSNs of other requests between them: the table is
+// keyed by PSN, so a cumulative PSN acknowledges exactly the responses
+// before it, whichever READ they belong to.
+TEST(IrnReadResponder, ReadsAnsweredOutOfOrderAreAcknowledgedByPsn) {
+  IrnReadResponder r(params());
+  r.add_read(120, 4);  // the later READ first
+  for (uint32_t p = 120; p < 124; ++p) r.on_sent(p, 0);
+  r.add_read(100, 4);  // PSNs 104..119: WRITEs
+  for (uint32_t p = 100; p < 104; ++p) r.on_sent(p, 1);
+  // The requester has 120..123 SACKed (each Read ACK names its response)
+  // while 100.. is missing: NACKs.
+  for (uint32_t p = 120; p < 124; ++p) r.on_ack({100, true, p}, 2);
+  uint32_t psn = 0;
+  std::vector<uint32_t> again;
+  while (r.next_retx(psn)) again.push_back(psn);
+  // 100..103 were sent after 120..123 but are below them: presumed lost.
+  EXPECT_EQ(again, (std::vector<uint32_t>{100, 101, 102, 103}));
+  r.on_ack({124, false, 103}, 3);  // everything through 123
+  EXPECT_FALSE(r.pending(100));
+  EXPECT_FALSE(r.pending(120));
+  EXPECT_FALSE(r.in_recovery());
+}
+
+// Property: random READs, random loss of responses and of Read (N)ACKs,
+// random delays. A requester model acknowledges as the NIC does (cum =
+// first missing response PSN, SACK = the arrival, NACK when out of order).
+// Every response reaches the requester, none is acknowledged before it
+// arrived, and the table empties.
+TEST(IrnReadResponder, EveryResponseArrivesUnderRandomLossAndReordering) {
+  uint64_t retransmits = 0, rtos = 0, nacks = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    IrnReadResponder r(params());
+    // READs of 1..9 responses with gaps (other requests) between them.
+    std::vector<std::pair<uint32_t, uint32_t>> reads;
+    uint32_t psn = 0xfffff0 + seed;  // across the 24-bit wrap
+    for (int i = 0; i < 6; ++i) {
+      const uint32_t n = 1 + rng() % 9;
+      reads.emplace_back(psn & kPsnMask, n);
+      psn = psn_add(psn, n + rng() % 3);
+    }
+    std::map<uint32_t, bool> got;  // response PSN -> arrived
+    for (auto& [f, n] : reads)
+      for (uint32_t k = 0; k < n; ++k) got[psn_add(f, k)] = false;
+    auto first_missing = [&] {
+      uint32_t best = psn;  // beyond all
+      bool any = false;
+      for (auto& [f, n] : reads)
+        for (uint32_t k = 0; k < n; ++k)
+          if (!got[psn_add(f, k)] && (!any || psn_diff(psn_add(f, k), best) < 0)) {
+            best = psn_add(f, k);
+            any = true;
+          }
+      return best;
+    };
+    using Ev = std::pair<uint64_t, std::pair<int, uint32_t>>;  // time, (0 resp / 1 ack, psn)
+    std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> net;
+    uint64_t now = 0;
+    std::vector<IrnAck> acks;  // by index in the event
+    auto send = [&](uint32_t p) {
+      r.on_sent(p, now);
+      if (rng() % 10 == 0) return;  // lost
+      net.push({now + 5 + rng() % 40, {0, p}});
+    };
+    size_t next_read = 0;
+    size_t steps = 0;
+    while (steps++ < 20000) {
+      // New READs arrive over time, answered in arrival order (shuffled).
+      if (next_read < reads.size() && rng() % 4 == 0) {
+        const size_t i = next_read + rng() % (reads.size() - next_read);
+        std::swap(reads[next_read], reads[i]);
+        r.add_read(reads[next_read].first, reads[next_read].second);
+        for (uint32_t k = 0; k < reads[next_read].second; ++k)
+          send(psn_add(reads[next_read].first, k));
+        ++next_read;
+      }
+      uint32_t p = 0;
+      while (r.next_retx(p)) send(p);
+      if (net.empty()) {
+        if (next_read == reads.size() && r.wake_at() == kNever) break;
+        now = std::max(now + 1, r.wake_at() == kNever ? now + 1 : r.wake_at());
+        r.on_timer(now);
+        continue;
+      }
+      const Ev e = net.top();
+      net.pop();
+      now = e.first;
+      if (e.second.first == 0) {
+        const uint32_t q = e.second.second;
+        const uint32_t before = first_missing();
+        got[q] = true;
+        const IrnAck a{first_missing(), q != before, q};
+        acks.push_back(a);
+        if (rng() % 10 != 0)  // Read (N)ACKs are lost too
+          net.push({now + 5 + rng() % 40, {1, static_cast<uint32_t>(acks.size() - 1)}});
+      } else {
+        const IrnAck a = acks[e.second.second];
+        // The responder never learns of an arrival that did not happen.
+        ASSERT_TRUE(got[a.sack]) << "seed " << seed;
+        r.on_ack(a, now);
+      }
+      r.on_timer(now);
+    }
+    for (auto& [q, arrived] : got) EXPECT_TRUE(arrived) << "seed " << seed << " psn " << q;
+    for (auto& [f, n] : reads) EXPECT_FALSE(r.pending(f)) << "seed " << seed;
+    EXPECT_EQ(r.in_flight(), 0u) << "seed " << seed;
+    retransmits += r.counters().retransmits;
+    rtos += r.counters().rtos;
+    nacks += r.counters().read_nacks;
+  }
+  // The losses happened and were recovered both ways.
+  EXPECT_GT(nacks, 40u);
+  EXPECT_GT(retransmits, 40u);
+  EXPECT_GT(rtos, 0u);
+}
 }  // namespace
 }  // namespace mprdma::nic

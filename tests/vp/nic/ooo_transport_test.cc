@@ -283,6 +283,57 @@ TEST_F(OooTransport, IrnReadAndAtomicsCompleteWithCorrectDataDespiteLoss) {
   EXPECT_EQ(counter("nic.t1h0.responder.fatal_naks"), 0u);
 }
 
+// IRN's explicit READ acknowledgements (nic.irn.read_acks, on by
+// default): the requester answers responses with Read (N)ACKs and the
+// responder sends the lost ones again itself, one round trip after a
+// later response reveals the gap; without them the requester asks again
+// (one READ request per missing response). Same lossy fabric and READs
+// both ways: both complete with their data checked, and the responder's
+// recovery shows in its counters and in the goodput.
+TEST_F(OooTransport, IrnReadAcksLetTheResponderResendLostResponses) {
+  std::string events;
+  for (const char* t : {"t0", "t1"})
+    for (int s = 0; s < 4; ++s)
+      events += std::string("    - {at: 0s, link: ") + t + "-s" + std::to_string(s) +
+                ", action: loss, value: \"0.01\", dir: a2b}\n";
+  auto text = [&](const char* read_acks) {
+    return std::string("name: irn-read-acks\nseed: 3\nend_time: 200ms\n") +
+           "nic: {mtu: 1024, transport: irn, irn: {read_acks: " + read_acks + "}}\n"
+           "fabric:\n  topology: mp_rdma_testbed\n  leaves: 2\n  spines: 4\n"
+           "  hosts_per_leaf: 2\n  access_rate: 40Gbps\n  uplink_rate: 40Gbps\n"
+           "  link: {delay: 200ns}\n  switch: {pfc: {enabled: true, lossless_mask: 1}}\n"
+           "  events:\n" + events +
+           "jobs:\n  - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [64KiB], "
+           "iterations: 100, timeout: 10}\n";
+  };
+  ASSERT_TRUE(run(text("true")));
+  expect_jobs_ok();
+  const double bw_acks = platform->outcomes().at(0).results.at(0).bw_gbps;
+  const uint64_t resent = counter("nic.t1h0.responder.read_retransmits");
+  EXPECT_GT(resent, 0u);
+  EXPECT_EQ(resent, counter("nic.t1h0.transport.read_retransmits"));
+  EXPECT_GT(counter("nic.t1h0.transport.read_nacks_rx"), 0u);
+  // Every Read (N)ACK the responder's engine took came through its NIC's
+  // requester, and was sent by the client's (some are lost on the way).
+  const uint64_t sent = counter("nic.t0h0.requester.read_acks_tx");
+  const uint64_t got = counter("nic.t1h0.requester.read_acks_rx");
+  EXPECT_EQ(got, counter("nic.t1h0.transport.read_acks_rx") +
+                     counter("nic.t1h0.transport.read_nacks_rx"));
+  EXPECT_GT(got, 0u);
+  EXPECT_LT(got, sent);
+  const uint64_t asked_acks = counter("nic.t1h0.responder.duplicates");
+
+  ASSERT_TRUE(run(text("false")));
+  expect_jobs_ok();
+  const double bw_no_acks = platform->outcomes().at(0).results.at(0).bw_gbps;
+  EXPECT_EQ(counter("nic.t1h0.responder.read_retransmits"), 0u);
+  EXPECT_EQ(counter("nic.t0h0.requester.read_acks_tx"), 0u);
+  // The requester asked again for many more responses, and the run took
+  // longer.
+  EXPECT_GT(counter("nic.t1h0.responder.duplicates"), 2 * asked_acks);
+  EXPECT_GT(bw_acks, 1.5 * bw_no_acks);
+}
+
 TEST_F(OooTransport, ReadOnMprdmaFailsWithUnsupported) {
   const std::string jobs = R"(
   - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [4KiB], iterations: 10, timeout: 10}
