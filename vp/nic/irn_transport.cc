@@ -8,13 +8,15 @@
 namespace mprdma::nic {
 
 namespace {
-struct TxStat {
+// A golden model's counter and the NIC-wide statistic that sums it.
+template <class Counters>
+struct ModelStat {
   const char* name;
-  uint64_t IrnSender::Counters::*field;
+  uint64_t Counters::*field;
   const char* unit;
   const char* desc;
 };
-const TxStat kTxStats[] = {
+const ModelStat<IrnSender::Counters> kTxStats[] = {
     {"nacks", &IrnSender::Counters::nacks, "packets",
      "NACKs (and READ responses after a gap) received"},
     {"recoveries", &IrnSender::Counters::recoveries, "events", "Recovery mode entered"},
@@ -26,13 +28,7 @@ const TxStat kTxStats[] = {
     {"bdp_stalls", &IrnSender::Counters::bdp_stalls, "events",
      "Sends held by BDP-FC (packets in flight at the BDP cap)"},
 };
-struct RdStat {
-  const char* name;
-  uint64_t IrnReadResponder::Counters::*field;
-  const char* unit;
-  const char* desc;
-};
-const RdStat kRdStats[] = {
+const ModelStat<IrnReadResponder::Counters> kRdStats[] = {
     {"read_acks_rx", &IrnReadResponder::Counters::read_acks, "packets",
      "Responder: Read ACKs received (explicit READ acknowledgements)"},
     {"read_nacks_rx", &IrnReadResponder::Counters::read_nacks, "packets",
@@ -44,16 +40,28 @@ const RdStat kRdStats[] = {
     {"read_rtos", &IrnReadResponder::Counters::rtos, "events",
      "Responder: READ-response timeouts"},
 };
+template <class Counters, size_t N>
+void register_stats(core::StatsRegistry& stats, const std::string& prefix,
+                    const ModelStat<Counters> (&table)[N], std::vector<core::Counter*>& out) {
+  for (const ModelStat<Counters>& t : table)
+    out.push_back(&stats.counter(prefix + t.name, t.unit, t.desc));
+}
+
+// Adds what a call changed in a model's counters to the NIC-wide sums.
+template <class Counters, size_t N>
+void add_deltas(const std::vector<core::Counter*>& sums, const ModelStat<Counters> (&table)[N],
+                const Counters& before, const Counters& after) {
+  for (size_t i = 0; i < sums.size(); ++i)
+    sums[i]->add(after.*table[i].field - before.*table[i].field);
+}
 }  // namespace
 
 IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
                            const std::string& prefix)
     : p_(params) {
   if (!stats) return;
-  for (const TxStat& t : kTxStats)
-    tx_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
-  for (const RdStat& t : kRdStats)
-    rd_stats_.push_back(&stats->counter(prefix + t.name, t.unit, t.desc));
+  register_stats(*stats, prefix, kTxStats, tx_stats_);
+  register_stats(*stats, prefix, kRdStats, rd_stats_);
   rx_placed_ = &stats->counter(prefix + "rx_placed", "packets", "Requests placed (new PSNs)");
   rx_duplicates_ = &stats->counter(prefix + "rx_duplicates", "packets",
                                    "Requests for PSNs already here (ACKed or answered again)");
@@ -62,14 +70,12 @@ IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
 }
 
 void IrnTransport::account(const IrnSender::Counters& a, const IrnSender::Counters& b) {
-  for (size_t i = 0; i < tx_stats_.size(); ++i)
-    tx_stats_[i]->add(b.*kTxStats[i].field - a.*kTxStats[i].field);
+  add_deltas(tx_stats_, kTxStats, a, b);
 }
 
 void IrnTransport::account(const IrnReadResponder::Counters& a,
                            const IrnReadResponder::Counters& b) {
-  for (size_t i = 0; i < rd_stats_.size(); ++i)
-    rd_stats_[i]->add(b.*kRdStats[i].field - a.*kRdStats[i].field);
+  add_deltas(rd_stats_, kRdStats, a, b);
 }
 
 size_t IrnTransport::state_bytes() const {
@@ -126,6 +132,15 @@ void IrnTransport::on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t n
   c.granted.reset();
 }
 
+void IrnTransport::note_progress(Conn& c, uint32_t una_before, AckResult& r) {
+  // snd_una moved: the retry budget is whole again.
+  r.progress = c.tx->snd_una() != una_before;
+  if (r.progress) {
+    c.retry_left = c.params.retry_cnt;
+    c.timed_out = false;
+  }
+}
+
 AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
   Conn& c = conns_.at(qpn);
   AckResult r;
@@ -177,11 +192,7 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
               ev.missing_responses.end())
             c.tx->sack(p, now);
         account(before, c.tx->counters());
-        r.progress = c.tx->snd_una() != una;
-        if (r.progress) {
-          c.retry_left = c.params.retry_cnt;
-          c.timed_out = false;
-        }
+        note_progress(c, una, r);
         r.tx_ready = r.progress;
         return r;
       }
@@ -195,11 +206,7 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
   const IrnSender::Counters before = c.tx->counters();
   c.tx->on_ack(a, now);
   account(before, c.tx->counters());
-  r.progress = c.tx->snd_una() != una;
-  if (r.progress) {
-    c.retry_left = c.params.retry_cnt;
-    c.timed_out = false;
-  }
+  note_progress(c, una, r);
   // Recovery began (retransmissions are due) or the window opened.
   r.tx_ready = r.progress || (c.tx->in_recovery() && !recovering);
   return r;
@@ -237,11 +244,7 @@ AckResult IrnTransport::read_response(Conn& c, const AckEvent& ev, uint64_t now)
     c.tx->sack(k, now);
   }
   account(before, c.tx->counters());
-  r.progress = c.tx->snd_una() != una;
-  if (r.progress) {
-    c.retry_left = c.params.retry_cnt;
-    c.timed_out = false;
-  }
+  note_progress(c, una, r);
   r.tx_ready = r.progress;
   return r;
 }

@@ -78,6 +78,9 @@ class IrnTransport : public TransportEngine {
   // Adds what a call changed in a sender's counters to the NIC-wide ones.
   void account(const IrnSender::Counters& before, const IrnSender::Counters& after);
   void account(const IrnReadResponder::Counters& before, const IrnReadResponder::Counters& after);
+  // Sets r.progress when snd_una moved past `una_before`, and renews the
+  // retry budget then.
+  void note_progress(Conn& c, uint32_t una_before, AckResult& r);
   // The Read (N)ACK a requester sends for READ response `k`.
   AckResult read_response(Conn& c, const AckEvent& ev, uint64_t now);
 

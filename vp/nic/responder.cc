@@ -869,24 +869,7 @@ bool Responder::try_emit(uint32_t qpn) {
         --qp->rd_atomic_out;
       }
       read_response_left(*qp, f.psn);
-      if (plen == 0) {
-        core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
-        return true;
-      }
-      const uint64_t gen = qp->generation;
-      core_.dma.gather(segs, DmaPurpose::payload,
-                       [this, f, slot, qpn, gen](bool ok, std::vector<uint8_t>&& data) {
-                         if (ok) {
-                           core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
-                           return;
-                         }
-                         core_.tx.cancel(slot);
-                         Qp* q = find(qpn);
-                         if (q && q->generation == gen && !q->error)
-                           fatal(*q, net::NakCode::remote_operational_error, f.psn,
-                                 MPR_EQE_QP_FATAL, "READ source not readable",
-                                 MPR_SYN_DMA_FAULT);
-                       });
+      fill_read_response(*qp, f, slot, segs);
       return true;
     }
   }
@@ -914,12 +897,18 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
   ++read_retransmits_;
   read_response_left(qp, psn);
-  if (plen == 0) {
-    core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
-    return true;
-  }
   std::vector<Segment> segs;
   slice_segments(d->segs, offset, plen, segs);
+  fill_read_response(qp, f, slot, segs);
+  return true;
+}
+
+void Responder::fill_read_response(Qp& qp, const net::RoceFields& f, TxScheduler::Slot slot,
+                                   const std::vector<Segment>& segs) {
+  if (segs.empty()) {
+    core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
+    return;
+  }
   const uint32_t qpn = qp.qpn;
   const uint64_t gen = qp.generation;
   core_.dma.gather(segs, DmaPurpose::payload,
@@ -934,7 +923,6 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
                        fatal(*q, net::NakCode::remote_operational_error, f.psn,
                              MPR_EQE_QP_FATAL, "READ source not readable", MPR_SYN_DMA_FAULT);
                    });
-  return true;
 }
 
 void Responder::read_response_left(Qp& qp, uint32_t psn) {

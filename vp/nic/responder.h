@@ -186,6 +186,10 @@ class Responder : public sc_core::sc_module, public TxSource {
   // Explicit READ acknowledgements: sends response `psn` again (an ONLY
   // response from the READ's table entry); false if the READ is gone.
   bool emit_read_retx(Qp& qp, uint32_t psn);
+  // Builds READ response `f` into `slot` with the payload gathered from
+  // `segs` (none: an empty response); an unreadable source is fatal.
+  void fill_read_response(Qp& qp, const net::RoceFields& f, TxScheduler::Slot slot,
+                          const std::vector<Segment>& segs);
   // Response `psn` left: tell the engine, keep its timeout scheduled.
   void read_response_left(Qp& qp, uint32_t psn);
   void schedule_read_wake(Qp& qp);

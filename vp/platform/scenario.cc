@@ -72,6 +72,19 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
+// The window [from, to) of term `t`.
+void parse_window(const std::string& t, const std::string& from, const std::string& to,
+                  MetricTerm& m) {
+  try {
+    m.from = core::parse_duration(from);
+    m.to = core::parse_duration(to);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("term '" + t + "': " + e.what());
+  }
+  if (m.to.ps <= m.from.ps)
+    throw std::invalid_argument("term '" + t + "': the window ends before it starts");
+}
+
 // "avg(<series>,<from>,<to>)", "stdev(<series>,<from>,<to>)" or
 // "jain(<s>|<s>|...,<from>,<to>)".
 void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& m) {
@@ -87,14 +100,7 @@ void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& 
     if (s.empty()) throw std::invalid_argument("term '" + t + "' has an empty series name");
   if (fn != "jain" && m.series.size() != 1)
     throw std::invalid_argument("term '" + t + "': " + fn + " takes one series (jain takes several)");
-  try {
-    m.from = core::parse_duration(args[1]);
-    m.to = core::parse_duration(args[2]);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument("term '" + t + "': " + e.what());
-  }
-  if (m.to.ps <= m.from.ps)
-    throw std::invalid_argument("term '" + t + "': the window ends before it starts");
+  parse_window(t, args[1], args[2], m);
 }
 
 // "ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)".
@@ -112,14 +118,7 @@ void parse_windowed_ecn_term(const std::string& t, MetricTerm& m) {
   if (m.link.empty() || (m.dir != "a2b" && m.dir != "b2a"))
     throw std::invalid_argument("term '" + t + "': '" + args[0] +
                                 "' is not <link>.<a2b|b2a> (form " + form + ")");
-  try {
-    m.from = core::parse_duration(args[1]);
-    m.to = core::parse_duration(args[2]);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument("term '" + t + "': " + e.what());
-  }
-  if (m.to.ps <= m.from.ps)
-    throw std::invalid_argument("term '" + t + "': the window ends before it starts");
+  parse_window(t, args[1], args[2], m);
 }
 
 // "pct(<histogram>,<p>)".
