@@ -257,6 +257,13 @@ void IrnReadResponder::on_timer(uint64_t now) {
   arm(now);
 }
 
+void IrnReadResponder::abandon() {
+  counters_.abandoned += reads_.size();
+  reads_.clear();
+  recovering_ = false;
+  rto_at_ = kNever;
+}
+
 bool IrnReadResponder::pending(uint32_t first) const {
   for (const Read& r : reads_)
     if (r.first == (first & kPsnMask)) return true;  // fully acknowledged ones are erased

@@ -126,11 +126,15 @@ class IrnReadResponder {
   void on_timer(uint64_t now);
   // The READ starting at `first` still has responses not acknowledged.
   bool pending(uint32_t first) const;
+  // Forgets every READ (the requester stopped answering: its QP is gone
+  // or does not send Read ACKs); nothing more is sent again.
+  void abandon();
   bool in_recovery() const { return recovering_; }
   uint32_t in_flight() const;
 
   struct Counters {
     uint64_t read_acks = 0, read_nacks = 0, recoveries = 0, retransmits = 0, rtos = 0;
+    uint64_t abandoned = 0;  // READs given up (abandon())
   };
   const Counters& counters() const { return counters_; }
 

@@ -39,6 +39,9 @@ const ModelStat<IrnReadResponder::Counters> kRdStats[] = {
      "Responder: READ responses sent again"},
     {"read_rtos", &IrnReadResponder::Counters::rtos, "events",
      "Responder: READ-response timeouts"},
+    {"reads_abandoned", &IrnReadResponder::Counters::abandoned, "READs",
+     "Responder: READs given up after retry_cnt + 1 timeouts in a row without a Read ACK "
+     "acknowledging anything (the requester stopped answering)"},
 };
 template <class Counters, size_t N>
 void register_stats(core::StatsRegistry& stats, const std::string& prefix,
@@ -267,8 +270,10 @@ AckResult IrnTransport::on_read_ack(uint32_t qpn, const AckExt& ack, uint64_t no
   AckResult r;
   if (!c.rd) return r;
   const IrnReadResponder::Counters before = c.rd->counters();
+  const uint32_t in_flight = c.rd->in_flight();
   c.rd->on_ack(IrnAck{psn_add(ack.aack, 1), ack.nack, ack.sack}, now);
   account(before, c.rd->counters());
+  if (c.rd->in_flight() < in_flight) c.read_stalls = 0;
   r.tx_ready = c.rd->in_recovery();
   return r;
 }
@@ -294,6 +299,13 @@ AckResult IrnTransport::on_read_timer(uint32_t qpn, uint64_t now) {
   if (!c.rd) return r;
   const IrnReadResponder::Counters before = c.rd->counters();
   c.rd->on_timer(now);
+  // As the requester's retry budget: a requester that no longer answers
+  // (its QP gone, or it does not send Read ACKs) must not be sent the
+  // responses again for ever.
+  if (c.rd->counters().rtos != before.rtos && ++c.read_stalls > c.params.retry_cnt) {
+    c.rd->abandon();
+    c.read_stalls = 0;
+  }
   account(before, c.rd->counters());
   r.tx_ready = c.rd->in_recovery();
   return r;

@@ -70,6 +70,7 @@ class IrnTransport : public TransportEngine {
     std::optional<IrnSender> tx;
     std::optional<IrnReceiver> rx;
     std::optional<IrnReadResponder> rd;  // explicit READ acknowledgements
+    uint8_t read_stalls = 0;  // READ-response timeouts in a row without a Read ACK's progress
     std::optional<IrnTx> granted;  // next_tx's answer, until on_sent
     uint8_t retry_left = 0;
     uint32_t una_at_timeout = 0;

@@ -681,6 +681,24 @@ bool Requester::try_emit(uint32_t qpn) {
 
 void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   const uint32_t qpn = f.dest_qp;
+  if (f.opcode == net::Opcode::ACKNOWLEDGE && f.trailer_len == net::kMpAckExtBytes) {
+    // A Read (N)ACK is for this QP's responder, whatever the state of its
+    // requester (a QP in RTR answers READs without sending requests).
+    net::MpAckExt x;
+    if (net::get_mp_ack_ext(net::trailer_of(pkt->data.data(), f), x) && x.read) {
+      if (!core_.engine.explicit_read_acks(qpn)) {
+        ++bad_responses_;
+        return;
+      }
+      ++read_acks_rx_;
+      const AckExt a{x.echo_vp, x.sack, x.aack, x.ece, x.retx, x.nack};
+      calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
+                   [this, qpn, a] {
+                     if (on_read_ack) on_read_ack(qpn, a);
+                   });
+      return;
+    }
+  }
   Qp* qp = find(qpn);
   if (!qp || !qp->active || qp->error || qp->ud) {
     ++bad_responses_;
@@ -706,17 +724,6 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
       }
       ev.has_ext = true;
       ev.ext = AckExt{x.echo_vp, x.sack, x.aack, x.ece, x.retx, x.nack};
-      if (x.read) {
-        // A Read (N)ACK: it acknowledges READ responses this NIC's
-        // responder sent, on the same QP.
-        if (f.opcode != Opcode::ACKNOWLEDGE || !core_.engine.explicit_read_acks(qpn)) {
-          ++bad_responses_;
-          return;
-        }
-        ++read_acks_rx_;
-        if (on_read_ack) on_read_ack(qpn, ev.ext);
-        return;
-      }
       if (f.opcode == Opcode::ACKNOWLEDGE && core_.engine.explicit_read_acks(qpn) &&
           psn_diff(psn_add(x.aack, 1), ev.ack_limit) > 0)
         ev.missing_atomic = missing_responses(*q, psn_add(x.aack, 1), ev.missing_responses);

@@ -935,15 +935,20 @@ void Responder::on_read_ack(uint32_t qpn, const AckExt& ack) {
   Qp* qp = find(qpn);
   if (!qp || !qp->active || qp->error || !core_.engine.explicit_read_acks(qpn)) return;
   const AckResult r = core_.engine.on_read_ack(qpn, ack, core_.now_cycle());
-  // READs whose responses are all acknowledged free their entries.
-  auto& t = qp->read_table;
-  t.erase(std::remove_if(t.begin(), t.end(),
-                         [&](const Qp::ReadDesc& d) {
-                           return !core_.engine.read_pending(qpn, d.psn);
-                         }),
-          t.end());
+  prune_read_table(*qp);
   if (r.tx_ready) core_.tx.activate(qpn);
   schedule_read_wake(*qp);
+}
+
+void Responder::prune_read_table(Qp& qp) {
+  // READs whose responses are all acknowledged (or given up) free their
+  // entries.
+  auto& t = qp.read_table;
+  t.erase(std::remove_if(t.begin(), t.end(),
+                         [&](const Qp::ReadDesc& d) {
+                           return !core_.engine.read_pending(qp.qpn, d.psn);
+                         }),
+          t.end());
 }
 
 void Responder::schedule_read_wake(Qp& qp) {
@@ -959,6 +964,7 @@ void Responder::schedule_read_wake(Qp& qp) {
     q->read_wake = kNever;
     if (!q->active || q->error) return;
     const AckResult r = core_.engine.on_read_timer(qpn, core_.now_cycle());
+    prune_read_table(*q);
     if (r.tx_ready) core_.tx.activate(qpn);
     schedule_read_wake(*q);
   });

@@ -193,6 +193,7 @@ class Responder : public sc_core::sc_module, public TxSource {
   // Response `psn` left: tell the engine, keep its timeout scheduled.
   void read_response_left(Qp& qp, uint32_t psn);
   void schedule_read_wake(Qp& qp);
+  void prune_read_table(Qp& qp);
   void fetch_recv(Qp& qp);
   void push_ack(Qp& qp, uint32_t psn);
   void push_nak(Qp& qp, uint8_t syndrome, uint32_t psn);

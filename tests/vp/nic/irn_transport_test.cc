@@ -177,5 +177,40 @@ TEST(IrnReadResponderEngine, ReadNacksAndTimeoutsDriveTheResponsesSentAgain) {
   EXPECT_EQ(off.read_wake_at(kQpn), kNever);
 }
 
+// A requester that never answers (its QP gone, or it sends no Read ACKs):
+// after retry_cnt + 1 timeouts in a row without progress the responder
+// gives its READs up instead of sending them again for ever; a Read ACK
+// that acknowledges something renews the budget.
+TEST(IrnReadResponderEngine, ASilentRequesterIsGivenUpAfterTheRetryBudget) {
+  IrnTransport t(params(true));
+  ConnParams c = conn();
+  c.retry_cnt = 2;
+  t.open(c);
+  t.read_queued(kQpn, 500, 2, 0);
+  t.read_response_sent(kQpn, 500, 0);
+  t.read_response_sent(kQpn, 501, 0);
+  uint64_t now = 0;
+  auto time_out = [&] {
+    now = t.read_wake_at(kQpn);
+    EXPECT_NE(now, kNever);
+    t.on_read_timer(kQpn, now);
+    uint32_t psn = 0;
+    while (t.next_read_retx(kQpn, psn)) t.read_response_sent(kQpn, psn, now);
+  };
+  time_out();
+  time_out();
+  // Progress: 500 arrived. The budget starts again.
+  AckExt a;
+  a.aack = 500;
+  a.sack = 500;
+  t.on_read_ack(kQpn, a, now + 1);
+  time_out();
+  time_out();
+  EXPECT_TRUE(t.read_pending(kQpn, 500));
+  time_out();  // the third in a row: given up
+  EXPECT_FALSE(t.read_pending(kQpn, 500));
+  EXPECT_EQ(t.read_wake_at(kQpn), kNever);
+}
+
 }  // namespace
 }  // namespace mprdma::nic
