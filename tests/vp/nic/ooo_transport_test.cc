@@ -334,6 +334,41 @@ TEST_F(OooTransport, IrnReadAcksLetTheResponderResendLostResponses) {
   EXPECT_GT(bw_acks, 1.5 * bw_no_acks);
 }
 
+// MP-RDMA under PFC (NSDI'18 §3.5): a 2:1 incast whose switches pause
+// (XOFF 8 KiB, below the 20 KB ECN step, so PFC acts before ECN can keep
+// the queues short). Paused paths return no ACKs and clock out nothing;
+// when the pauses end the ACK clock resumes: the senders really were
+// paused, yet nothing is retransmitted, no timer fires, the receiver's
+// bitmap never overflows and the bottleneck stays nearly full.
+TEST_F(OooTransport, MprdmaKeepsItsAckClockThroughPfcPauses) {
+  const std::string text =
+      "name: mprdma-pfc\nseed: 1\nend_time: 100ms\n"
+      "nic: {mtu: 1024, transport: mprdma, mprdma: {initial_window: 16, base_rtt: 3us, "
+      "rto: 100us}}\n"
+      "fabric:\n  topology: mp_rdma_testbed\n  leaves: 2\n  spines: 4\n  hosts_per_leaf: 2\n"
+      "  access_rate: 40Gbps\n  uplink_rate: 40Gbps\n  link: {delay: 200ns}\n"
+      "  switch:\n    ecn: {enabled: true, kmin: 20KB, kmax: 20KB, pmax: 1.0}\n"
+      "    pfc: {enabled: true, lossless_mask: 1, xoff: 8KiB, xon: 4KiB}\n"
+      "jobs:\n"
+      "  - {name: a, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], iterations: 300, "
+      "after_previous: false}\n"
+      "  - {name: b, app: write_bw, client: t0h1, server: t1h0, sizes: [64KiB], iterations: 300, "
+      "after_previous: false}\n"
+      "metrics:\n  goodput: jobs.goodput_gbps\n";
+  ASSERT_TRUE(run(text));
+  expect_jobs_ok();
+  for (const char* h : {"t0h0", "t0h1"}) {
+    const std::string n = std::string("nic.") + h + ".";
+    EXPECT_GT(counter(n + "mac.pause_rx"), 100u) << h;
+    EXPECT_EQ(counter(n + "transport.retransmits"), 0u) << h;
+    EXPECT_EQ(counter(n + "transport.rtos"), 0u) << h;
+  }
+  EXPECT_EQ(counter("nic.t1h0.transport.rx_overflow_drops"), 0u);
+  EXPECT_LT(counter("nic.t1h0.transport.rx_max_ood"), 64u);
+  const std::map<std::string, double> m = platform->metrics();
+  EXPECT_GT(m.at("goodput"), 33.0);  // of the 36.8 Gb/s payload limit
+}
+
 TEST_F(OooTransport, ReadOnMprdmaFailsWithUnsupported) {
   const std::string jobs = R"(
   - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [4KiB], iterations: 10, timeout: 10}
