@@ -70,6 +70,17 @@ std::string scenario_text(const std::string& transport, const std::string& jobs,
 
 uint64_t packets_of(uint64_t size) { return (size + kMtu - 1) / kMtu; }
 
+// fabric.events: 1 % loss on every ToR uplink, both ToRs, data direction
+// (so requests, responses and ACKs are lost).
+std::string lossy_uplinks() {
+  std::string events;
+  for (const char* t : {"t0", "t1"})
+    for (int s = 0; s < 4; ++s)
+      events += std::string("    - {at: 0s, link: ") + t + "-s" + std::to_string(s) +
+                ", action: loss, value: \"0.01\", dir: a2b}\n";
+  return events;
+}
+
 class OooTransport : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
@@ -251,11 +262,7 @@ TEST_F(OooTransport, MprdmaRecoversLossWithoutOverflowStorm) {
 // responses; atomics are executed once and replayed. 1 % loss on every
 // uplink in both directions, so requests, responses and ACKs are lost.
 TEST_F(OooTransport, IrnReadAndAtomicsCompleteWithCorrectDataDespiteLoss) {
-  std::string events;
-  for (const char* t : {"t0", "t1"})
-    for (int s = 0; s < 4; ++s)
-      events += std::string("    - {at: 0s, link: ") + t + "-s" + std::to_string(s) +
-                ", action: loss, value: \"0.01\", dir: a2b}\n";
+  const std::string events = lossy_uplinks();
   const std::string text =
       "name: irn-read\nseed: 3\nend_time: 200ms\n"
       "nic: {mtu: 1024, transport: irn}\n"
@@ -291,11 +298,7 @@ TEST_F(OooTransport, IrnReadAndAtomicsCompleteWithCorrectDataDespiteLoss) {
 // both ways: both complete with their data checked, and the responder's
 // recovery shows in its counters and in the goodput.
 TEST_F(OooTransport, IrnReadAcksLetTheResponderResendLostResponses) {
-  std::string events;
-  for (const char* t : {"t0", "t1"})
-    for (int s = 0; s < 4; ++s)
-      events += std::string("    - {at: 0s, link: ") + t + "-s" + std::to_string(s) +
-                ", action: loss, value: \"0.01\", dir: a2b}\n";
+  const std::string events = lossy_uplinks();
   auto text = [&](const char* read_acks) {
     return std::string("name: irn-read-acks\nseed: 3\nend_time: 200ms\n") +
            "nic: {mtu: 1024, transport: irn, irn: {read_acks: " + read_acks + "}}\n"
