@@ -160,11 +160,10 @@ void IrnReadResponder::add_read(uint32_t first, uint32_t n) {
   reads_.insert(it, std::move(r));
 }
 
-uint32_t IrnReadResponder::in_flight() const {
-  uint32_t n = 0;
-  for (const Read& r : reads_)
-    for (uint8_t s : r.state) n += s == kSent;
-  return n;
+void IrnReadResponder::set(Read& r, size_t k, uint8_t s) {
+  if (r.state[k] == kSent) --in_flight_;
+  if (s == kSent) ++in_flight_;
+  r.state[k] = s;
 }
 
 void IrnReadResponder::arm(uint64_t now) {
@@ -175,24 +174,29 @@ void IrnReadResponder::arm(uint64_t now) {
 void IrnReadResponder::on_sent(uint32_t psn, uint64_t now) {
   Read* r = read_of(psn);
   if (!r) return;
-  uint8_t& s = r->state[static_cast<size_t>(psn_diff(psn, r->first))];
-  if (s == kAcked) return;
-  if (s == kSent) ++counters_.retransmits;
-  s = kSent;
+  const size_t k = static_cast<size_t>(psn_diff(psn, r->first));
+  if (r->state[k] == kAcked) return;
+  if (r->state[k] == kSent) ++counters_.retransmits;
+  set(*r, k, kSent);
   arm(now);
 }
 
 void IrnReadResponder::acknowledge(uint32_t psn) {
-  if (Read* r = read_of(psn)) r->state[static_cast<size_t>(psn_diff(psn, r->first))] = kAcked;
+  if (Read* r = read_of(psn)) set(*r, static_cast<size_t>(psn_diff(psn, r->first)), kAcked);
 }
 
 void IrnReadResponder::on_ack(const IrnAck& a, uint64_t now) {
   ++(a.nack ? counters_.read_nacks : counters_.read_acks);
   const uint32_t before = in_flight();
-  // Cumulative: every response before `cum`.
-  for (Read& r : reads_)
-    for (size_t k = 0; k < r.state.size(); ++k)
-      if (order(psn_add(r.first, static_cast<int64_t>(k))) < order(a.cum)) r.state[k] = kAcked;
+  // Cumulative: every response before `cum` (the table is in PSN order).
+  const int32_t cum = order(a.cum);
+  for (Read& r : reads_) {
+    if (order(r.first) >= cum) break;
+    for (size_t k = 0; k < r.state.size(); ++k) {
+      if (order(psn_add(r.first, static_cast<int64_t>(k))) >= cum) break;
+      set(r, k, kAcked);
+    }
+  }
   acknowledge(a.sack);
   if (a.nack) {
     const uint32_t above = psn_add(a.sack, 1);
@@ -260,6 +264,7 @@ void IrnReadResponder::on_timer(uint64_t now) {
 void IrnReadResponder::abandon() {
   counters_.abandoned += reads_.size();
   reads_.clear();
+  in_flight_ = 0;
   recovering_ = false;
   rto_at_ = kNever;
 }

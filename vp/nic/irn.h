@@ -130,7 +130,7 @@ class IrnReadResponder {
   // or does not send Read ACKs); nothing more is sent again.
   void abandon();
   bool in_recovery() const { return recovering_; }
-  uint32_t in_flight() const;
+  uint32_t in_flight() const { return in_flight_; }
 
   struct Counters {
     uint64_t read_acks = 0, read_nacks = 0, recoveries = 0, retransmits = 0, rtos = 0;
@@ -147,6 +147,8 @@ class IrnReadResponder {
   };
   // The READ holding `psn`, or null.
   Read* read_of(uint32_t psn);
+  // Response k of READ r moves to state s (in_flight_ follows).
+  void set(Read& r, size_t k, uint8_t s);
   void acknowledge(uint32_t psn);
   void arm(uint64_t now);
   // Oldest READ's first PSN: the base that orders PSNs across READs.
@@ -156,6 +158,7 @@ class IrnReadResponder {
   std::deque<Read> reads_;  // by first PSN
   bool recovering_ = false;
   uint32_t high_sack_ = 0;  // responses before it (in order()) are candidates
+  uint32_t in_flight_ = 0;  // responses in kSent
   uint64_t rto_at_ = kNever;
   Counters counters_;
 };

@@ -681,23 +681,27 @@ bool Requester::try_emit(uint32_t qpn) {
 
 void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   const uint32_t qpn = f.dest_qp;
-  if (f.opcode == net::Opcode::ACKNOWLEDGE && f.trailer_len == net::kMpAckExtBytes) {
+  // The ACK trailer of an out-of-order connection, read once.
+  const bool has_ext = f.trailer_len == net::kMpAckExtBytes;
+  net::MpAckExt x;
+  if (has_ext && !net::get_mp_ack_ext(net::trailer_of(pkt->data.data(), f), x)) {
+    ++bad_responses_;
+    return;
+  }
+  const AckExt ext{x.echo_vp, x.sack, x.aack, x.ece, x.retx, x.nack};
+  if (has_ext && x.read) {
     // A Read (N)ACK is for this QP's responder, whatever the state of its
     // requester (a QP in RTR answers READs without sending requests).
-    net::MpAckExt x;
-    if (net::get_mp_ack_ext(net::trailer_of(pkt->data.data(), f), x) && x.read) {
-      if (!core_.engine.explicit_read_acks(qpn)) {
-        ++bad_responses_;
-        return;
-      }
-      ++read_acks_rx_;
-      const AckExt a{x.echo_vp, x.sack, x.aack, x.ece, x.retx, x.nack};
-      calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
-                   [this, qpn, a] {
-                     if (on_read_ack) on_read_ack(qpn, a);
-                   });
+    if (f.opcode != net::Opcode::ACKNOWLEDGE || !core_.engine.explicit_read_acks(qpn)) {
+      ++bad_responses_;
       return;
     }
+    ++read_acks_rx_;
+    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
+                 [this, qpn, ext] {
+                   if (on_read_ack) on_read_ack(qpn, ext);
+                 });
+    return;
   }
   Qp* qp = find(qpn);
   if (!qp || !qp->active || qp->error || qp->ud) {
@@ -708,7 +712,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   // ACK processing costs ack_process cycles before its effects are visible.
   std::shared_ptr<net::Packet> held(std::move(pkt));
   calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
-               [this, qpn, gen, held, f] {
+               [this, qpn, gen, held, f, has_ext, ext] {
     Qp* q = find(qpn);
     if (!q || q->generation != gen || !q->active || q->error) return;
     using net::Opcode;
@@ -716,17 +720,13 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     ev.psn = f.psn;
     ev.ack_limit = ack_limit(*q);
     ev.egress_backlog = static_cast<uint32_t>(core_.tx.backlog());
-    if (f.trailer_len == net::kMpAckExtBytes) {
-      net::MpAckExt x;
-      if (!net::get_mp_ack_ext(net::trailer_of(held->data.data(), f), x)) {
-        ++bad_responses_;
-        return;
-      }
+    if (has_ext) {
       ev.has_ext = true;
-      ev.ext = AckExt{x.echo_vp, x.sack, x.aack, x.ece, x.retx, x.nack};
+      ev.ext = ext;
+      const uint32_t end = psn_add(ext.aack, 1);
       if (f.opcode == Opcode::ACKNOWLEDGE && core_.engine.explicit_read_acks(qpn) &&
-          psn_diff(psn_add(x.aack, 1), ev.ack_limit) > 0)
-        ev.missing_atomic = missing_responses(*q, psn_add(x.aack, 1), ev.missing_responses);
+          psn_diff(end, ev.ack_limit) > 0)
+        ev.missing_atomic = missing_responses(*q, end, ev.missing_responses);
     }
     Message* subject = nullptr;
     uint8_t fatal_status = MPR_CQE_REM_INV_REQ_ERR, fatal_syn = MPR_SYN_NAK_INV_REQ;
