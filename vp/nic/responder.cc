@@ -880,7 +880,10 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
   const Qp::ReadDesc* d = nullptr;
   for (const Qp::ReadDesc& r : qp.read_table) {
     const int32_t k = psn_diff(psn, r.psn);
-    if (k >= 0 && static_cast<uint32_t>(k) < r.npkts) d = &r;
+    if (k >= 0 && static_cast<uint32_t>(k) < r.npkts) {
+      d = &r;
+      break;
+    }
   }
   if (!d) return false;
   const uint32_t k = static_cast<uint32_t>(psn_diff(psn, d->psn));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <stdexcept>
 
 #include "vp/nic/irn.h"
@@ -331,6 +332,19 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
                       "PCIe throughput including TLP overheads");
     }
     if (fabric_) {
+      // RED's verdicts as rates, on the ports a windowed ecn_mark_ratio
+      // term reads (only those: a large fabric has hundreds of ports).
+      std::set<std::string> ecn_ports;
+      for (const auto& [name, expr] : cfg_.metrics) {
+        if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
+        for (const MetricTerm& t : parse_metric(expr))
+          if (t.kind == MetricTerm::Kind::kEcnRatio && t.windowed)
+            ecn_ports.insert(fabric::link_egress_stat_prefix(*fabric_, t.link, t.dir));
+      }
+      for (const std::string& pb : ecn_ports)
+        for (const char* c : {"ecn_marks", "ecn_capable"})
+          sampler_->add(pb + c, pb + c + "_mps", "M/s", 1e6,
+                        "RED verdicts per second on this egress port (see the counter)");
       // Switch queues over time: each egress port (all priorities) and the
       // shared buffer, as levels at the end of each interval.
       for (int n : fabric_->topology().switches()) {
@@ -338,12 +352,6 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
         const fabric::Switch* sw = fabric_->switch_named(sname);
         for (int p = 0; p < sw->ports(); ++p) {
           if (fabric_->topology().nodes()[n].port_link[p] < 0) continue;
-          // RED's verdicts as rates, for ecn_mark_ratio over a window.
-          const std::string pb = "switch." + sname + ".port" + std::to_string(p) + ".";
-          for (const char* c : {"ecn_marks", "ecn_capable"})
-            if (env_.stats.find_counter(pb + c))
-              sampler_->add(pb + c, pb + c + "_mps", "M/s", 1e6,
-                            "RED verdicts per second on this egress port (see the counter)");
           sampler_->add_gauge("switch." + sname + ".port" + std::to_string(p) + ".queue_bytes",
                               "bytes", "Egress queue length of the port, all priorities",
                               [sw, p] {
