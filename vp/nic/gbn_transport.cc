@@ -19,7 +19,7 @@ void GbnTransport::set_requester(const ConnParams& p) {
   c.retry_left = p.retry_cnt;
   c.rnr_left = p.rnr_retry;
   c.deadline = kNever;
-  c.rnr_until = 0;
+  c.hold_until = 0;
 }
 
 void GbnTransport::close(uint32_t qpn) { conns_.erase(qpn); }
@@ -31,7 +31,7 @@ void GbnTransport::set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t) {
 TxGrant GbnTransport::next_tx(uint32_t qpn, uint64_t now) {
   Conn& c = conns_.at(qpn);
   TxGrant g;
-  if (!c.requester || now < c.rnr_until || psn_diff(c.nxt, c.max) >= 0) return g;
+  if (!c.requester || now < c.hold_until || psn_diff(c.nxt, c.max) >= 0) return g;
   g.send = true;
   g.psn = c.nxt;
   g.udp_sport = c.params.udp_sport;
@@ -63,9 +63,10 @@ void GbnTransport::advance(Conn& c, uint32_t new_una, uint64_t now, AckResult& r
   arm(c, now);
 }
 
-void GbnTransport::rewind(Conn& c, uint32_t to, AckResult& r) {
+void GbnTransport::rewind(Conn& c, uint32_t to, uint64_t now, AckResult& r) {
   if (psn_diff(c.nxt, to) > 0) c.nxt = to;
   r.rewound = true;
+  if (go_back_delay_ && now + go_back_delay_ > c.hold_until) c.hold_until = now + go_back_delay_;
 }
 
 AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
@@ -89,7 +90,7 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
         advance(c, new_una, now, r);
         if (!c.rewound_for_una) {
           c.rewound_for_una = true;
-          rewind(c, c.una, r);
+          rewind(c, c.una, now, r);
         }
         return r;
       }
@@ -107,7 +108,7 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
         }
         --c.retry_left;
       }
-      rewind(c, c.una, r);
+      rewind(c, c.una, now, r);
       return r;
     }
     case AckEvent::Kind::nak_rnr:
@@ -119,8 +120,8 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
         }
         --c.rnr_left;
       }
-      c.rnr_until = now + a.rnr_delay_cycles;
-      rewind(c, c.una, r);
+      c.hold_until = now + a.rnr_delay_cycles;
+      rewind(c, c.una, now, r);
       return r;
     case AckEvent::Kind::nak_fatal:
       advance(c, nak_una, now, r);
@@ -135,7 +136,7 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
       } else if (d > 0 && !c.rewound_for_una) {
         // A response is missing before this one: go back to it.
         c.rewound_for_una = true;
-        rewind(c, c.una, r);
+        rewind(c, c.una, now, r);
       }
       return r;
     }
@@ -146,14 +147,14 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
 uint64_t GbnTransport::wake_at(uint32_t qpn) const {
   const Conn& c = conns_.at(qpn);
   uint64_t t = c.deadline;
-  if (c.rnr_until && c.rnr_until < t) t = c.rnr_until;
+  if (c.hold_until && c.hold_until < t) t = c.hold_until;
   return t;
 }
 
 AckResult GbnTransport::on_timer(uint32_t qpn, uint64_t now) {
   Conn& c = conns_.at(qpn);
   AckResult r;
-  if (c.rnr_until && now >= c.rnr_until) c.rnr_until = 0;
+  if (c.hold_until && now >= c.hold_until) c.hold_until = 0;
   if (c.deadline == kNever || now < c.deadline) return r;
   if (c.una == c.nxt && c.una == c.high) {
     c.deadline = kNever;
@@ -166,7 +167,7 @@ AckResult GbnTransport::on_timer(uint32_t qpn, uint64_t now) {
   }
   --c.retry_left;
   c.rewound_for_una = false;
-  rewind(c, c.una, r);
+  rewind(c, c.una, now, r);
   c.deadline = now + c.params.ack_timeout_cycles;
   return r;
 }

@@ -19,6 +19,11 @@ class GbnTransport : public TransportEngine {
   // The out-of-order engines extend this context.
   static constexpr size_t kStateBytes = 5 * 3 + 2 + 4 + 4 + 1 + 2;
 
+  // `go_back_delay_cycles`: from the event that sends the requester back to
+  // its first resent packet (nic.gbn.go_back_delay); 0 turns around at once.
+  explicit GbnTransport(uint64_t go_back_delay_cycles = 0)
+      : go_back_delay_(go_back_delay_cycles) {}
+
   const char* name() const override { return "gbn"; }
   size_t state_bytes() const override;
 
@@ -49,7 +54,7 @@ class GbnTransport : public TransportEngine {
     uint32_t una = 0, nxt = 0, max = 0, high = 0;  // high: one past the highest PSN sent
     uint8_t retry_left = 0, rnr_left = 0;
     uint64_t deadline = kNever;   // retransmission timer
-    uint64_t rnr_until = 0;       // no sending before this cycle
+    uint64_t hold_until = 0;      // no sending before this cycle (RNR wait, go-back delay)
     bool rewound_for_una = false; // one go-back per lost response
     // responder
     uint32_t epsn = 0;
@@ -57,8 +62,9 @@ class GbnTransport : public TransportEngine {
     uint32_t since_ack = 0;
   };
   void advance(Conn& c, uint32_t new_una, uint64_t now, AckResult& r);
-  void rewind(Conn& c, uint32_t to, AckResult& r);
+  void rewind(Conn& c, uint32_t to, uint64_t now, AckResult& r);
   void arm(Conn& c, uint64_t now);
+  uint64_t go_back_delay_;
   std::unordered_map<uint32_t, Conn> conns_;
 };
 

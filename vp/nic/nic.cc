@@ -48,7 +48,7 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
     p.read_acks = cfg.irn.read_acks;
     return std::make_unique<IrnTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
-  return std::make_unique<GbnTransport>();
+  return std::make_unique<GbnTransport>(cycles(cfg.gbn.go_back_delay));
 }
 
 // The NIC's engines: go-back-N, nic.transport and nic.qp_transports, each

@@ -50,6 +50,17 @@ void NicLimits::bind(core::Binder& b) {
   b.field("num_uar_pages", num_uar_pages, "4 KiB doorbell pages in BAR2.", 2, 65535);
 }
 
+void GbnConfig::bind(core::Binder& b) {
+  b.field("go_back_delay", go_back_delay,
+          "Time from the event that sends a go-back-N requester back (a sequence NAK, a "
+          "timeout, a missing READ response) to its first resent packet; the QP sends nothing "
+          "meanwhile. 0: a hardware go-back that turns around at once. Commodity RoCE NICs "
+          "are much slower to recover: the MP-RDMA paper (§2.1, citing DCQCN) reports 0.1 % "
+          "loss cutting a RoCE flow below ~60 % of its throughput, ~140 us per loss at "
+          "40 Gb/s with 1 KB frames (vp/nic/transport.md, \"Go-back-N\").",
+          core::Duration{}, core::Duration::from_ps(1000000000000ull));
+}
+
 void DcqcnConfig::bind(core::Binder& b) {
   const core::Duration us1 = core::Duration::from_ps(1000000);
   const core::Duration s1 = core::Duration::from_ps(1000000000000ull);
@@ -208,6 +219,7 @@ void NicConfig::bind(core::Binder& b) {
   for (const std::string& t : qp_transports)
     if (t != "gbn" && t != "mprdma" && t != "irn")
       b.error("qp_transports: unknown transport '" + t + "' (gbn, mprdma or irn)");
+  b.section("gbn", gbn, "Go-back-N parameters (transport gbn, the RoCEv2 baseline).");
   b.section("mprdma", mprdma, "MP-RDMA parameters (transport: mprdma).");
   b.section("irn", irn, "IRN parameters (transport: irn).");
   b.field("tx_pipeline_depth", tx_pipeline_depth,

@@ -47,6 +47,15 @@ struct NicLimits {
   void bind(core::Binder& b);
 };
 
+// Go-back-N (RoCEv2 baseline) parameters.
+struct GbnConfig {
+  // From the event that sends the requester back (a sequence NAK, a timeout,
+  // a missing READ response) to its first resent packet; the QP sends
+  // nothing meanwhile. 0: a hardware go-back that turns around at once.
+  core::Duration go_back_delay{};
+  void bind(core::Binder& b);
+};
+
 // DCQCN (Zhu et al., SIGCOMM 2015) parameters; defaults are the paper's
 // where it gives one (sources in vp/nic/transport.md, "DCQCN").
 struct DcqcnConfig {
@@ -115,6 +124,7 @@ struct NicConfig {
   // Per-QP rate control composed with the transport engine: none or dcqcn.
   std::string congestion_control = "none";
   DcqcnConfig dcqcn;
+  GbnConfig gbn;
   MprdmaConfig mprdma;
   IrnConfig irn;
   int64_t tx_pipeline_depth = 16;     // packets between scheduler and wire

@@ -179,6 +179,7 @@ class TwoHosts {
   struct Options {
     double loss = 0.0;
     uint64_t nic_mtu = 1024;
+    core::Duration go_back_delay{};  // nic.gbn.go_back_delay of both NICs
     core::Bandwidth rate{40e9};
   };
 
@@ -194,6 +195,7 @@ class TwoHosts {
       n.ip = 0x0A000000u + static_cast<uint32_t>(i + 1);
       n.mtu = core::Bytes{opt.nic_mtu};
       n.port_speed_mbps = static_cast<uint32_t>(opt.rate.bps / 1e6);
+      n.gbn.go_back_delay = opt.go_back_delay;
     }
     for (int i = 0; i < 2; ++i)
       hosts_[i] = std::make_unique<host::ModeledHost>(nic_cfg_[i].name.c_str(), host_cfg_,

@@ -978,12 +978,21 @@ TEST_F(TwoHostsTest, PsnWrapAroundInBothDirections) {
 
 // ------------------------------------------------------ lossy link, GBN --
 
-class LossyLinkTest : public TwoHostsTest, public ::testing::WithParamInterface<double> {};
+// Loss probability of the link, and the NICs' go-back delay in microseconds.
+struct LossyLinkCase {
+  double loss;
+  int go_back_delay_us;
+};
+
+class LossyLinkTest : public TwoHostsTest,
+                      public ::testing::WithParamInterface<LossyLinkCase> {};
 
 TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
   TwoHosts::Options opt;
-  opt.loss = GetParam();
+  opt.loss = GetParam().loss;
+  opt.go_back_delay = core::Duration::from_us(GetParam().go_back_delay_us);
   Build(opt);
+  sc_core::sc_time finished;
   Run(
       [&] {
         PairOptions o;
@@ -1111,8 +1120,15 @@ TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
           std::memcpy(a_want.data() + kAtomicRes + 4096 + i * 8, &i, 8);
         EXPECT_TRUE(SameBytes(p.b.get(0, p.b.len), b_want));
         EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), a_want));
+        finished = sc_core::sc_time_stamp();
       },
       Ms(2000));
+  // Each sequence NAK holds the requester for the go-back delay, and holds do
+  // not overlap: the responder NAKs a gap once, and nothing is resent (so
+  // nothing can open a new gap) until the hold ends.
+  const uint64_t naks = bench->counter("nic.h0.requester.naks");
+  EXPECT_GE(finished.to_seconds() * 1e6, double(naks) * GetParam().go_back_delay_us)
+      << naks << " NAKs";
   EXPECT_GT(bench->counter("link.h0-h1.a2b.drops"), 0u);
   EXPECT_GT(bench->counter("link.h0-h1.b2a.drops"), 0u);
   EXPECT_GT(bench->counter("nic.h0.requester.retransmits"), 0u);
@@ -1125,9 +1141,15 @@ TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
   EXPECT_EQ(bench->counter("nic.h0.requester.wqes"), 132u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Loss, LossyLinkTest, ::testing::Values(0.01, 0.05),
-                         [](const ::testing::TestParamInfo<double>& i) {
-                           return "percent_" + std::to_string(static_cast<int>(i.param * 100));
+INSTANTIATE_TEST_SUITE_P(Loss, LossyLinkTest,
+                         ::testing::Values(LossyLinkCase{0.01, 0}, LossyLinkCase{0.05, 0},
+                                           LossyLinkCase{0.01, 40}),
+                         [](const ::testing::TestParamInfo<LossyLinkCase>& i) {
+                           std::string name = "percent_" +
+                                              std::to_string(static_cast<int>(i.param.loss * 100));
+                           if (i.param.go_back_delay_us)
+                             name += "_go_back_" + std::to_string(i.param.go_back_delay_us) + "us";
+                           return name;
                          });
 
 }  // namespace

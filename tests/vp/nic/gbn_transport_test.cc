@@ -297,6 +297,60 @@ TEST_F(GbnRequesterTest, RnrNakWaitsTheRnrDelay) {
   EXPECT_TRUE(g.retransmit);
 }
 
+// A commodity NIC's slow go-back (nic.gbn.go_back_delay): after a sequence
+// NAK or a timeout the QP sends nothing for the delay, then resends from the
+// NAKed PSN; the wake-up at the end of the delay is no timeout.
+TEST(GbnGoBackDelay, HoldsTheResendAfterANakAndATimeout) {
+  constexpr uint64_t kDelay = 300;
+  GbnTransport t(kDelay);
+  const ConnParams p = params();
+  t.open(p);
+  t.set_requester(p);
+  const auto at = [&](int64_t k) { return psn_add(p.sq_psn, k); };
+  t.set_snd_max(kQpn, at(4), 0);
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_TRUE(t.next_tx(kQpn, 0).send);
+    t.on_sent(kQpn, at(k), 1, 0);
+  }
+  const AckResult r = t.on_ack(kQpn, ack(Kind::nak_sequence, at(1), at(4)), 100);
+  EXPECT_TRUE(r.rewound);
+  EXPECT_EQ(t.snd_nxt(kQpn), at(1));
+  EXPECT_FALSE(t.next_tx(kQpn, 100).send);
+  EXPECT_FALSE(t.next_tx(kQpn, 100 + kDelay - 1).send);
+  EXPECT_EQ(t.wake_at(kQpn), 100 + kDelay) << "the delay ends before the ACK timeout";
+  const AckResult w = t.on_timer(kQpn, 100 + kDelay);
+  EXPECT_FALSE(w.rewound) << "the end of the delay is no timeout";
+  TxGrant g = t.next_tx(kQpn, 100 + kDelay);
+  ASSERT_TRUE(g.send);
+  EXPECT_EQ(g.psn, at(1));
+  EXPECT_TRUE(g.retransmit);
+  t.on_sent(kQpn, at(1), 1, 100 + kDelay);
+
+  // The ACK timer (armed at the NAK's progress, cycle 100) sends it back
+  // again, with the same delay.
+  const uint64_t timeout_at = 100 + kTimeout;
+  EXPECT_EQ(t.wake_at(kQpn), timeout_at);
+  EXPECT_TRUE(t.on_timer(kQpn, timeout_at).rewound);
+  EXPECT_FALSE(t.next_tx(kQpn, timeout_at).send);
+  EXPECT_EQ(t.wake_at(kQpn), timeout_at + kDelay);
+  t.on_timer(kQpn, timeout_at + kDelay);
+  g = t.next_tx(kQpn, timeout_at + kDelay);
+  ASSERT_TRUE(g.send);
+  EXPECT_EQ(g.psn, at(1));
+}
+
+TEST(GbnGoBackDelay, ZeroResendsAtOnce) {
+  GbnTransport t;
+  const ConnParams p = params();
+  t.open(p);
+  t.set_requester(p);
+  t.set_snd_max(kQpn, psn_add(p.sq_psn, 2), 0);
+  for (int k = 0; k < 2; ++k) t.on_sent(kQpn, psn_add(p.sq_psn, k), 1, 0);
+  EXPECT_TRUE(t.on_ack(kQpn, ack(Kind::nak_sequence, p.sq_psn, psn_add(p.sq_psn, 2)), 50)
+                  .rewound);
+  EXPECT_TRUE(t.next_tx(kQpn, 50).send);
+}
+
 TEST_F(GbnRequesterTest, RnrRetryCountsRnrNaks) {
   t_.set_snd_max(kQpn, psn(1), 0);
   send(1, 0);
