@@ -331,6 +331,16 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
                       "pcie." + h.name + "." + d + ".gbps", "Gb/s", kBytesPerGbit,
                       "PCIe throughput including TLP overheads");
     }
+    // The NIC counters a rate() term names, as per-second series.
+    std::set<std::string> rate_counters;
+    for (const auto& [name, expr] : cfg_.metrics) {
+      if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
+      for (const MetricTerm& t : parse_metric(expr))
+        if (t.kind == MetricTerm::Kind::kCounterRate) rate_counters.insert(t.counter);
+    }
+    for (const std::string& c : rate_counters)
+      if (env_.stats.find_counter(c))  // else the metric is missing
+        sampler_->add(c, c + ".per_s", "1/s", 1.0, "Growth of the counter per second");
     if (fabric_) {
       // RED's verdicts as rates, on the ports a windowed ecn_mark_ratio
       // term reads (only those: a large fabric has hundreds of ports).
@@ -639,6 +649,11 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
               found = true;
             }
           }
+        }
+      } else if (t.kind == MetricTerm::Kind::kCounterRate) {
+        if (const auto v = series_mean_of(t.counter + ".per_s", t)) {
+          sum += *v;
+          found = true;
         }
       } else if (t.kind == MetricTerm::Kind::kCounter) {
         if (const core::Counter* c = env_.stats.find_counter(t.counter)) {

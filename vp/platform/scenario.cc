@@ -121,6 +121,23 @@ void parse_windowed_ecn_term(const std::string& t, MetricTerm& m) {
   parse_window(t, args[1], args[2], m);
 }
 
+// "rate(nic.<host>.<counter>,<from>,<to>)".
+void parse_rate_term(const std::string& t, MetricTerm& m) {
+  const std::string form = "rate(nic.<host>.<counter>,<from>,<to>)";
+  const std::vector<std::string> args = split(t.substr(5, t.size() - 6), ',');
+  if (args.size() != 3) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
+  const std::string& path = args[0];
+  const size_t host_end = path.compare(0, 4, "nic.") == 0 ? path.find('.', 4) : std::string::npos;
+  if (host_end == std::string::npos || host_end == 4 || host_end + 1 >= path.size() ||
+      path.find_first_of("()|*") != std::string::npos)
+    throw std::invalid_argument("term '" + t + "': '" + path +
+                                "' is not a NIC counter (form " + form + ")");
+  m.kind = MetricTerm::Kind::kCounterRate;
+  m.counter = path;
+  m.link = path.substr(4, host_end - 4);  // the host
+  parse_window(t, args[1], args[2], m);
+}
+
 // "pct(<histogram>,<p>)".
 void parse_pct_term(const std::string& t, MetricTerm& m) {
   const std::string form = "pct(<histogram>,<percentile>)";
@@ -240,6 +257,11 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       terms.push_back(m);
       continue;
     }
+    if (t.compare(0, 5, "rate(") == 0 && t.back() == ')') {
+      parse_rate_term(t, m);
+      terms.push_back(m);
+      continue;
+    }
     if (t.compare(0, 4, "pct(") == 0 && t.back() == ')') {
       parse_pct_term(t, m);
       terms.push_back(m);
@@ -277,7 +299,9 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "model.<mprdma|irn>.extra_state_bytes, "
                                     "ecn_mark_ratio(<link>.<dir>,<from>,<to>), "
                                     "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
-                                    "jain(<series>|...,<from>,<to>) or pct(<histogram>,<percentile>)");
+                                    "jain(<series>|...,<from>,<to>), "
+                                    "rate(nic.<host>.<counter>,<from>,<to>) or "
+                                    "pct(<histogram>,<percentile>)");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
@@ -378,6 +402,9 @@ void ScenarioConfig::bind(core::Binder& b) {
           "\"ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)\": the same over the frames judged in "
           "[from, to) (e.g. after slow start), or \"nic.<host>.<counter>\": "
           "a NIC counter at the end of the run (e.g. nic.t1h0.transport.rx_max_ood), or "
+          "\"rate(nic.<host>.<counter>,<from>,<to>)\": how fast that counter grew over [from, "
+          "to), per second (e.g. 8e-9*rate(nic.t1h0.responder.bytes,2ms,12ms): payload placed "
+          "in Gb/s while every flow runs; no such counter leaves the metric out), or "
           "\"pct(<histogram>,<p>)\": the p-th percentile (nearest rank, p in [0, 100]) of a "
           "histogram statistic at the end of the run (e.g. pct(nic.t1h0.transport.rx_ood,99.9); "
           "for nic.<host>., pcie.<host>. and flow.<job>. paths the host or job must exist; no "
@@ -588,6 +615,17 @@ void ScenarioConfig::bind(core::Binder& b) {
             b.error("metric '" + metric + "' names unknown series '" + sname +
                     "' (link.<link>.<a2b|b2a>.gbps, nic.<host>.mac.<tx|rx>_gbps, "
                     "pcie.<host>.<upstream|downstream>.gbps or switch.*)");
+        if (t.to.ps > end_time.ps)
+          b.error("metric '" + metric + "': its window ends after end_time");
+        continue;
+      }
+      if (t.kind == MetricTerm::Kind::kCounterRate) {
+        if (!sample_interval.ps)
+          b.error("metric '" + metric + "' term rate(" + t.counter +
+                  ",...) reads a sampled counter, but sample_interval is 0");
+        if (!host_names.count(t.link))
+          b.error("metric '" + metric + "' term rate(" + t.counter +
+                  ",...) names unknown host '" + t.link + "'");
         if (t.to.ps > end_time.ps)
           b.error("metric '" + metric + "': its window ends after end_time");
         continue;

@@ -139,6 +139,13 @@ const std::vector<std::string>& metric_fields();
 //                                  pct(nic.t1h0.transport.rx_ood,99.9);
 //                                  missing if there is no such histogram or
 //                                  it has no samples.
+//   rate(nic.<host>.<counter>,<from>,<to>)  how fast a NIC counter grew
+//                                  over simulated time [from, to), per
+//                                  second (e.g. 8e-9*rate(nic.t1h0.
+//                                  responder.bytes,2ms,12ms): payload placed,
+//                                  in Gb/s, while every flow runs); needs
+//                                  sample_interval; missing if the NIC has
+//                                  no such counter.
 //   jobs.goodput_gbps              payload bytes of every job's completed
 //                                  messages over the run's active time,
 //                                  in Gb/s: the aggregate goodput when
@@ -154,18 +161,18 @@ const std::vector<std::string>& metric_fields();
 struct MetricTerm {
   enum class Kind {
     kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kSeriesStdev, kJain, kEcnRatio, kCounter,
-    kGoodput, kHistPct
+    kGoodput, kHistPct, kCounterRate
   };
   Kind kind = Kind::kJob;
   double factor = 1;
   std::string job, size, field;     // kJob
   std::string link, dir;            // kLink, kEcnRatio
   bool windowed = false;            // kEcnRatio: over [from, to) rather than the run
-  std::string counter;              // kCounter, kHistPct: the statistic's full path
+  std::string counter;              // kCounter, kHistPct, kCounterRate: the statistic's full path
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
   std::string engine;               // kModelState: mprdma | irn
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
-  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, windowed kEcnRatio:
+  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, kCounterRate, windowed kEcnRatio:
                                     // the window [from, to)
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is

@@ -216,11 +216,40 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
                           "ecn_mark_ratio(a-p0.a2b,0s,1x)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
+  const MetricTerm rt = parse_metric("8e-9*rate(nic.t1h0.responder.bytes,2ms,12ms)").at(0);
+  EXPECT_EQ(rt.kind, MetricTerm::Kind::kCounterRate);
+  EXPECT_EQ(rt.counter, "nic.t1h0.responder.bytes");
+  EXPECT_EQ(rt.link, "t1h0");  // the host
+  EXPECT_DOUBLE_EQ(rt.factor, 8e-9);
+  EXPECT_EQ(rt.from.ps, 2000000000u);
+  EXPECT_EQ(rt.to.ps, 12000000000u);
+  for (const char* bad : {"rate(nic.h0.bytes,1ms)", "rate(pcie.h0.bytes,0s,1ms)",
+                          "rate(nic..bytes,0s,1ms)", "rate(nic.h0.,0s,1ms)", "rate(nic.h0,0s,1ms)",
+                          "rate(nic.h0.bytes,2ms,1ms)", "rate(nic.h0.a|b,0s,1ms)",
+                          "rate(nic.h0.bytes,0s,1x)"})
+    EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
+
   for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
                           "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
                           "min(w.4096.bw_gbps)", "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)",
                           "stdev(a.gbps,1ms,1ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
+}
+
+TEST(Scenario, CounterRateTermsAreChecked) {
+  auto with_metric = [](const std::string& m) {
+    return std::string(kGood) + "  x: " + m + "\n";
+  };
+  EXPECT_EQ(error_of(with_metric("8e-9*rate(nic.h1.responder.bytes,0s,1ms)")), "");
+  EXPECT_NE(error_of(with_metric("rate(nic.h7.responder.bytes,0s,1ms)")).find("unknown host 'h7'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("rate(nic.h1.responder.bytes,0s,1ms)") + "sample_interval: 0s\n")
+                .find("sample_interval is 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("rate(nic.h1.responder.bytes,0s,20s)")).find("ends after end_time"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("rate(nic.h1.bytes)")).find("rate(nic.<host>.<counter>,<from>,<to>)"),
+            std::string::npos);
 }
 
 TEST(Scenario, SeriesMetricsAreChecked) {
