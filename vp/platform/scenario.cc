@@ -1,6 +1,7 @@
 #include "vp/platform/scenario.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <regex>
@@ -752,6 +753,55 @@ void ScenarioConfig::bind(core::Binder& b) {
   }
 }
 
+namespace {
+
+// Sets keys[i..] below `cur` to `value`; "*" in a list stands for every item.
+void set_path(YAML::Node cur, const std::vector<std::string>& keys, size_t i,
+              const YAML::Node& value, const std::function<void(const std::string&)>& fail) {
+  // Walk with copies of node handles: yaml-cpp nodes are references, so a
+  // write through the last handle changes the tree.
+  for (; i < keys.size(); ++i) {
+    const std::string& k = keys[i];
+    const bool last = i + 1 == keys.size();
+    if (cur.IsSequence()) {
+      if (k == "*") {
+        if (cur.size() == 0) fail("'*' stands for every item of the list, but it is empty");
+        for (size_t n = 0; n < cur.size(); ++n) {
+          if (last) {
+            cur[n] = YAML::Clone(value);
+            continue;
+          }
+          set_path(cur[n], keys, i + 1, value, fail);
+        }
+        return;
+      }
+      char* end = nullptr;
+      const long idx = std::strtol(k.c_str(), &end, 10);
+      if (*end || idx < 0 || static_cast<size_t>(idx) >= cur.size())
+        fail("'" + k + "' is not an index of the list (0.." + std::to_string(cur.size()) +
+             " exclusive, or * for every item)");
+      if (last) {
+        cur[static_cast<size_t>(idx)] = YAML::Clone(value);
+        return;
+      }
+      YAML::Node next = cur[static_cast<size_t>(idx)];
+      cur.reset(next);
+      continue;
+    }
+    if (k == "*") fail("'*' stands for every item of a list, and this is not a list");
+    if (!cur.IsMap() && !cur.IsNull()) fail("'" + k + "' is below a value that is not a map");
+    if (last) {
+      cur[k] = YAML::Clone(value);
+      return;
+    }
+    if (!cur[k].IsDefined() || cur[k].IsNull()) cur[k] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node next = cur[k];
+    cur.reset(next);
+  }
+}
+
+}  // namespace
+
 void apply_override(YAML::Node& root, const std::string& assignment) {
   auto fail = [&](const std::string& why) {
     throw core::ConfigError({"--set " + assignment + ": " + why});
@@ -778,35 +828,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
     fail("the value is not YAML: " + e.msg);
   }
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  // Walk with copies of node handles: yaml-cpp nodes are references, so a
-  // write through the last handle changes the tree.
-  YAML::Node cur = root;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const std::string& k = keys[i];
-    const bool last = i + 1 == keys.size();
-    if (cur.IsSequence()) {
-      char* end = nullptr;
-      const long idx = std::strtol(k.c_str(), &end, 10);
-      if (*end || idx < 0 || static_cast<size_t>(idx) >= cur.size())
-        fail("'" + k + "' is not an index of the list (0.." + std::to_string(cur.size()) +
-             " exclusive)");
-      if (last) {
-        cur[static_cast<size_t>(idx)] = value;
-        return;
-      }
-      YAML::Node next = cur[static_cast<size_t>(idx)];
-      cur.reset(next);
-      continue;
-    }
-    if (!cur.IsMap() && !cur.IsNull()) fail("'" + k + "' is below a value that is not a map");
-    if (last) {
-      cur[k] = value;
-      return;
-    }
-    if (!cur[k].IsDefined() || cur[k].IsNull()) cur[k] = YAML::Node(YAML::NodeType::Map);
-    YAML::Node next = cur[k];
-    cur.reset(next);
-  }
+  set_path(root, keys, 0, value, fail);
 }
 
 ScenarioConfig load_scenario(const std::string& path) { return load_scenario(path, {}); }

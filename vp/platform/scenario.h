@@ -196,7 +196,8 @@ std::vector<std::string> aggregate_arg_metrics(const std::string& arg,
 ScenarioConfig load_scenario(const std::string& path);
 // The same with command-line overrides "a.b.c=value" applied to the YAML
 // before it is checked (`--set`): map keys by name, list entries by index
-// (jobs.0.iterations=10); the value is YAML ("false", "25us", "[1, 2]").
+// (jobs.0.iterations=10) or every entry (jobs.*.iterations=10); the value
+// is YAML ("false", "25us", "[1, 2]").
 // A malformed override throws core::ConfigError naming it; an unknown key
 // is reported like one in the file.
 ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides);

@@ -61,7 +61,8 @@ void SweepParameter::bind(core::Binder& b) {
           "by the point's label.");
   b.field("key", key,
           "Scenario key path the parameter sets, as for --set: map keys by name, list entries "
-          "by index (e.g. fabric.switch.pfc.enabled, jobs.0.iterations).");
+          "by index or * for every entry (e.g. fabric.switch.pfc.enabled, jobs.0.iterations, "
+          "jobs.*.post_list).");
   b.field("values", values,
           "Values the key takes, each YAML as for --set (e.g. [true, false], [1%, 2%]); at "
           "least one.");

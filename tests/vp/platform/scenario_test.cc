@@ -92,6 +92,20 @@ TEST(Scenario, OverridesSetKeysListEntriesAndNewSections) {
   EXPECT_EQ(cfg.links.at(0).link.delay.ps, 1000000u);
   ASSERT_EQ(cfg.jobs.at(0).sizes.size(), 2u);
   EXPECT_EQ(cfg.jobs.at(0).sizes[1].n, 128u);
+  // "*" sets a key in every item of a list, each its own copy: a later
+  // override of one item leaves the others alone.
+  std::string text = kGood;
+  text.replace(text.find("metrics:"), 0,
+               "  - {name: w2, app: write_bw, client: h1, server: h0, sizes: [4KiB]}\n");
+  const std::string path2 = write_temp("two-jobs.yaml", text);
+  const ScenarioConfig all =
+      load_scenario(path2, {"jobs.*.iterations=33", "jobs.*.sizes=[8KiB]", "jobs.1.sizes.0=2KiB",
+                              "metrics.bw=w.8192.bw_gbps"});
+  ASSERT_EQ(all.jobs.size(), 2u);
+  EXPECT_EQ(all.jobs[0].iterations, 33);
+  EXPECT_EQ(all.jobs[1].iterations, 33);
+  EXPECT_EQ(all.jobs[0].sizes.at(0).n, 8192u);
+  EXPECT_EQ(all.jobs[1].sizes.at(0).n, 2048u);
   // Later overrides win; the file is untouched.
   EXPECT_EQ(load_scenario(path, {"seed=1", "seed=2"}).seed, 2);
   EXPECT_EQ(load_scenario(path).seed, 1);
@@ -110,6 +124,8 @@ TEST(Scenario, BadOverridesAreErrorsThatNameThem) {
   EXPECT_NE(error("seed").find("--set seed: expected KEY.PATH=VALUE"), std::string::npos);
   EXPECT_NE(error("jobs.5.iterations=1").find("'5' is not an index"), std::string::npos);
   EXPECT_NE(error("name.x=1").find("not a map"), std::string::npos);
+  EXPECT_NE(error("nic.*=1").find("'*' stands for every item of a list"), std::string::npos);
+  EXPECT_NE(error("jobs.*.nope=1").find("nope"), std::string::npos);
   EXPECT_NE(error("a..b=1").find("empty key"), std::string::npos);
   EXPECT_NE(error("seed=[1").find("not YAML"), std::string::npos);
   // Unknown keys and bad values are checked like the file's own.
