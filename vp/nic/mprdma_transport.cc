@@ -102,7 +102,12 @@ void MprdmaTransport::open(const ConnParams& params) {
 void MprdmaTransport::set_requester(const ConnParams& params) {
   Conn& c = conns_[params.qpn];
   c.params = params;
-  c.tx.emplace(p_.sender, params.sq_psn, rng_);
+  MpSenderParams sp = p_.sender;
+  // One virtual path: the QP's own UDP source port (its RoCEv2 entropy, e.g.
+  // what a job's `via` chose), so the connection is a single-path MP-RDMA
+  // flow, the paper's "SP-RDMA" (Fig. 15), on a path of its choice.
+  if (sp.vp_mask == 0) sp.vp_base = params.udp_sport;
+  c.tx.emplace(sp, params.sq_psn, rng_);
   c.fifo.clear();
   c.retry_left = params.retry_cnt;
   c.rtos_seen = 0;

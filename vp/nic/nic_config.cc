@@ -140,8 +140,10 @@ void MprdmaConfig::bind(core::Binder& b) {
           "no value; 1 ms, about 60 base RTTs, so that loss recovery by NACK comes first).",
           ns1, s1);
   b.field("virtual_paths", virtual_paths,
-          "Virtual paths: UDP source ports 0xC000 + [0, N) (power of two, at most 16384).", 1,
-          16384);
+          "Virtual paths: UDP source ports 0xC000 + [0, N) (power of two, at most 16384). 1: "
+          "the QP's own UDP source port (e.g. the one a job's via chose), a single-path "
+          "MP-RDMA connection (the paper's SP-RDMA).",
+          1, 16384);
   if (virtual_paths & (virtual_paths - 1)) b.error("virtual_paths must be a power of two");
   if (delta > bitmap_slots) b.error("delta must not exceed bitmap_slots");
 }

@@ -138,6 +138,37 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
 
 INSTANTIATE_TEST_SUITE_P(Spines, ViaSpine, ::testing::Values(1, 2));
 
+// With one virtual path an MP-RDMA connection sends on its QP's own UDP
+// source port, so `via` pins it to a spine (the paper's SP-RDMA), and it
+// still runs MP-RDMA (ACK trailers, its window), not go-back-N.
+TEST_F(SeriesMetricsRun, OneVirtualPathPinsAnMpRdmaConnectionToItsViaSpine) {
+  for (int spine : {1, 2}) {
+    SCOPED_TRACE("via t0-s" + std::to_string(spine));
+    const std::string text =
+        "name: t\n"
+        "end_time: 2ms\n"
+        "nic: {transport: mprdma, mprdma: {initial_window: 16, base_rtt: 3us, "
+        "virtual_paths: 1}}\n"
+        "fabric: {topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 2}\n"
+        "jobs:\n" +
+        sp_job("t0-s" + std::to_string(spine));
+    SetUp();  // a fresh simulation environment for each run
+    auto p = run(text);
+    const host::SizeResult& r = p->outcomes().at(0).results.at(0);
+    EXPECT_TRUE(r.data_ok);
+    const double payload = double(r.iterations) * 65536;
+    for (int s = 0; s < 4; ++s) {
+      const uint64_t bytes = counter("link.t0-s" + std::to_string(s) + ".a2b.tx_bytes");
+      if (s == spine)
+        EXPECT_GT(double(bytes), payload) << "spine " << s;
+      else
+        EXPECT_LT(double(bytes), 0.01 * payload) << "spine " << s;
+    }
+    EXPECT_GE(counter("nic.t0h1.transport.acks"), r.iterations * 64)
+        << "MP-RDMA acknowledges every packet (go-back-N would coalesce)";
+  }
+}
+
 TEST_F(SeriesMetricsRun, PerHostNicOverrideRunsGoBackNBesideMpRdma) {
   const std::string text =
       std::string(kBase) + "jobs:\n" + sp_job("t0-s3") +
