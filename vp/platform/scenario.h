@@ -172,8 +172,8 @@ struct MetricTerm {
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
   std::string engine;               // kModelState: mprdma | irn
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
-  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, kCounterRate, windowed kEcnRatio:
-                                    // the window [from, to)
+  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, kCounterRate and
+                                    // windowed kEcnRatio: the window [from, to)
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is
 // no known form (it does not check that jobs, sizes, links or series exist).

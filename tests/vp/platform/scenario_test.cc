@@ -262,9 +262,11 @@ TEST(Scenario, CounterRateTermsAreChecked) {
   EXPECT_NE(error_of(with_metric("rate(nic.h1.responder.bytes,0s,1ms)") + "sample_interval: 0s\n")
                 .find("sample_interval is 0"),
             std::string::npos);
-  EXPECT_NE(error_of(with_metric("rate(nic.h1.responder.bytes,0s,20s)")).find("ends after end_time"),
+  EXPECT_NE(error_of(with_metric("rate(nic.h1.responder.bytes,0s,20s)"))
+                .find("ends after end_time"),
             std::string::npos);
-  EXPECT_NE(error_of(with_metric("rate(nic.h1.bytes)")).find("rate(nic.<host>.<counter>,<from>,<to>)"),
+  EXPECT_NE(error_of(with_metric("rate(nic.h1.bytes)"))
+                .find("rate(nic.<host>.<counter>,<from>,<to>)"),
             std::string::npos);
 }
 
