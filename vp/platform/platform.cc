@@ -331,26 +331,23 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
                       "pcie." + h.name + "." + d + ".gbps", "Gb/s", kBytesPerGbit,
                       "PCIe throughput including TLP overheads");
     }
-    // The NIC counters a rate() term names, as per-second series.
-    std::set<std::string> rate_counters;
+    // What the metric terms read beyond the series above, sampled only where
+    // a term names it (a large fabric has hundreds of ports): the NIC
+    // counters of rate() terms, and RED's verdicts on the ports of windowed
+    // ecn_mark_ratio terms.
+    std::set<std::string> rate_counters, ecn_ports;
     for (const auto& [name, expr] : cfg_.metrics) {
       if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
-      for (const MetricTerm& t : parse_metric(expr))
+      for (const MetricTerm& t : parse_metric(expr)) {
         if (t.kind == MetricTerm::Kind::kCounterRate) rate_counters.insert(t.counter);
+        if (t.kind == MetricTerm::Kind::kEcnRatio && t.windowed && fabric_)
+          ecn_ports.insert(fabric::link_egress_stat_prefix(*fabric_, t.link, t.dir));
+      }
     }
     for (const std::string& c : rate_counters)
       if (env_.stats.find_counter(c))  // else the metric is missing
         sampler_->add(c, c + ".per_s", "1/s", 1.0, "Growth of the counter per second");
     if (fabric_) {
-      // RED's verdicts as rates, on the ports a windowed ecn_mark_ratio
-      // term reads (only those: a large fabric has hundreds of ports).
-      std::set<std::string> ecn_ports;
-      for (const auto& [name, expr] : cfg_.metrics) {
-        if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
-        for (const MetricTerm& t : parse_metric(expr))
-          if (t.kind == MetricTerm::Kind::kEcnRatio && t.windowed)
-            ecn_ports.insert(fabric::link_egress_stat_prefix(*fabric_, t.link, t.dir));
-      }
       for (const std::string& pb : ecn_ports)
         for (const char* c : {"ecn_marks", "ecn_capable"})
           sampler_->add(pb + c, pb + c + "_mps", "M/s", 1e6,
