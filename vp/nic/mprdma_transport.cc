@@ -1,5 +1,7 @@
 #include "vp/nic/mprdma_transport.h"
 
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 #include "vp/nic/gbn_transport.h"
@@ -52,11 +54,27 @@ const RxStat kRxStats[] = {
     {"rx_nacks", &MpReceiver::Counters::nacks, "packets", "NACKs sent"},
     {"rx_messages", &MpReceiver::Counters::messages, "messages", "Messages completed"},
 };
+
+std::string channel_name(const std::string& prefix) {
+  if (prefix.empty()) return "mprdma.transport";
+  return prefix.back() == '.' ? prefix.substr(0, prefix.size() - 1) : prefix;
+}
+
+// "[12@0xc0a1 4r@0xc0b7]": the packets an event clocked out.
+std::string packets(const std::vector<MpTx>& txs) {
+  std::ostringstream o;
+  o << '[' << std::hex;
+  for (size_t i = 0; i < txs.size(); ++i)
+    o << (i ? " " : "") << std::dec << txs[i].psn << (txs[i].retx ? "r" : "") << "@0x" << std::hex
+      << txs[i].vp;
+  o << ']';
+  return o.str();
+}
 }  // namespace
 
 MprdmaTransport::MprdmaTransport(const MprdmaEngineParams& params, core::StatsRegistry* stats,
                                  const std::string& prefix)
-    : p_(params), rng_(params.rng_seed) {
+    : p_(params), log_(core::Log::channel(channel_name(prefix))), rng_(params.rng_seed) {
   if (p_.bitmap_slots == 0 || (p_.bitmap_slots & (p_.bitmap_slots - 1)))
     throw std::invalid_argument("mprdma: bitmap_slots must be a power of two");
   if (!stats) return;
@@ -83,6 +101,39 @@ void MprdmaTransport::account(const MpReceiver::Counters& a, const MpReceiver::C
   for (size_t i = 0; i < rx_stats_.size(); ++i)
     rx_stats_[i]->add(b.*kRxStats[i].field - a.*kRxStats[i].field);
   if (max_ood_ && b.max_ood > max_ood_->value()) max_ood_->set(b.max_ood);
+}
+
+void MprdmaTransport::log_tx(uint32_t qpn, const Conn& c, const char* what,
+                             const MpSender::Counters& before, bool was_recovering,
+                             const std::string& detail) const {
+  const MpSender& tx = *c.tx;
+  const MpSender::Counters& after = tx.counters();
+  if (log_.enabled(core::LogLevel::debug)) {
+    if (after.rtos != before.rtos)
+      MPR_LOG(log_, debug, "qp " << qpn << ": RTO, every unacknowledged packet again from "
+                                 << tx.snd_una() << " to " << tx.recovery()
+                                 << ", cwnd back to " << tx.cwnd());
+    else if (after.recoveries != before.recoveries)
+      MPR_LOG(log_, debug, "qp " << qpn << ": recovery on" << detail
+                                 << ": resends until snd_una passes " << tx.recovery()
+                                 << ", cwnd " << tx.cwnd());
+    if (after.restarts != before.restarts)
+      MPR_LOG(log_, debug, "qp " << qpn << ": restart from IW after idle, cwnd " << tx.cwnd());
+    if (was_recovering && !tx.in_recovery())
+      MPR_LOG(log_, debug, "qp " << qpn << ": recovery over, snd_una " << tx.snd_una()
+                                 << " passed " << tx.recovery());
+  }
+  if (!log_.enabled(core::LogLevel::trace)) return;
+  std::ostringstream o;
+  o << "qp " << qpn << " " << what << detail;
+  if (after.pruned_acks != before.pruned_acks) o << " pruned";
+  if (after.window_reductions != before.window_reductions) o << " unused";
+  o << " -> cwnd " << std::fixed << std::setprecision(2) << tx.cwnd() << " inflate "
+    << tx.inflate() << " una " << tx.snd_una() << " nxt " << tx.snd_nxt() << " ooh "
+    << tx.snd_ooh() << " awnd " << tx.awnd();
+  if (tx.in_recovery()) o << " recovering(retx " << tx.snd_retx() << " to " << tx.recovery() << ")";
+  o << " sent " << packets(c.scratch);
+  log_.write(core::LogLevel::trace, o.str());
 }
 
 size_t MprdmaTransport::state_bytes() const {
@@ -123,8 +174,11 @@ void MprdmaTransport::take(Conn& c) {
 void MprdmaTransport::set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) {
   Conn& c = conn(qpn);
   const MpSender::Counters before = c.tx->counters();
+  const bool was_recovering = c.tx->in_recovery();
   c.tx->set_snd_max(snd_max, now, c.scratch);
   account(before, c.tx->counters());
+  if (!c.scratch.empty() && log_.enabled(core::LogLevel::debug))
+    log_tx(qpn, c, "start", before, was_recovering, " snd_max " + std::to_string(snd_max));
   take(c);
 }
 
@@ -176,8 +230,15 @@ AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now
   a.retx = ev.ext.retx;
   a.nack = ev.ext.nack;
   const MpSender::Counters before = c.tx->counters();
+  const bool was_recovering = c.tx->in_recovery();
   c.tx->on_ack(a, now, c.scratch, static_cast<uint32_t>(c.fifo.size()) + ev.egress_backlog);
   account(before, c.tx->counters());
+  if (log_.enabled(core::LogLevel::debug)) {
+    std::ostringstream d;
+    d << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp << std::dec << " sack " << a.sack
+      << " aack " << a.aack << (a.ece ? " ECE" : "") << (a.retx ? " ReTx" : "");
+    log_tx(qpn, c, "ack", before, was_recovering, d.str());
+  }
   take(c);
   r.progress = c.tx->snd_una() != una;
   if (r.progress) c.retry_left = c.params.retry_cnt;
@@ -195,8 +256,12 @@ AckResult MprdmaTransport::on_timer(uint32_t qpn, uint64_t now) {
   AckResult r;
   if (!c.tx) return r;
   const MpSender::Counters before = c.tx->counters();
+  const bool was_recovering = c.tx->in_recovery();
   c.tx->on_timer(now, c.scratch);
   account(before, c.tx->counters());
+  if (log_.enabled(core::LogLevel::debug) &&
+      (!c.scratch.empty() || c.tx->counters().rtos != before.rtos))
+    log_tx(qpn, c, "timer", before, was_recovering, "");
   take(c);
   const uint64_t rtos = c.tx->counters().rtos;
   if (rtos != c.rtos_seen) {
@@ -245,6 +310,18 @@ RxOutcome MprdmaTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*n
   // The packets rx_max_ood looks at: every one but duplicates (which
   // include every PSN below rcv_nxt).
   if (ood_ && ood >= 0 && m.verdict != MpRxResult::Verdict::duplicate) ood_->record(ood);
+  if (log_.enabled(core::LogLevel::trace)) {
+    const char* v = m.verdict == MpRxResult::Verdict::place       ? "placed"
+                    : m.verdict == MpRxResult::Verdict::duplicate ? "duplicate"
+                                                                  : "dropped";
+    std::ostringstream o;
+    o << "qp " << qpn << " data psn " << (p.psn & kPsnMask) << " vp 0x" << std::hex << p.vp
+      << std::dec << (p.retx ? " ReTx" : "") << (p.ce ? " CE" : "") << " ood " << ood << ": " << v
+      << ", rcv_nxt " << c.rx->rcv_nxt();
+    if (m.send_ack)
+      o << (m.ack.nack ? "; NACK" : "; ACK") << " sack " << m.ack.sack << " aack " << m.ack.aack;
+    log_.write(core::LogLevel::trace, o.str());
+  }
   RxOutcome o;
   o.verdict = m.verdict == MpRxResult::Verdict::place       ? RxOutcome::Verdict::place
               : m.verdict == MpRxResult::Verdict::duplicate ? RxOutcome::Verdict::duplicate

@@ -5,6 +5,14 @@
 // per-connection send FIFO until the TX scheduler serves the QP, and a retry
 // budget turns retransmission timeouts without progress into the verbs error
 // RETRY_EXC_ERR.
+//
+// Log channel `nic.<host>.transport` (the stats prefix without its dot):
+// debug names every recovery, its end, every RTO and idle restart; trace
+// adds one line per ACK, timer, start and arriving data packet with the
+// sender's or receiver's state after it and the packets it clocked out
+// (psn@vp, "r" for a retransmission), e.g.
+//   --log 'nic.t0h0.transport=trace'
+// to follow a connection's virtual paths packet by packet.
 #pragma once
 
 #include <deque>
@@ -13,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "vp/core/log.h"
 #include "vp/core/stats.h"
 
 #include "vp/nic/mprdma_receiver.h"
@@ -84,8 +93,13 @@ class MprdmaTransport : public TransportEngine {
   // NIC-wide statistics.
   void account(const MpSender::Counters& before, const MpSender::Counters& after);
   void account(const MpReceiver::Counters& before, const MpReceiver::Counters& after);
+  // The log lines of one sender event (`what`: ack, timer, start), from the
+  // counters before it and the packets it clocked out (c.scratch).
+  void log_tx(uint32_t qpn, const Conn& c, const char* what, const MpSender::Counters& before,
+              bool was_recovering, const std::string& detail) const;
 
   MprdmaEngineParams p_;
+  core::LogChannel& log_;
   MpRandom rng_;
   std::unordered_map<uint32_t, Conn> conns_;
   std::vector<core::Counter*> tx_stats_, rx_stats_;

@@ -7,10 +7,12 @@
 #include <queue>
 #include <random>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "vp/core/log.h"
 #include "vp/core/stats.h"
 #include "vp/nic/mprdma_receiver.h"
 #include "vp/nic/mprdma_sender.h"
@@ -489,6 +491,61 @@ TEST(MprdmaTransport, RecordsTheOutOfOrderDegreeOfEveryNewPacket) {
   RxPacket p;
   p.psn = 3;
   EXPECT_EQ(quiet.on_data(5, p, 0).verdict, V::place);
+}
+
+// The engine's log channel tells a recovery's story: at debug its start and
+// end, at trace every ACK with the state after it and what it clocked out,
+// and every data packet the receiver saw. At the default level, nothing.
+TEST(MprdmaTransport, LogsRecoveryAndEveryAckOnItsChannel) {
+  auto run = [](const std::string& spec) {
+    std::ostringstream log;
+    core::Log::set_sink(&log);
+    core::Log::configure(spec);
+    core::StatsRegistry stats;
+    MprdmaEngineParams ep;
+    ep.sender = params(4);
+    MprdmaTransport t(ep, &stats, "nic.q.transport.");
+    ConnParams cp;
+    cp.qpn = 7;
+    t.open(cp);
+    t.set_requester(cp);
+    t.set_snd_max(7, 20, 0);  // IW 4: PSNs 0..3 on random paths
+    AckEvent ev;
+    ev.has_ext = true;
+    ev.ext.echo_vp = 0xC0DE;
+    ev.ext.sack = 0;  // PSN 0 lost, 1..3 beyond the bitmap: a NACK for 0
+    ev.ext.aack = kPsnMask;
+    ev.ext.nack = true;
+    t.on_ack(7, ev, 10);
+    ev.ext.nack = false;
+    ev.ext.retx = true;
+    ev.ext.aack = 3;  // the resent 0 arrived; 1..3 were held
+    ev.ext.sack = 0;
+    t.on_ack(7, ev, 20);
+    RxPacket p;
+    p.psn = 2;
+    p.vp = 0xC0DF;
+    t.on_data(7, p, 30);  // ood 2, placed
+    core::Log::set_sink(nullptr);
+    core::Log::reset();
+    return log.str();
+  };
+  const std::string quiet = run("*=warn");
+  EXPECT_EQ(quiet, "");
+  const std::string debug = run("nic.q.transport=debug");
+  EXPECT_NE(debug.find("qp 7: recovery on NACK vp 0xc0de sack 0"), std::string::npos) << debug;
+  EXPECT_NE(debug.find("resends until snd_una passes 4"), std::string::npos) << debug;
+  EXPECT_NE(debug.find("qp 7: recovery over, snd_una 4 passed 4"), std::string::npos) << debug;
+  EXPECT_EQ(debug.find("qp 7 ack"), std::string::npos) << "per-ACK lines are trace:\n" << debug;
+  const std::string trace = run("nic.q.transport=trace");
+  // The NACK clocks out PSN 0 again, on the NACK's path.
+  EXPECT_NE(trace.find("qp 7 ack NACK vp 0xc0de sack 0"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("sent [0r@0xc0de]"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("recovering(retx 1 to 4)"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("qp 7 start snd_max 20"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("qp 7 data psn 2 vp 0xc0df ood 2: placed, rcv_nxt 0; ACK sack 2"),
+            std::string::npos)
+      << trace;
 }
 
 TEST(MpState, ExtraBytesOverRoceAreAccountedFieldByField) {
