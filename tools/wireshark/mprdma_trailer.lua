@@ -20,7 +20,10 @@
 --   acks (default)  ACKs whose payload area is exactly 12 bytes (a RoCEv2
 --                   ACK has none): never a false positive
 --   all             also the last 8 payload bytes of every SEND and WRITE
---                   (a capture of MP-RDMA or IRN connections only)
+--                   (a capture of MP-RDMA connections only)
+--   irn             also those of every SEND and of the tail of a WRITE
+--                   with immediate: IRN's other WRITE packets carry no
+--                   trailer, only a RETH each (a capture of IRN only)
 --   off
 -- Captures keep 128 bytes per frame by default (fabric.link.pcap_snaplen): the
 -- data trailer of a longer packet is then not in the file (an expert note
@@ -56,13 +59,15 @@ local ex_reserved = ProtoExpert.new("mprdma_trailer.reserved_set",
     expert.group.MALFORMED, expert.severity.WARN)
 proto.experts = { ex_truncated, ex_reserved }
 
-local MODE_OFF, MODE_ACKS, MODE_ALL = 0, 1, 2
+local MODE_OFF, MODE_ACKS, MODE_ALL, MODE_IRN = 0, 1, 2, 3
 proto.prefs.mode = Pref.enum("Trailers", MODE_ACKS,
     "Which packets are decoded as carrying a trailer: acks (ACKs with a 12-byte payload " ..
-    "area), all (also every SEND and RDMA WRITE), off", {
+    "area), all (also every SEND and RDMA WRITE: MP-RDMA), irn (also every SEND and the " ..
+    "tail of a WRITE with immediate), off", {
         { 1, "off", MODE_OFF },
         { 2, "acks", MODE_ACKS },
         { 3, "all", MODE_ALL },
+        { 4, "irn", MODE_IRN },
     }, false)
 
 local f_opcode = Field.new("infiniband.bth.opcode")
@@ -78,6 +83,12 @@ local DATA_BYTES, ACK_BYTES = 8, 12
 -- RDMA_WRITE_ONLY_WITH_IMMEDIATE (RC opcodes 0-11).
 local function is_data(op)
     return op <= 11
+end
+
+-- What of those an IRN connection puts a trailer on: SENDs (0-5) and RDMA
+-- WRITE LAST/ONLY with immediate (9, 11).
+local function is_irn_data(op)
+    return op <= 5 or op == 9 or op == 11
 end
 
 local function decode_data(tree, tvb, at)
@@ -125,7 +136,7 @@ function proto.dissector(tvb, pinfo, tree)
         -- UDP header, BTH and AETH, then the trailer as the whole area.
         if area_end - (sport.offset + 8 + BTH + AETH) ~= ACK_BYTES then return end
         len, decode = ACK_BYTES, decode_ack
-    elseif is_data(op) and mode == MODE_ALL then
+    elseif (mode == MODE_ALL and is_data(op)) or (mode == MODE_IRN and is_irn_data(op)) then
         len, decode = DATA_BYTES, decode_data
     else
         return

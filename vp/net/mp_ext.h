@@ -3,14 +3,16 @@
 // Both transports need more per packet than RoCEv2 carries: MP-RDMA the
 // ReTx and synchronise bits, the message sequence number and intra-message
 // PSN of every data packet, and per-packet ACKs that echo the virtual path
-// and carry SACK, AACK and ECE (NSDI'18 Fig. 3); IRN a SACK PSN in its NACKs.
+// and carry SACK, AACK and ECE (NSDI'18 Fig. 3); IRN a SACK PSN in its NACKs
+// and, on SENDs, the RECV message number and index (its WRITE packets need
+// only the RETH each carries: mp_trailer_bytes' write_trailer).
 // They travel as a fixed trailer at the end of the RoCEv2 payload area
 // (before the pad and the ICRC; on ACKs, which carry no payload, it is the
 // whole area: RoceFields::trailer_len), so every standard header stays where a RoCEv2 parser expects it
 // (tshark decodes BTH, RETH and AETH as usual and shows the trailer as the
 // last payload bytes) and the ICRC covers the trailer. Whether a packet has
-// a trailer is a property of the connection (its transport), not of the
-// packet. Layout, network byte order:
+// a trailer follows from its connection's transport and its opcode, not from
+// anything in the packet. Layout, network byte order:
 //
 //   data trailer (8 bytes): MSN (24) | iPSN (24) | flags (8) | reserved (8)
 //     flags: bit 0 ReTx, bit 1 synchronise, bit 2 tail of message
@@ -56,10 +58,19 @@ bool get_mp_ack_ext(const uint8_t* src, MpAckExt& e);
 
 // Trailer bytes an out-of-order connection's packet of this opcode ends in:
 // the data trailer on SEND and RDMA WRITE packets, the ACK trailer on ACKs
-// and NAKs, none on the others (a CNP is no RC opcode).
-inline size_t mp_trailer_bytes(Opcode op) {
+// and NAKs, none on the others (a CNP is no RC opcode). `write_trailer`
+// false (IRN): a WRITE packet without immediate carries none. It is placed
+// by its own RETH and completes nothing; IRN needs neither MP-RDMA's ReTx
+// and synchronise bits nor a message number for it (its extension is the
+// RETH in every packet, "up to 16 bytes"). The tail of a WRITE with
+// immediate keeps it: its RECV message number and index.
+inline size_t mp_trailer_bytes(Opcode op, bool write_trailer = true) {
   if (op == Opcode::ACKNOWLEDGE) return kMpAckExtBytes;
-  return op <= Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE ? kMpDataExtBytes : 0;
+  if (op > Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE) return 0;
+  const bool plain_write = op >= Opcode::RDMA_WRITE_FIRST &&
+                           op != Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE &&
+                           op != Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+  return plain_write && !write_trailer ? 0 : kMpDataExtBytes;
 }
 
 // Where the trailer of a frame parse_roce(..., trailer_len) accepted

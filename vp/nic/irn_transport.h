@@ -50,6 +50,7 @@ class IrnTransport : public TransportEngine {
   void nak_sent(uint32_t) override {}
 
   bool out_of_order() const override { return true; }
+  bool write_trailer() const override { return false; }
   bool carries_read_atomic() const override { return true; }
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 

@@ -632,7 +632,8 @@ bool Requester::try_emit(uint32_t qpn) {
       break;
   }
   std::vector<uint8_t> trailer;
-  if (core_.engine.engine_of(qpn).out_of_order() && net::mp_trailer_bytes(f.opcode))
+  const TransportEngine& engine = core_.engine.engine_of(qpn);
+  if (engine.out_of_order() && net::mp_trailer_bytes(f.opcode, engine.write_trailer()))
     build_ooo(*m, k, g.retransmit, trailer);
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   if (qp->rp) {

@@ -47,8 +47,16 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     return Step::done;
   }
   net::MpDataExt x;
-  if (!(is_send(op) || is_write(op)) || f.trailer_len != net::kMpDataExtBytes ||
-      !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x)) {
+  const bool has_trailer =
+      net::mp_trailer_bytes(op, core_.engine.engine_of(qp.qpn).write_trailer()) != 0;
+  // A WRITE packet without a trailer (IRN): its RETH places it; the tail of
+  // its message is the packet with AckReq, which the requester sets on the
+  // last packet of every message (as RoCEv2 requesters do; these engines ACK
+  // every packet anyway).
+  x.tail = !has_trailer && f.ack_req;
+  if (!(is_send(op) || is_write(op)) ||
+      (has_trailer && (f.trailer_len != net::kMpDataExtBytes ||
+                       !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x)))) {
     fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
           "request the out-of-order transport does not carry, or without its trailer");
     return Step::done;

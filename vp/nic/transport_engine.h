@@ -186,6 +186,10 @@ class TransportEngine {
   // Out-of-order engines that carry RDMA READ and atomics (IRN; not MP-RDMA,
   // whose READ responses would need a multi-path sender at the responder).
   virtual bool carries_read_atomic() const { return !out_of_order(); }
+  // Out-of-order engines: whether a WRITE packet without immediate carries
+  // the data trailer (MP-RDMA: its ReTx and synchronise bits and message
+  // number; IRN: no, vp/net/mp_ext.h).
+  virtual bool write_trailer() const { return true; }
   // The engine has its own congestion control (MP-RDMA's window): the NIC's
   // DCQCN neither paces its QPs nor answers their CE marks with CNPs.
   virtual bool own_congestion_control() const { return false; }

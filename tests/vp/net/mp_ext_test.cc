@@ -79,6 +79,28 @@ RoceFields base(Opcode op) {
   return f;
 }
 
+TEST(MpExt, TrailerBytesFollowTheOpcodeAndTheEngine) {
+  // MP-RDMA: every SEND and WRITE packet, every ACK.
+  for (Opcode op : {Opcode::SEND_FIRST, Opcode::SEND_ONLY_WITH_IMMEDIATE, Opcode::RDMA_WRITE_ONLY,
+                    Opcode::RDMA_WRITE_MIDDLE, Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE})
+    EXPECT_EQ(mp_trailer_bytes(op), kMpDataExtBytes) << int(op);
+  EXPECT_EQ(mp_trailer_bytes(Opcode::ACKNOWLEDGE), kMpAckExtBytes);
+  // IRN: no data trailer on a WRITE without immediate; SENDs, the tail of a
+  // WRITE with immediate and ACKs keep theirs.
+  for (Opcode op : {Opcode::RDMA_WRITE_FIRST, Opcode::RDMA_WRITE_MIDDLE, Opcode::RDMA_WRITE_LAST,
+                    Opcode::RDMA_WRITE_ONLY})
+    EXPECT_EQ(mp_trailer_bytes(op, false), 0u) << int(op);
+  for (Opcode op : {Opcode::SEND_MIDDLE, Opcode::SEND_LAST_WITH_IMMEDIATE,
+                    Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE, Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE})
+    EXPECT_EQ(mp_trailer_bytes(op, false), kMpDataExtBytes) << int(op);
+  EXPECT_EQ(mp_trailer_bytes(Opcode::ACKNOWLEDGE, false), kMpAckExtBytes);
+  // Neither: READ, responses, atomics.
+  for (bool w : {true, false})
+    for (Opcode op : {Opcode::RDMA_READ_REQUEST, Opcode::RDMA_READ_RESPONSE_ONLY,
+                      Opcode::COMPARE_SWAP, Opcode::ATOMIC_ACKNOWLEDGE})
+      EXPECT_EQ(mp_trailer_bytes(op, w), 0u) << int(op);
+}
+
 TEST(MpExt, AWriteCarriesDataThenTrailerUnderTheIcrc) {
   RoceFields f = base(Opcode::RDMA_WRITE_MIDDLE);
   std::vector<uint8_t> body(1021);  // not a multiple of 4: a pad follows the trailer

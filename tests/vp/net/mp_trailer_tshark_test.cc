@@ -183,6 +183,33 @@ TEST_F(TrailerTshark, DecodesTheReadFlagOfAReadNack) {
   EXPECT_EQ(rows[1], "2,7,1,0,");
 }
 
+// Mode irn: IRN's plain WRITE packets have no trailer (their last payload
+// bytes are data), its SENDs and the tail of a WRITE with immediate do.
+TEST_F(TrailerTshark, IrnModeDecodesSendsAndImmediateTailsNotPlainWrites) {
+  MpDataExt imm;  // the tail of a WRITE with immediate: RECV message 4
+  imm.msn = 4;
+  imm.ipsn = 2;
+  imm.tail = true;
+  RoceFields plain = fields(Opcode::RDMA_WRITE_ONLY, 100);
+  plain.reth_va = 0x10000;
+  plain.reth_rkey = 0x77;
+  plain.reth_dma_len = 100;
+  const std::vector<uint8_t> payload(100, 0xab);  // reserved bits set if misread
+  std::vector<PacketPtr> v = frames();
+  v[0] = build_roce(plain, payload.data(), payload.size());
+  v.push_back(data_packet(Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE, 64, imm));
+  const std::string path = capture(v, 0);
+  const auto data = decode(path, "irn", kDataColumns + " -e _ws.expert.message");
+  ASSERT_EQ(data.size(), 5u);
+  EXPECT_EQ(data[0], "1,,,,,,") << "a plain WRITE's payload is not a trailer";
+  EXPECT_EQ(data[1], "2,1193046,0,0,1,0,");
+  EXPECT_EQ(data[4], "5,4,2,0,0,1,");
+  const auto all = decode(path, "all", kDataColumns + " -e _ws.expert.message");
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_NE(all[0].find("Reserved trailer bits set"), std::string::npos)
+      << "mode all takes the payload for a trailer and says it looks wrong: " << all[0];
+}
+
 TEST_F(TrailerTshark, ATrailerBeyondTheSnaplenIsReportedNotMisread) {
   // 96 bytes keep the ACKs whole but not the WRITE's trailer.
   const std::string path = capture(frames(), 96);

@@ -392,6 +392,39 @@ TEST_F(OooTransport, ReadOnMprdmaFailsWithUnsupported) {
   EXPECT_GT(counter("nic.t0h0.requester.wqe_errors"), 0u);
 }
 
+// The per-packet extension on the wire over RoCEv2 (row I2), exactly: IRN's
+// WRITE packets carry a RETH each (16 bytes in every packet but the first of
+// a message, which has it anyway) and nothing else, its SEND packets the
+// 8-byte data trailer; MP-RDMA's WRITE packets both. Lossless, so the
+// requester's transmitted bytes are its data packets only.
+TEST_F(OooTransport, IrnWritesCarryTheirRethAndSendsTheTrailerNothingMore) {
+  constexpr int64_t kMsgs = 8;
+  constexpr uint64_t kSize = 16384;  // 16 packets of 1 KiB
+  auto tx_bytes = [&](const std::string& transport, const std::string& app) {
+    const std::string text =
+        "name: ext\nseed: 1\nend_time: 20ms\nnic: {mtu: 1024, transport: " + transport + "}\n"
+        "hosts: [{name: a}, {name: b}]\n"
+        "links: [{name: w, a: a, b: b, rate: 40Gbps, delay: 200ns}]\n"
+        "jobs:\n  - {name: j, app: " + app + ", client: a, server: b, sizes: [16KiB], "
+        "iterations: " + std::to_string(kMsgs) + "}\n";
+    EXPECT_TRUE(run(text)) << transport << " " << app;
+    expect_jobs_ok();
+    EXPECT_EQ(counter("nic.a.requester.retransmits"), 0u);
+    EXPECT_EQ(counter("nic.a.mac.tx_packets"), kMsgs * packets_of(kSize)) << transport << app;
+    return counter("nic.a.mac.tx_bytes");
+  };
+  const uint64_t packets = kMsgs * packets_of(kSize);
+  const uint64_t gbn_write = tx_bytes("gbn", "write_bw");
+  EXPECT_EQ(tx_bytes("irn", "write_bw"), gbn_write + 16 * (packets - kMsgs));
+  EXPECT_EQ(tx_bytes("mprdma", "write_bw"), gbn_write + 16 * (packets - kMsgs) + 8 * packets);
+  const uint64_t gbn_send = tx_bytes("gbn", "send_bw");
+  EXPECT_EQ(tx_bytes("irn", "send_bw"), gbn_send + 8 * packets);
+  // Message boundaries survive without the trailer: the responder completed
+  // kMsgs WRITEs, not one per packet.
+  tx_bytes("irn", "write_bw");
+  EXPECT_EQ(counter("nic.b.responder.messages"), static_cast<uint64_t>(kMsgs));
+}
+
 TEST_F(OooTransport, MprdmaWithDcqcnIsRejected) {
   const std::string text =
       scenario_text("mprdma", kDefaultJobs, 1, "  congestion_control: dcqcn\n");
