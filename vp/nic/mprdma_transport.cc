@@ -337,6 +337,20 @@ RxOutcome MprdmaTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*n
   return o;
 }
 
+double MprdmaTransport::cwnd_sum() const {
+  uint64_t q = 0;
+  for (const auto& [qpn, c] : conns_)
+    if (c.tx) q += c.tx->cwnd_q16();
+  return static_cast<double>(q) / 65536.0;
+}
+
+uint32_t MprdmaTransport::recovering() const {
+  uint32_t n = 0;
+  for (const auto& [qpn, c] : conns_)
+    if (c.tx && c.tx->in_recovery()) ++n;
+  return n;
+}
+
 const MpSender* MprdmaTransport::sender(uint32_t qpn) const {
   auto it = conns_.find(qpn);
   return it == conns_.end() || !it->second.tx ? nullptr : &*it->second.tx;

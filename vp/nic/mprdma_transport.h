@@ -72,6 +72,13 @@ class MprdmaTransport : public TransportEngine {
   void mark_sync(uint32_t qpn, uint32_t psn) override;
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 
+  // The window state of the NIC's requester connections, for sampled series
+  // (nic.<host>.transport.cwnd, .recovering): congestion windows summed, in
+  // packets (exact: Q16.16 summed as integers), and how many connections
+  // are in recovery mode.
+  double cwnd_sum() const;
+  uint32_t recovering() const;
+
   // For counters and tests: the models of a connection (null if none).
   const MpSender* sender(uint32_t qpn) const;
   const MpReceiver* receiver(uint32_t qpn) const;

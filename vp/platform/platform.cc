@@ -18,6 +18,8 @@
 #include "vp/nic/irn.h"
 #include "vp/nic/mprdma_receiver.h"
 #include "vp/nic/mprdma_sender.h"
+#include "vp/nic/mprdma_transport.h"
+#include "vp/nic/transport_mux.h"
 #include "vp/platform/series_metrics.h"
 
 namespace mprdma::platform {
@@ -330,6 +332,20 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
         sampler_->add("pcie." + h.name + "." + d + ".bytes",
                       "pcie." + h.name + "." + d + ".gbps", "Gb/s", kBytesPerGbit,
                       "PCIe throughput including TLP overheads");
+      // MP-RDMA's windows over time (a connection's window collapsing, or
+      // connections stuck in recovery, show here without a packet trace).
+      const auto* mux = dynamic_cast<const nic::TransportMux*>(&host(h.name).nic().engine());
+      const auto* mp = mux ? dynamic_cast<const nic::MprdmaTransport*>(
+                                 mux->find(MPR_TRANSPORT_MP_RDMA))
+                           : nullptr;
+      if (mp) {
+        sampler_->add_gauge("nic." + h.name + ".transport.cwnd", "packets",
+                            "Congestion windows of the NIC's MP-RDMA connections, summed",
+                            [mp] { return mp->cwnd_sum(); });
+        sampler_->add_gauge("nic." + h.name + ".transport.recovering", "connections",
+                            "The NIC's MP-RDMA connections in recovery mode",
+                            [mp] { return double(mp->recovering()); });
+      }
     }
     // What the metric terms read beyond the series above, sampled only where
     // a term names it (a large fabric has hundreds of ports): the NIC

@@ -11,6 +11,8 @@
 
 #include "support/files.h"
 #include "support/sim_test.h"
+#include "vp/nic/mprdma_transport.h"
+#include "vp/nic/transport_mux.h"
 #include "vp/platform/platform.h"
 #include "vp/platform/scenario.h"
 
@@ -201,6 +203,47 @@ TEST_F(SeriesMetricsRun, PerHostNicOverrideRunsGoBackNBesideMpRdma) {
   EXPECT_EQ(m.at("ood_p50"), std::floor(m.at("ood_p50")));  // exact: an integer
   EXPECT_EQ(env->stats.find_histogram("nic.t1h1.transport.rx_ood"), nullptr);
   EXPECT_EQ(missing, std::vector<std::string>{"ood_gbn"});
+}
+
+// MP-RDMA's windows as sampled series: the requester's summed cwnd (at
+// least one packet while its connection exists), the server's (its QP, in
+// RTS too, never sends: the initial window throughout), and no series on a
+// go-back-N NIC.
+TEST_F(SeriesMetricsRun, MpRdmaWindowsAreSampledPerNic) {
+  const std::string text =
+      std::string(kBase) + "sample_interval: 50us\njobs:\n"
+      "  - {name: mp, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], "
+      "iterations: 30}\n";
+  auto p = run(text);
+  const core::TimeSeries* cwnd = env->stats.find_series("nic.t0h0.transport.cwnd");
+  const core::TimeSeries* idle = env->stats.find_series("nic.t1h0.transport.cwnd");
+  const core::TimeSeries* rec = env->stats.find_series("nic.t0h0.transport.recovering");
+  ASSERT_NE(cwnd, nullptr);
+  ASSERT_NE(idle, nullptr);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_EQ(env->stats.find_series("nic.t0h1.transport.cwnd"), nullptr) << "a go-back-N NIC";
+  ASSERT_GT(cwnd->points().size(), 3u);
+  size_t open = 0;
+  for (const core::TimeSeries::Point& pt : cwnd->points()) {
+    if (pt.value == 0) continue;  // before the connection is set up
+    ++open;
+    EXPECT_GE(pt.value, 1.0) << "the window's floor is one packet";
+    EXPECT_LT(pt.value, 65536.0);
+  }
+  EXPECT_GT(open, 0u);
+  for (const core::TimeSeries::Point& pt : idle->points())
+    EXPECT_TRUE(pt.value == 0.0 || pt.value == 16.0) << pt.value;
+  EXPECT_EQ(idle->points().back().value, 16.0);
+  for (const core::TimeSeries::Point& pt : rec->points())
+    EXPECT_TRUE(pt.value == 0.0 || pt.value == 1.0) << pt.value;
+  // The window now, from the model, is what the series would read.
+  const auto* mux = dynamic_cast<const nic::TransportMux*>(&p->host("t0h0").nic().engine());
+  ASSERT_NE(mux, nullptr);
+  const auto* mp =
+      dynamic_cast<const nic::MprdmaTransport*>(mux->find(MPR_TRANSPORT_MP_RDMA));
+  ASSERT_NE(mp, nullptr);
+  EXPECT_GE(mp->cwnd_sum(), 1.0);
+  EXPECT_EQ(mp->recovering(), 0u) << "a clean run ends out of recovery";
 }
 
 }  // namespace
