@@ -52,6 +52,19 @@ void nak_status(uint8_t code, uint8_t& status, uint8_t& syndrome) {
   }
 }
 
+// What made the engine go back, for the log.
+const char* ack_kind_name(AckEvent::Kind k) {
+  switch (k) {
+    case AckEvent::Kind::ack: return "an ACK (a READ or atomic response it passed was lost) at";
+    case AckEvent::Kind::nak_sequence: return "a sequence NAK for";
+    case AckEvent::Kind::nak_rnr: return "an RNR NAK for";
+    case AckEvent::Kind::nak_fatal: return "a fatal NAK for";
+    case AckEvent::Kind::read_response: return "a READ response after a lost one, at";
+    case AckEvent::Kind::atomic_ack: return "an atomic ACK after a lost response, at";
+  }
+  return "?";
+}
+
 }  // namespace
 
 uint32_t Requester::Message::packets(uint32_t mtu) const {
@@ -782,6 +795,12 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
         return;
     }
     const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
+    if (r.rewound)
+      MPR_LOG(log_, debug, "QP " << qpn << ": " << core_.engine.engine_of(qpn).name()
+                                 << " goes back on " << ack_kind_name(ev.kind) << " PSN "
+                                 << f.psn << ", snd_una "
+                                 << core_.engine.snd_una(qpn) << ", snd_nxt "
+                                 << core_.engine.snd_nxt(qpn));
     if (r.send_read_ack) queue_read_ack(*q, r.read_ack);
     if (r.accept && subject) {
       if (ev.kind == AckEvent::Kind::read_response) {
@@ -986,7 +1005,15 @@ void Requester::schedule_wake(Qp& qp) {
     q->wake_at = kNever;
     if (!q->active || q->error) return;
     const AckResult r = core_.engine.on_timer(qpn, core_.now_cycle());
-    if (r.rewound) ++timeouts_;
+    if (r.rewound) {
+      ++timeouts_;
+      MPR_LOG(log_, debug, "QP " << qpn << ": " << core_.engine.engine_of(qpn).name()
+                                 << " retransmission timeout, snd_una "
+                                 << core_.engine.snd_una(qpn) << ", snd_nxt "
+                                 << core_.engine.snd_nxt(qpn)
+                                 << (r.error != AckResult::Error::none ? ", retries exhausted"
+                                                                       : ""));
+    }
     if (r.error != AckResult::Error::none) {
       fail(*q, q->inflight.empty() ? nullptr : &q->inflight.front(), MPR_CQE_RETRY_EXC_ERR,
            MPR_SYN_RETRY_EXCEEDED);

@@ -3,6 +3,8 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "tests/vp/host/two_hosts.h"
 
+#include "vp/core/log.h"
+
 #include <gtest/gtest-spi.h>
 
 
@@ -987,7 +989,27 @@ struct LossyLinkCase {
 class LossyLinkTest : public TwoHostsTest,
                       public ::testing::WithParamInterface<LossyLinkCase> {};
 
+// Sends the log to a string for the life of the object.
+struct LogCapture {
+  explicit LogCapture(const std::string& spec) {
+    core::Log::set_sink(&text);
+    core::Log::configure(spec);
+  }
+  ~LogCapture() {
+    core::Log::set_sink(nullptr);
+    core::Log::reset();
+  }
+  size_t count(const std::string& what) const {
+    const std::string s = text.str();
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  }
+  std::ostringstream text;
+};
+
 TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
+  LogCapture log("nic.h0.requester=debug");
   TwoHosts::Options opt;
   opt.loss = GetParam().loss;
   opt.go_back_delay = core::Duration::from_us(GetParam().go_back_delay_us);
@@ -1139,6 +1161,12 @@ TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
   EXPECT_EQ(bench->counter("nic.h1.responder.atomics"), 40u);
   EXPECT_EQ(bench->counter("nic.h1.responder.messages"), 132u);
   EXPECT_EQ(bench->counter("nic.h0.requester.wqes"), 132u);
+  // The requester's debug channel names every go-back and its cause: one
+  // line per timeout, at most one per NAK (a repeated NAK does not rewind).
+  EXPECT_EQ(log.count("gbn retransmission timeout"), bench->counter("nic.h0.requester.timeouts"));
+  EXPECT_GE(log.count("gbn goes back on a sequence NAK for PSN"), 1u);
+  EXPECT_LE(log.count("gbn goes back on a sequence NAK for PSN"), naks);
+  EXPECT_EQ(log.count("gbn goes back on ?"), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loss, LossyLinkTest,
