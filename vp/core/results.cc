@@ -158,7 +158,17 @@ void write_results(const std::string& dir, const nlohmann::json& results,
                    const StatsRegistry& stats) {
   const fs::path base(dir);
   make_dirs(base);
-  if (!stats.series().empty()) make_dirs(base / "series");
+  // An earlier run into the same directory must not leave its series
+  // beside this one's (another scenario, or sampling off now): the CSVs in
+  // series/ are ours to replace.
+  const fs::path series_dir = base / "series";
+  std::error_code ec;
+  if (fs::is_directory(series_dir, ec)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(series_dir, ec))
+      if (e.path().extension() == ".csv") fs::remove(e.path(), ec);
+    fs::remove(series_dir, ec);  // only if now empty
+  }
+  if (!stats.series().empty()) make_dirs(series_dir);
   for (const auto& [path, s] : stats.series()) {
     // The unit is a CSV header cell: a comma or line break would shift it.
     std::string unit = s->info().unit.empty() ? "value" : s->info().unit;

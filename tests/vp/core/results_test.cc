@@ -121,6 +121,30 @@ TEST(Results, WritesByteIdenticalFilesAndCsv) {
   EXPECT_EQ(csv, read(b / "series" / "link.h0-sw.tx.queue.csv"));
 }
 
+// A second run into the same directory replaces the first's series: none of
+// them stays beside the new ones, and a run without series leaves none.
+TEST(Results, ARunReplacesTheSeriesOfAnEarlierRunInItsDirectory) {
+  fs::path d = fresh_dir("rerun");
+  StatsRegistry first;
+  first.series("old.only", "B", "").sample(0, 1);
+  first.series("both", "B", "").sample(0, 1);
+  write_results(d.string(), build(first), first);
+  ASSERT_TRUE(fs::exists(d / "series" / "old.only.csv"));
+  std::ofstream(d / "series" / "notes.txt") << "a user's file";
+  StatsRegistry second;
+  second.series("both", "B", "").sample(0, 2);
+  write_results(d.string(), build(second), second);
+  EXPECT_FALSE(fs::exists(d / "series" / "old.only.csv"));
+  EXPECT_EQ(read(d / "series" / "both.csv"), "time_s,B\n0,2\n");
+  EXPECT_TRUE(fs::exists(d / "series" / "notes.txt")) << "only CSVs are replaced";
+  StatsRegistry none;
+  write_results(d.string(), build(none), none);
+  EXPECT_FALSE(fs::exists(d / "series" / "both.csv"));
+  fs::remove(d / "series" / "notes.txt");
+  write_results(d.string(), build(none), none);
+  EXPECT_FALSE(fs::exists(d / "series")) << "an empty series/ goes too";
+}
+
 TEST(Results, RunInfoGoesToItsOwnFile) {
   fs::path dir = fresh_dir("run");
   write_run_info(dir.string(), {{"wall_time_s", 1.25}, {"host", "x"}});
