@@ -66,6 +66,14 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   const bool opcode_ok = is_send(op) ? ends(op) == x.tail && starts(op) == (x.ipsn == 0)
                                      : (op == Opcode::RDMA_WRITE_ONLY ||
                                         (op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE && x.tail));
+  // Every WRITE packet's RETH covers exactly its own payload: a mismatch is
+  // a peer that frames WRITEs otherwise (another out-of-order engine, with or
+  // without the trailer), whose bytes must not be placed.
+  if (is_write(op) && f.reth_dma_len != plen) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "WRITE packet's RETH length is not its payload's (a peer on another transport?)");
+    return Step::done;
+  }
   if (!opcode_ok || plen > qp.mtu || (!x.tail && plen != qp.mtu)) {
     fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
           "opcode, tail flag and payload length inconsistent");

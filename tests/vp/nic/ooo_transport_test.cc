@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,9 +86,12 @@ class OooTransport : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
 
-  // Loads the scenario text and runs it to the end in a fresh kernel.
-  bool run(const std::string& text) {
-    const ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", text));
+  // Loads the scenario text and runs it to the end in a fresh kernel;
+  // `edit` may change the loaded configuration first (what validation would
+  // refuse in a file, a guest can still do).
+  bool run(const std::string& text, const std::function<void(ScenarioConfig&)>& edit = {}) {
+    ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", text));
+    if (edit) edit(cfg);
     platform.reset();
     core::reset_kernel();
     env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
@@ -423,6 +427,43 @@ TEST_F(OooTransport, IrnWritesCarryTheirRethAndSendsTheTrailerNothingMore) {
   // kMsgs WRITEs, not one per packet.
   tx_bytes("irn", "write_bw");
   EXPECT_EQ(counter("nic.b.responder.messages"), static_cast<uint64_t>(kMsgs));
+}
+
+// Bad input: the two ends of a connection on different out-of-order engines
+// (one frames WRITE packets with the data trailer, the other without), as a
+// guest can make them (MPRDMA_QP_TRANSPORT on one side; a scenario file is
+// refused). The responder sees a RETH that does not cover the payload,
+// places nothing and answers a fatal NAK; the requester ends with an error
+// completion. Nothing hangs or crashes.
+TEST_F(OooTransport, WritesBetweenIrnAndMprdmaEndsFailCleanly) {
+  for (const auto& [client, server] : {std::pair<std::string, std::string>{"irn", "mprdma"},
+                                       {"mprdma", "irn"}}) {
+    SCOPED_TRACE(client + " -> " + server);
+    const std::string text =
+        "name: mix\nseed: 1\nend_time: 20ms\nnic: {mtu: 1024}\n"
+        "hosts: [{name: a, nic: {transport: " + client + "}}, {name: b, nic: {transport: " +
+        client + "}}]\n"
+        "links: [{name: w, a: a, b: b, rate: 40Gbps, delay: 200ns}]\n"
+        "jobs:\n  - {name: j, app: write_bw, client: a, server: b, sizes: [100], "
+        "iterations: 4, timeout: 8}\n";
+    ASSERT_TRUE(run(text, [&](ScenarioConfig& c) {
+      ASSERT_TRUE(c.hosts.at(1).nic_config.has_value());
+      c.hosts.at(1).nic_config->transport = server;
+    }));
+    EXPECT_EQ(platform->host("b").nic().config().transport, server);
+    const auto& out = platform->outcomes();
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].results.size(), 1u);
+    EXPECT_FALSE(out[0].results[0].data_ok);
+    // An invalid request, whichever end frames with the trailer: not, say,
+    // a remote access error because the trailer made the payload longer
+    // than the RETH (and than the MR, by luck).
+    EXPECT_NE(out[0].results[0].error.find("remote invalid request"), std::string::npos)
+        << out[0].results[0].error;
+    EXPECT_FALSE(platform->all_ok());
+    EXPECT_EQ(counter("nic.b.responder.bytes"), 0u) << "nothing placed";
+    EXPECT_GE(counter("nic.b.responder.fatal_naks"), 1u);
+  }
 }
 
 TEST_F(OooTransport, MprdmaWithDcqcnIsRejected) {
