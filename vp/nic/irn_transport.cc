@@ -61,7 +61,10 @@ void add_deltas(const std::vector<core::Counter*>& sums, const ModelStat<Counter
 
 IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
                            const std::string& prefix)
-    : p_(params) {
+    : p_(params),
+      log_(core::Log::channel(prefix.empty()           ? std::string("irn.transport")
+                              : prefix.back() == '.' ? prefix.substr(0, prefix.size() - 1)
+                                                     : prefix)) {
   if (!stats) return;
   register_stats(*stats, prefix, kTxStats, tx_stats_);
   register_stats(*stats, prefix, kRdStats, rd_stats_);
@@ -79,6 +82,40 @@ void IrnTransport::account(const IrnSender::Counters& a, const IrnSender::Counte
 void IrnTransport::account(const IrnReadResponder::Counters& a,
                            const IrnReadResponder::Counters& b) {
   add_deltas(rd_stats_, kRdStats, a, b);
+}
+
+void IrnTransport::log_sender(uint32_t qpn, const Conn& c, const IrnSender::Counters& b,
+                              bool was_recovering, const char* cause) const {
+  if (!log_.enabled(core::LogLevel::debug)) return;
+  const IrnSender& tx = *c.tx;
+  const IrnSender::Counters& a = tx.counters();
+  if (a.recoveries != b.recoveries)
+    MPR_LOG(log_, debug, "qp " << qpn << ": recovery on " << cause << ", snd_una "
+                               << tx.snd_una() << ", snd_nxt " << tx.snd_nxt());
+  else if (was_recovering && !tx.in_recovery())
+    MPR_LOG(log_, debug, "qp " << qpn << ": recovery over, snd_una " << tx.snd_una());
+  if (a.rto_low != b.rto_low || a.rto_high != b.rto_high)
+    MPR_LOG(log_, debug, "qp " << qpn << ": timeout (" << (a.rto_low != b.rto_low ? "RTO_low"
+                                                                                  : "RTO_high")
+                               << "), every un-SACKed packet in flight again from "
+                               << tx.snd_una() << " to " << tx.snd_nxt());
+}
+
+void IrnTransport::log_reads(uint32_t qpn, const Conn& c, const IrnReadResponder::Counters& b,
+                             bool was_recovering) const {
+  if (!log_.enabled(core::LogLevel::debug)) return;
+  const IrnReadResponder::Counters& a = c.rd->counters();
+  if (a.recoveries != b.recoveries)
+    MPR_LOG(log_, debug, "qp " << qpn << ": READ responses: recovery on a Read NACK, "
+                               << c.rd->in_flight() << " in flight");
+  else if (was_recovering && !c.rd->in_recovery())
+    MPR_LOG(log_, debug, "qp " << qpn << ": READ responses: recovery over");
+  if (a.rtos != b.rtos)
+    MPR_LOG(log_, debug, "qp " << qpn << ": READ responses: timeout, " << c.rd->in_flight()
+                               << " sent again");
+  if (a.abandoned != b.abandoned)
+    MPR_LOG(log_, warn, "qp " << qpn << ": READ responses given up (" << (a.abandoned - b.abandoned)
+                              << " READs): the requester stopped acknowledging them");
 }
 
 size_t IrnTransport::state_bytes() const {
@@ -209,6 +246,8 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
   const IrnSender::Counters before = c.tx->counters();
   c.tx->on_ack(a, now);
   account(before, c.tx->counters());
+  log_sender(qpn, c, before, recovering,
+             ev.kind == AckEvent::Kind::ack ? "a NACK" : "a response after a gap");
   note_progress(c, una, r);
   // Recovery began (retransmissions are due) or the window opened.
   r.tx_ready = r.progress || (c.tx->in_recovery() && !recovering);
@@ -271,8 +310,10 @@ AckResult IrnTransport::on_read_ack(uint32_t qpn, const AckExt& ack, uint64_t no
   if (!c.rd) return r;
   const IrnReadResponder::Counters before = c.rd->counters();
   const uint32_t in_flight = c.rd->in_flight();
+  const bool recovering = c.rd->in_recovery();
   c.rd->on_ack(IrnAck{psn_add(ack.aack, 1), ack.nack, ack.sack}, now);
   account(before, c.rd->counters());
+  log_reads(qpn, c, before, recovering);
   if (c.rd->in_flight() < in_flight) c.read_stalls = 0;
   r.tx_ready = c.rd->in_recovery();
   return r;
@@ -298,6 +339,7 @@ AckResult IrnTransport::on_read_timer(uint32_t qpn, uint64_t now) {
   AckResult r;
   if (!c.rd) return r;
   const IrnReadResponder::Counters before = c.rd->counters();
+  const bool recovering = c.rd->in_recovery();
   c.rd->on_timer(now);
   // As the requester's retry budget: a requester that no longer answers
   // (its QP gone, or it does not send Read ACKs) must not be sent the
@@ -307,6 +349,7 @@ AckResult IrnTransport::on_read_timer(uint32_t qpn, uint64_t now) {
     c.read_stalls = 0;
   }
   account(before, c.rd->counters());
+  log_reads(qpn, c, before, recovering);
   r.tx_ready = c.rd->in_recovery();
   return r;
 }
@@ -323,8 +366,10 @@ AckResult IrnTransport::on_timer(uint32_t qpn, uint64_t now) {
   const uint32_t una = c.tx->snd_una();
   const bool due = una != c.tx->snd_nxt();
   const IrnSender::Counters before = c.tx->counters();
+  const bool recovering = c.tx->in_recovery();
   c.tx->on_timer(now);
   account(before, c.tx->counters());
+  log_sender(qpn, c, before, recovering, "a timeout");
   if (!due) return r;
   // A timeout with no progress since the previous one spends a retry.
   if (c.timed_out && c.una_at_timeout == una) {

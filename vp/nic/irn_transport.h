@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "vp/core/log.h"
 #include "vp/core/stats.h"
 
 #include "vp/nic/irn.h"
@@ -85,8 +86,15 @@ class IrnTransport : public TransportEngine {
   void note_progress(Conn& c, uint32_t una_before, AckResult& r);
   // The Read (N)ACK a requester sends for READ response `k`.
   AckResult read_response(Conn& c, const AckEvent& ev, uint64_t now);
+  // Debug lines on nic.<host>.transport for what an event changed: a
+  // recovery begun (`cause`) or ended, a timeout; the READ responder's.
+  void log_sender(uint32_t qpn, const Conn& c, const IrnSender::Counters& before,
+                  bool was_recovering, const char* cause) const;
+  void log_reads(uint32_t qpn, const Conn& c, const IrnReadResponder::Counters& before,
+                 bool was_recovering) const;
 
   IrnParams p_;
+  core::LogChannel& log_;
   std::unordered_map<uint32_t, Conn> conns_;
   std::vector<core::Counter*> tx_stats_;
   std::vector<core::Counter*> rd_stats_;

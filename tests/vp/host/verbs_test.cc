@@ -3,7 +3,7 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "tests/vp/host/two_hosts.h"
 
-#include "vp/core/log.h"
+#include "support/log_capture.h"
 
 #include <gtest/gtest-spi.h>
 
@@ -988,25 +988,6 @@ struct LossyLinkCase {
 
 class LossyLinkTest : public TwoHostsTest,
                       public ::testing::WithParamInterface<LossyLinkCase> {};
-
-// Sends the log to a string for the life of the object.
-struct LogCapture {
-  explicit LogCapture(const std::string& spec) {
-    core::Log::set_sink(&text);
-    core::Log::configure(spec);
-  }
-  ~LogCapture() {
-    core::Log::set_sink(nullptr);
-    core::Log::reset();
-  }
-  size_t count(const std::string& what) const {
-    const std::string s = text.str();
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-  }
-  std::ostringstream text;
-};
 
 TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
   LogCapture log("nic.h0.requester=debug");

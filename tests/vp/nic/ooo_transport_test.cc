@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/log_capture.h"
 #include "support/sim_test.h"
 #include "mprdma/hw.h"
 #include "vp/core/config.h"
@@ -148,6 +149,7 @@ class OooTransportLoss : public OooTransport,
 
 TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
   const std::string transport = GetParam();
+  test::LogCapture log("nic.t0h0.transport=debug");
   ASSERT_TRUE(run(scenario_text(transport, kDefaultJobs))) << "a job did not finish";
   expect_jobs_ok();
 
@@ -209,6 +211,14 @@ TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
     EXPECT_EQ(counter(rx + "rx_drops"), 0u);  // BDP-FC keeps the sender within the bitmap
     EXPECT_EQ(counter("nic.t0h0.transport.rx_placed"), 0u);
   }
+  // The engine's debug channel names each recovery and timeout.
+  EXPECT_EQ(log.count(": recovery on "), counter("nic.t0h0.transport.recoveries"));
+  EXPECT_GT(log.count(": recovery over"), 0u);
+  if (transport == "irn")
+    EXPECT_EQ(log.count(": timeout ("), counter("nic.t0h0.transport.rto_low") +
+                                             counter("nic.t0h0.transport.rto_high"));
+  else
+    EXPECT_EQ(log.count(": RTO,"), counter("nic.t0h0.transport.rtos"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, OooTransportLoss, ::testing::Values("mprdma", "irn"),
@@ -302,6 +312,7 @@ TEST_F(OooTransport, IrnReadAndAtomicsCompleteWithCorrectDataDespiteLoss) {
 // both ways: both complete with their data checked, and the responder's
 // recovery shows in its counters and in the goodput.
 TEST_F(OooTransport, IrnReadAcksLetTheResponderResendLostResponses) {
+  test::LogCapture log("nic.t1h0.transport=debug");
   const std::string events = lossy_uplinks();
   auto text = [&](const char* read_acks) {
     return std::string("name: irn-read-acks\nseed: 3\nend_time: 200ms\n") +
@@ -329,6 +340,11 @@ TEST_F(OooTransport, IrnReadAcksLetTheResponderResendLostResponses) {
   EXPECT_GT(got, 0u);
   EXPECT_LT(got, sent);
   const uint64_t asked_acks = counter("nic.t1h0.responder.duplicates");
+  // The responder's engine logs its READ-response recoveries and timeouts.
+  EXPECT_EQ(log.count("READ responses: recovery on a Read NACK"),
+            counter("nic.t1h0.transport.read_recoveries"));
+  EXPECT_GT(counter("nic.t1h0.transport.read_recoveries"), 0u);
+  EXPECT_EQ(log.count("READ responses: timeout"), counter("nic.t1h0.transport.read_rtos"));
 
   ASSERT_TRUE(run(text("false")));
   expect_jobs_ok();
