@@ -111,6 +111,8 @@ class MpSender {
   // awnd = cwnd + inflate - (snd_nxt - snd_una), in whole packets.
   int64_t awnd() const;
   bool done() const { return una_ == max_ && nxt_ == max_; }
+  // Whether anything was ever sent (a QP in RTS that never sends keeps IW).
+  bool ever_sent() const { return ever_sent_; }
 
   struct Counters {
     uint64_t acks = 0, ece_acks = 0, pruned_acks = 0, nacks = 0, recoveries = 0;

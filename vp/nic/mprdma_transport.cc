@@ -340,7 +340,7 @@ RxOutcome MprdmaTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*n
 double MprdmaTransport::cwnd_sum() const {
   uint64_t q = 0;
   for (const auto& [qpn, c] : conns_)
-    if (c.tx) q += c.tx->cwnd_q16();
+    if (c.tx && c.tx->ever_sent()) q += c.tx->cwnd_q16();
   return static_cast<double>(q) / 65536.0;
 }
 

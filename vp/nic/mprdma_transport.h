@@ -73,9 +73,9 @@ class MprdmaTransport : public TransportEngine {
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 
   // The window state of the NIC's requester connections, for sampled series
-  // (nic.<host>.transport.cwnd, .recovering): congestion windows summed, in
-  // packets (exact: Q16.16 summed as integers), and how many connections
-  // are in recovery mode.
+  // (nic.<host>.transport.cwnd, .recovering): the congestion windows of the
+  // connections that have sent anything, summed, in packets (exact: Q16.16
+  // summed as integers), and how many connections are in recovery mode.
   double cwnd_sum() const;
   uint32_t recovering() const;
 
