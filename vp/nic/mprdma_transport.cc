@@ -55,6 +55,36 @@ const RxStat kRxStats[] = {
     {"rx_messages", &MpReceiver::Counters::messages, "messages", "Messages completed"},
 };
 
+// The counters also kept per QP: the ones that tell which connection of
+// many lost, recovered or was pruned.
+struct QpStat {
+  const char* name;
+  const char* unit;
+  const char* desc;
+};
+const QpStat kQpStats[] = {
+    {"acks", "packets", "ACKs and NACKs this QP's sender received"},
+    {"ece_acks", "packets", "ACKs with ECE this QP's sender received"},
+    {"pruned_acks", "packets", "ACKs of this QP pruned by OOO-aware path selection"},
+    {"recoveries", "events", "Recovery mode entered by this QP's sender"},
+    {"retransmits", "packets", "Retransmissions of this QP in recovery mode"},
+    {"rtos", "events", "Retransmission timeouts of this QP"},
+    {"rx_placed", "packets", "Data packets this QP's receiver placed"},
+    {"rx_overflow_drops", "packets", "Data packets this QP's receiver dropped beyond rcv_nxt + L"},
+};
+enum QpStatIndex : size_t {
+  kQpAcks,
+  kQpEceAcks,
+  kQpPruned,
+  kQpRecoveries,
+  kQpRetransmits,
+  kQpRtos,
+  kQpPlaced,
+  kQpOverflow,
+  kQpStatCount
+};
+static_assert(sizeof kQpStats / sizeof kQpStats[0] == kQpStatCount, "one row per index");
+
 std::string channel_name(const std::string& prefix) {
   if (prefix.empty()) return "mprdma.transport";
   return prefix.back() == '.' ? prefix.substr(0, prefix.size() - 1) : prefix;
@@ -74,7 +104,11 @@ std::string packets(const std::vector<MpTx>& txs) {
 
 MprdmaTransport::MprdmaTransport(const MprdmaEngineParams& params, core::StatsRegistry* stats,
                                  const std::string& prefix)
-    : p_(params), log_(core::Log::channel(channel_name(prefix))), rng_(params.rng_seed) {
+    : p_(params),
+      stats_(stats),
+      prefix_(prefix),
+      log_(core::Log::channel(channel_name(prefix))),
+      rng_(params.rng_seed) {
   if (p_.bitmap_slots == 0 || (p_.bitmap_slots & (p_.bitmap_slots - 1)))
     throw std::invalid_argument("mprdma: bitmap_slots must be a power of two");
   if (!stats) return;
@@ -92,14 +126,35 @@ MprdmaTransport::MprdmaTransport(const MprdmaEngineParams& params, core::StatsRe
   if (ood_->count() == 0 && ood_->exact_below() == 0.0) ood_->set_exact_below(double(1u << 20));
 }
 
-void MprdmaTransport::account(const MpSender::Counters& a, const MpSender::Counters& b) {
-  for (size_t i = 0; i < tx_stats_.size(); ++i)
-    tx_stats_[i]->add(b.*kTxStats[i].field - a.*kTxStats[i].field);
+void MprdmaTransport::add_qp(uint32_t qpn, Conn& c, size_t stat, uint64_t delta) {
+  if (!delta || !stats_) return;
+  if (c.qp_stats.empty()) c.qp_stats.assign(kQpStatCount, nullptr);
+  core::Counter*& ctr = c.qp_stats[stat];
+  if (!ctr) {
+    const QpStat& s = kQpStats[stat];
+    ctr = &stats_->counter(prefix_ + "qp" + std::to_string(qpn) + "." + s.name, s.unit, s.desc);
+  }
+  ctr->add(delta);
 }
 
-void MprdmaTransport::account(const MpReceiver::Counters& a, const MpReceiver::Counters& b) {
+void MprdmaTransport::account(uint32_t qpn, Conn& c, const MpSender::Counters& a,
+                              const MpSender::Counters& b) {
+  for (size_t i = 0; i < tx_stats_.size(); ++i)
+    tx_stats_[i]->add(b.*kTxStats[i].field - a.*kTxStats[i].field);
+  add_qp(qpn, c, kQpAcks, b.acks - a.acks);
+  add_qp(qpn, c, kQpEceAcks, b.ece_acks - a.ece_acks);
+  add_qp(qpn, c, kQpPruned, b.pruned_acks - a.pruned_acks);
+  add_qp(qpn, c, kQpRecoveries, b.recoveries - a.recoveries);
+  add_qp(qpn, c, kQpRetransmits, b.retransmits - a.retransmits);
+  add_qp(qpn, c, kQpRtos, b.rtos - a.rtos);
+}
+
+void MprdmaTransport::account(uint32_t qpn, Conn& c, const MpReceiver::Counters& a,
+                              const MpReceiver::Counters& b) {
   for (size_t i = 0; i < rx_stats_.size(); ++i)
     rx_stats_[i]->add(b.*kRxStats[i].field - a.*kRxStats[i].field);
+  add_qp(qpn, c, kQpPlaced, b.placed - a.placed);
+  add_qp(qpn, c, kQpOverflow, b.overflow_drops - a.overflow_drops);
   if (max_ood_ && b.max_ood > max_ood_->value()) max_ood_->set(b.max_ood);
 }
 
@@ -176,7 +231,7 @@ void MprdmaTransport::set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) 
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
   c.tx->set_snd_max(snd_max, now, c.scratch);
-  account(before, c.tx->counters());
+  account(qpn, c, before, c.tx->counters());
   if (!c.scratch.empty() && log_.enabled(core::LogLevel::debug))
     log_tx(qpn, c, "start", before, was_recovering, " snd_max " + std::to_string(snd_max));
   take(c);
@@ -232,7 +287,7 @@ AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
   c.tx->on_ack(a, now, c.scratch, static_cast<uint32_t>(c.fifo.size()) + ev.egress_backlog);
-  account(before, c.tx->counters());
+  account(qpn, c, before, c.tx->counters());
   if (log_.enabled(core::LogLevel::debug)) {
     std::ostringstream d;
     d << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp << std::dec << " sack " << a.sack
@@ -258,7 +313,7 @@ AckResult MprdmaTransport::on_timer(uint32_t qpn, uint64_t now) {
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
   c.tx->on_timer(now, c.scratch);
-  account(before, c.tx->counters());
+  account(qpn, c, before, c.tx->counters());
   if (log_.enabled(core::LogLevel::debug) &&
       (!c.scratch.empty() || c.tx->counters().rtos != before.rtos))
     log_tx(qpn, c, "timer", before, was_recovering, "");
@@ -306,7 +361,7 @@ RxOutcome MprdmaTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*n
   const MpReceiver::Counters before = c.rx->counters();
   const int32_t ood = psn_diff(p.psn & kPsnMask, c.rx->rcv_nxt());
   MpRxResult m = c.rx->on_data(d);
-  account(before, c.rx->counters());
+  account(qpn, c, before, c.rx->counters());
   // The packets rx_max_ood looks at: every one but duplicates (which
   // include every PSN below rcv_nxt).
   if (ood_ && ood >= 0 && m.verdict != MpRxResult::Verdict::duplicate) ood_->record(ood);

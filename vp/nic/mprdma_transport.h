@@ -92,20 +92,29 @@ class MprdmaTransport : public TransportEngine {
     uint8_t retry_left = 0;
     uint64_t rtos_seen = 0;
     std::vector<MpTx> scratch;
+    // Per-QP copies of the counters kQpStats names (null until the first
+    // event, so an idle side adds nothing to the results).
+    std::vector<core::Counter*> qp_stats;
   };
   Conn& conn(uint32_t qpn) { return conns_.at(qpn); }
   const Conn& conn(uint32_t qpn) const { return conns_.at(qpn); }
   void take(Conn& c);
   // Adds what a call changed in a connection's model counters to the
-  // NIC-wide statistics.
-  void account(const MpSender::Counters& before, const MpSender::Counters& after);
-  void account(const MpReceiver::Counters& before, const MpReceiver::Counters& after);
+  // NIC-wide statistics and to the connection's own (nic.<host>.transport.
+  // qp<N>.<counter>, for the counters kQpStats lists).
+  void account(uint32_t qpn, Conn& c, const MpSender::Counters& before,
+               const MpSender::Counters& after);
+  void account(uint32_t qpn, Conn& c, const MpReceiver::Counters& before,
+               const MpReceiver::Counters& after);
+  void add_qp(uint32_t qpn, Conn& c, size_t stat, uint64_t delta);
   // The log lines of one sender event (`what`: ack, timer, start), from the
   // counters before it and the packets it clocked out (c.scratch).
   void log_tx(uint32_t qpn, const Conn& c, const char* what, const MpSender::Counters& before,
               bool was_recovering, const std::string& detail) const;
 
   MprdmaEngineParams p_;
+  core::StatsRegistry* stats_;
+  std::string prefix_;
   core::LogChannel& log_;
   MpRandom rng_;
   std::unordered_map<uint32_t, Conn> conns_;

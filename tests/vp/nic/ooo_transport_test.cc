@@ -270,6 +270,46 @@ TEST_F(OooTransport, MprdmaRecoversLossWithoutOverflowStorm) {
   EXPECT_GT(platform->outcomes()[0].results[0].bw_gbps, 20.0);
 }
 
+// MP-RDMA's counters per QP (nic.<host>.transport.qp<N>.<counter>): two
+// connections on one NIC over the lossy paths; each QP's counters add up
+// to the NIC-wide ones, and each connection has its own.
+TEST_F(OooTransport, MprdmaCountersPerQpAddUpToTheNicWideOnes) {
+  const std::string jobs =
+      "\n  - {name: a, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], "
+      "iterations: 30, qps: 2, timeout: 10}\n";
+  ASSERT_TRUE(run(scenario_text("mprdma", jobs)));
+  ASSERT_EQ(platform->outcomes().size(), 1u);
+  ASSERT_EQ(platform->outcomes()[0].results.size(), 1u);
+  EXPECT_TRUE(platform->outcomes()[0].results[0].data_ok);
+  EXPECT_TRUE(platform->all_ok());
+  auto per_qp = [&](const std::string& host, const std::string& name) {
+    // Sum and number of nic.<host>.transport.qp<N>.<name> counters.
+    const std::string pre = "nic." + host + ".transport.qp";
+    uint64_t sum = 0, n = 0;
+    for (const auto& [path, c] : env->stats.counters()) {
+      if (path.rfind(pre, 0) != 0) continue;
+      const size_t dot = path.find('.', pre.size());
+      if (dot == std::string::npos || path.substr(dot + 1) != name) continue;
+      sum += c->value();
+      ++n;
+    }
+    return std::make_pair(sum, n);
+  };
+  for (const char* name : {"acks", "ece_acks", "recoveries", "retransmits", "rtos"}) {
+    SCOPED_TRACE(name);
+    const auto [sum, n] = per_qp("t0h0", name);
+    EXPECT_EQ(sum, counter(std::string("nic.t0h0.transport.") + name));
+  }
+  EXPECT_EQ(per_qp("t0h0", "acks").second, 2u) << "one per connection";
+  EXPECT_GT(per_qp("t0h0", "recoveries").first, 0u) << "the loss was recovered";
+  for (const char* name : {"rx_placed", "rx_overflow_drops"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(per_qp("t1h0", name).first, counter(std::string("nic.t1h0.transport.") + name));
+  }
+  EXPECT_EQ(per_qp("t1h0", "rx_placed").second, 2u);
+  EXPECT_EQ(per_qp("t1h0", "acks").second, 0u) << "the server's QPs never sent";
+}
+
 // IRN carries READ and atomics: READ responses are placed in any order, a
 // response that arrives after a gap (or an ACK beyond a missing response)
 // starts recovery, and the requester asks again for just the missing
