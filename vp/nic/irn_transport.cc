@@ -62,9 +62,7 @@ void add_deltas(const std::vector<core::Counter*>& sums, const ModelStat<Counter
 IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
                            const std::string& prefix)
     : p_(params),
-      log_(core::Log::channel(prefix.empty()           ? std::string("irn.transport")
-                              : prefix.back() == '.' ? prefix.substr(0, prefix.size() - 1)
-                                                     : prefix)) {
+      log_(core::Log::channel(engine_log_channel(prefix, "irn.transport"))) {
   if (!stats) return;
   register_stats(*stats, prefix, kTxStats, tx_stats_);
   register_stats(*stats, prefix, kRdStats, rd_stats_);

@@ -85,11 +85,6 @@ enum QpStatIndex : size_t {
 };
 static_assert(sizeof kQpStats / sizeof kQpStats[0] == kQpStatCount, "one row per index");
 
-std::string channel_name(const std::string& prefix) {
-  if (prefix.empty()) return "mprdma.transport";
-  return prefix.back() == '.' ? prefix.substr(0, prefix.size() - 1) : prefix;
-}
-
 // "[12@0xc0a1 4r@0xc0b7]": the packets an event clocked out.
 std::string packets(const std::vector<MpTx>& txs) {
   std::ostringstream o;
@@ -107,7 +102,7 @@ MprdmaTransport::MprdmaTransport(const MprdmaEngineParams& params, core::StatsRe
     : p_(params),
       stats_(stats),
       prefix_(prefix),
-      log_(core::Log::channel(channel_name(prefix))),
+      log_(core::Log::channel(engine_log_channel(prefix, "mprdma.transport"))),
       rng_(params.rng_seed) {
   if (p_.bitmap_slots == 0 || (p_.bitmap_slots & (p_.bitmap_slots - 1)))
     throw std::invalid_argument("mprdma: bitmap_slots must be a power of two");

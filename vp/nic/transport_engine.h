@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -140,6 +141,15 @@ struct AckDecision {
   bool send = false;
   uint32_t psn = 0;  // PSN the ACK acknowledges (last in order)
 };
+
+// The log channel of an engine whose statistics go under `stats_prefix`
+// ("nic.<host>.transport." -> "nic.<host>.transport"), or `fallback` when it
+// has none (an engine built alone, in a unit test).
+inline std::string engine_log_channel(const std::string& stats_prefix, const char* fallback) {
+  if (stats_prefix.empty()) return fallback;
+  return stats_prefix.back() == '.' ? stats_prefix.substr(0, stats_prefix.size() - 1)
+                                    : stats_prefix;
+}
 
 class TransportEngine {
  public:
