@@ -1,6 +1,7 @@
 // Sends every log channel's output to a string for the life of the object
-// (a test that asserts on what a block logs), with the levels of `spec`;
-// restores stderr and the default levels after, even when the test fails.
+// (a test that asserts on what a block logs), with the levels of `spec`
+// (empty: as they are); restores stderr and the default levels after, even
+// when an assertion ends the test early.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,7 @@ class LogCapture {
  public:
   explicit LogCapture(const std::string& spec) {
     core::Log::set_sink(&text_);
-    core::Log::configure(spec);
+    if (!spec.empty()) core::Log::configure(spec);
   }
   ~LogCapture() {
     core::Log::set_sink(nullptr);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "support/scenario_run.h"
-#include "vp/core/log.h"
+#include "support/log_capture.h"
 
 namespace mprdma::platform {
 namespace {
@@ -72,27 +72,27 @@ class AtomicRmwOrder : public test::ScenarioRun {
 };
 
 std::vector<std::string> AtomicRmwOrder::rmw_order(int buckets, int stride) {
-  std::ostringstream log;
-  core::Log::set_sink(&log);
-  core::Log::configure("pcie.h1=trace");
-  const bool ok =
-      run("name: order\n"
-            "end_time: 10ms\n"
-            "nic: {mtu: 1024, atomics: {lock_buckets: " + std::to_string(buckets) + "}}\n"
-            "hosts: [{name: h0}, {name: h1}]\n"
-            "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
-            "jobs:\n"
-            "  - {name: a, app: atomic_bw, client: h0, server: h1, iterations: 2, tx_depth: 2, "
-            "cq_mod: 1, counters: 2, counter_stride: " + std::to_string(stride) + "}\n");
-  core::Log::set_sink(nullptr);
-  core::Log::reset();
+  std::string text;
+  bool ok = false;
+  {
+    test::LogCapture log("pcie.h1=trace");
+    ok = run("name: order\n"
+             "end_time: 10ms\n"
+             "nic: {mtu: 1024, atomics: {lock_buckets: " + std::to_string(buckets) + "}}\n"
+             "hosts: [{name: h0}, {name: h1}]\n"
+             "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
+             "jobs:\n"
+             "  - {name: a, app: atomic_bw, client: h0, server: h1, iterations: 2, tx_depth: 2, "
+             "cq_mod: 1, counters: 2, counter_stride: " + std::to_string(stride) + "}\n");
+    text = log.text();
+  }
   EXPECT_TRUE(ok);
   EXPECT_TRUE(result().data_ok) << result().error;
   // (kind, address) of every 8-byte DMA read and write, in simulated order.
   std::vector<std::pair<char, uint64_t>> events;
   std::map<uint64_t, int> seen;  // bit 0: read, bit 1: written
   std::string line;
-  std::istringstream in(log.str());
+  std::istringstream in(text);
   while (std::getline(in, line)) {
     if (line.find("pcie.h1:") == std::string::npos) continue;
     char kind = 0;
@@ -120,7 +120,7 @@ std::vector<std::string> AtomicRmwOrder::rmw_order(int buckets, int stride) {
   for (const auto& [kind, addr] : events)
     if (seen[addr] == 3 && std::find(counters.begin(), counters.end(), addr) == counters.end())
       counters.push_back(addr);
-  EXPECT_EQ(counters.size(), 2u) << log.str().substr(0, 4000);
+  EXPECT_EQ(counters.size(), 2u) << text.substr(0, 4000);
   if (counters.size() != 2) return {};
   EXPECT_EQ((counters[1] - counters[0]) & 4095, static_cast<uint64_t>(stride) & 4095);
   std::vector<std::string> order;

@@ -18,6 +18,7 @@
 #include <systemc>
 
 #include "qemu_test_util.h"
+#include "support/log_capture.h"
 #include "support/sim_test.h"
 #include "vp/host/qemu_host.h"
 
@@ -327,8 +328,7 @@ TEST_F(QemuHostTest, SetIrqfdIsAcceptedAndMsisGoThroughIvshmem) {
 }
 
 TEST_F(QemuHostTest, QemuClosingTheConnectionIsReportedByName) {
-  std::ostringstream log;
-  core::Log::set_sink(&log);
+  test::LogCapture log("");
   MemFile ram(2 * kMiB);
   with_qemu([&](FakeQemu& q) { ASSERT_TRUE(q.sync_sysmem({{0, 2 * kMiB, 0, ram.fd()}})); });
   ASSERT_TRUE(run_until([&] { return host_->memory().generation() == 1; }));
@@ -337,11 +337,10 @@ TEST_F(QemuHostTest, QemuClosingTheConnectionIsReportedByName) {
   ASSERT_TRUE(run_until([&] { return !host_->proxy().connected(); }));
   // One more service delivers the report.
   ASSERT_TRUE(
-      run_until([&] { return log.str().find("left the NIC's proxy") != std::string::npos; }));
-  core::Log::set_sink(nullptr);
+      run_until([&] { return log.text().find("left the NIC's proxy") != std::string::npos; }));
   EXPECT_TRUE(host_->memory().regions().empty()) << "QEMU's memory is no longer touched";
   EXPECT_NE(host_->proxy().disconnect_reason().find("closed"), std::string::npos);
-  EXPECT_NE(log.str().find("QEMU h0"), std::string::npos) << log.str();
+  EXPECT_NE(log.text().find("QEMU h0"), std::string::npos) << log.text();
 }
 
 TEST_F(QemuHostTest, AProtocolViolationEndsTheSession) {
