@@ -776,14 +776,18 @@ def test_peer_death(r):
 def test_qp_transport(r):
     """Per-QP transport engines from unmodified tools: NICs whose default
     is RoCEv2 go-back-N and which also offer MP-RDMA (nic.qp_transports)
-    run ibv_rc_pingpong (SEND/RECV) and ib_write_bw on MP-RDMA QPs chosen by
+    run ibv_rc_pingpong (SEND/RECV), ib_write_bw, rdma_check read (every
+    byte verified, 1 B to 4 MiB) and ib_read_bw on MP-RDMA QPs chosen by
     MPRDMA_QP_TRANSPORT. The MP-RDMA engine must have carried them (its ACK
-    clocking and bitmap counters move) and the data must check; the driver
+    clocking and bitmap counters move; the READ responses went out of the
+    server's own MP-RDMA stream) and the data must check; the driver
     names the offered engines at probe and in sysfs (transports); an engine
     the NIC does not offer (irn) and a name that is no engine fail QP
     creation with a message."""
     pp = "ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 200 -p 18621"
     bw = "ib_write_bw -d mprdma_0 -x 3 -F -s 65536 -n 300 -p 18622"
+    rd = "ib_read_bw -d mprdma_0 -x 3 -F -s 65536 -n 200 -p 18625"
+    check = "./rdma_check read -p 18624 -S 12"
     refused = """
         for t in irn tcp; do
             if MPRDMA_QP_TRANSPORT=$t ibv_rc_pingpong -d mprdma_0 -g 3 -p 18623 \\
@@ -795,11 +799,14 @@ def test_qp_transport(r):
         dmesg | grep -o "engines.*" | sed "s/^/PROBE /"
         sed "s/^/SYSFS /" /sys/class/infiniband/mprdma_0/transports
         """
+    r.share_rdma_check("g0", "g1")
     server = (f"export MPRDMA_QP_TRANSPORT=mprdma\n{pp} || exit 1\n{bw} || exit 1\n"
-              + refused)
+              f"{check} || exit 1\n{rd} || exit 1\n" + refused)
     client = (f"export MPRDMA_QP_TRANSPORT=mprdma\necho '==== pingpong'\n"
               f"retry_connect {pp} 10.0.0.2 || exit 1\n"
-              f"echo '==== ib_write_bw'\nretry_connect {bw} 10.0.0.2 || exit 1\n" + refused)
+              f"echo '==== ib_write_bw'\nretry_connect {bw} 10.0.0.2 || exit 1\n"
+              f"{check} 10.0.0.2 || exit 1\n"
+              f"echo '==== ib_read_bw'\nretry_connect {rd} 10.0.0.2 || exit 1\n" + refused)
     r.scenario([("g0", "qemu", client), ("g1", "qemu", server)],
                extra="nic: {qp_transports: [mprdma]}")
     r.run()
@@ -813,6 +820,18 @@ def test_qp_transport(r):
                "an unknown name refused by the provider")
     r.find("g0", rf"^{2 * 4096 * 200} bytes in [\d.]+ seconds", "the pingpong's byte count")
     r.find("g0", r"^\s*65536\s+300\s+[\d.]+\s+[\d.]+", "ib_write_bw's result row")
+    r.find("g0", r"^\s*65536\s+200\s+[\d.]+\s+[\d.]+", "ib_read_bw's result row")
+    got = rdma_check_results(r, "g0", "read")
+    r.check(got and all(v == "ok" for v in got.values()),
+            f"rdma_check read on MP-RDMA QPs: {got}")
+    r.check(4 << 20 in got, "rdma_check read never verified 4 MiB")
+    # The client read, the server answered from its own MP-RDMA stream.
+    g1 = r.nic("g1")
+    r.check((g1.get("responder.read_data_requests") or 0) > 0
+            and (g1.get("requester.read_data_tx") or 0) > 0,
+            "nic g1: no READ answered in its MP-RDMA send stream")
+    r.check((r.nic("g0").get("requester.read_data_rx") or 0) > 0,
+            "nic g0: no READ response placed by its MP-RDMA receive side")
     for g in ("g0", "g1"):
         st = r.nic(g)
         print(f"nic {g}: MP-RDMA acks {st.get('transport.acks')}, messages placed "

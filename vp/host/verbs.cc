@@ -349,7 +349,7 @@ mpr_wqe_ud VerbsContext::ud_dest(const PeerInfo& remote, uint32_t qkey) {
 void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote,
                            uint8_t path_mtu, uint32_t access, uint8_t timeout,
                            uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic,
-                           uint16_t udp_sport) {
+                           uint16_t udp_sport, bool to_rts) {
   mpr_qp_attr a{};
   a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT |
                 MPR_QP_ATTR_ACCESS_FLAGS;
@@ -377,6 +377,7 @@ void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo&
   std::memcpy(a.dmac, remote.mac.data(), 6);
   r = modify_qp(qp, a);
   if (!r.ok()) fail("MODIFY_QP to RTR", r);
+  if (!to_rts) return;
 
   a = mpr_qp_attr{};
   a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_SQ_PSN | MPR_QP_ATTR_TIMEOUT |

@@ -121,9 +121,12 @@ class VerbsContext {
   void activate_ud(QueuePair* qp, uint32_t qkey, uint32_t sq_psn);
   // The address segment of a UD SEND to `remote` (an address handle).
   static mpr_wqe_ud ud_dest(const PeerInfo& remote, uint32_t qkey);
+  // RESET -> INIT -> RTR -> RTS (`to_rts` false: stays in RTR, a QP that
+  // only answers).
   void connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote, uint8_t path_mtu,
                uint32_t access, uint8_t timeout = 14, uint8_t retry_cnt = 7,
-               uint8_t rnr_retry = 7, uint8_t max_rd_atomic = 16, uint16_t udp_sport = 0);
+               uint8_t rnr_retry = 7, uint8_t max_rd_atomic = 16, uint16_t udp_sport = 0,
+               bool to_rts = true);
 
   AddressSpace& address_space() { return as_; }
   Driver& driver() { return driver_; }

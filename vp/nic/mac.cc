@@ -171,7 +171,8 @@ void Mac::rx_step() {
     const uint32_t dqpn = uint32_t{bth[5]} << 16 | uint32_t{bth[6]} << 8 | bth[7];
     const TransportEngine& e = core_.engine.engine_of(dqpn);
     if (e.out_of_order())
-      trailer = net::mp_trailer_bytes(static_cast<net::Opcode>(bth[0]), e.write_trailer());
+      trailer = net::mp_trailer_bytes(static_cast<net::Opcode>(bth[0]), e.write_trailer(),
+                                        e.read_as_data());
   }
   net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f, trailer);
   // Not an RC opcode: a CNP (DCQCN) is the one other RoCEv2 packet accepted.

@@ -69,6 +69,7 @@ class MprdmaTransport : public TransportEngine {
 
   bool out_of_order() const override { return true; }
   bool own_congestion_control() const override { return true; }
+  bool read_as_data() const override { return true; }
   void mark_sync(uint32_t qpn, uint32_t psn) override;
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 

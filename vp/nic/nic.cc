@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "vp/net/cnp.h"
+#include "vp/net/mp_ext.h"
+#include "vp/nic/rc_opcodes.h"
 #include "vp/nic/gbn_transport.h"
 #include "vp/nic/irn_transport.h"
 #include "vp/nic/mprdma_transport.h"
@@ -141,6 +143,20 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
   requester_.on_qp_error = [this](uint32_t qpn) { responder_.qp_to_error(qpn); };
   responder_.on_qp_error = [this](uint32_t qpn) { requester_.qp_to_error(qpn); };
   requester_.on_read_ack = [this](uint32_t qpn, const AckExt& a) { responder_.on_read_ack(qpn, a); };
+  // READ as data (MP-RDMA): the responder hands a READ's responses to the
+  // send stream of its QP and the responses of the peer's stream to the
+  // READ they answer.
+  responder_.send_read_data = [this](uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
+                                     std::vector<Segment> segs, uint64_t len) {
+    return requester_.send_read_data(qpn, read_psn, stream_base, std::move(segs), len);
+  };
+  responder_.place_read_data = [this](uint32_t qpn, uint32_t read_psn, uint32_t k,
+                                      const net::RoceFields& f, const uint8_t* payload) {
+    return requester_.place_read_data(qpn, read_psn, k, f, payload);
+  };
+  requester_.on_read_source_fault = [this](uint32_t qpn, uint32_t read_psn) {
+    responder_.read_source_fault(qpn, read_psn);
+  };
   hostif_.set_link_up(true);
   // Power-on is a reset: the NIC is ready after the reset latency.
   calendar_.at(clock_.cycles(static_cast<uint64_t>(cfg_.latency.reset)),
@@ -300,7 +316,7 @@ void Nic::on_qp_destroyed(uint32_t qpn) {
 bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
   // Every packet needs its QP's context (a packet for no QP goes on to be
   // dropped and counted by the responder or requester).
-  if (!contexts_ready(f, &rx_stall_cause_)) {
+  if (!contexts_ready(*pkt, f, &rx_stall_cause_)) {
     rx_parked_ = std::move(pkt);
     rx_parked_f_ = f;
     rx_stall_since_ = sc_core::sc_time_stamp();
@@ -310,7 +326,8 @@ bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
   return true;
 }
 
-bool Nic::contexts_ready(const net::RoceFields& f, StallCause* first_miss) {
+bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f,
+                         StallCause* first_miss) {
   const uint32_t qpn = f.dest_qp;
   if (!contexts_.qp(qpn)) return true;
   bool ready = true;
@@ -326,7 +343,14 @@ bool Nic::contexts_ready(const net::RoceFields& f, StallCause* first_miss) {
       f.opcode == net::Opcode::RDMA_READ_RESPONSE_LAST ||
       f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY ||
       f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE) {
-    if (const std::optional<uint32_t> index = requester_.wqe_of_response(qpn, f.psn))
+    // READ as data: the response's PSN is of the peer's stream; the READ's
+    // is the trailer's message number.
+    uint32_t psn = f.psn;
+    net::MpDataExt x;
+    if (f.trailer_len == net::kMpDataExtBytes &&
+        net::get_mp_data_ext(net::trailer_of(pkt.data.data(), f), x))
+      psn = x.msn;
+    if (const std::optional<uint32_t> index = requester_.wqe_of_response(qpn, psn))
       note(wqe_cache_.access(NicCore::wqe_line(qpn, *index), qpn, false,
                              [this] { resume_parked(); }),
            StallCause::wqe);
@@ -349,7 +373,7 @@ bool Nic::contexts_ready(const net::RoceFields& f, StallCause* first_miss) {
 
 void Nic::resume_parked() {
   if (!rx_parked_) return;
-  if (!contexts_ready(rx_parked_f_)) return;  // more fills to wait for
+  if (!contexts_ready(*rx_parked_, rx_parked_f_)) return;  // more fills to wait for
   rx_stall_ps_[static_cast<size_t>(rx_stall_cause_)]->add(
       static_cast<uint64_t>((sc_core::sc_time_stamp() - rx_stall_since_) /
                             sc_core::sc_time(1, sc_core::SC_PS)));
@@ -406,8 +430,9 @@ void Nic::dispatch(net::PacketPtr pkt, const net::RoceFields& f) {
 void Nic::deliver(net::PacketPtr pkt, const net::RoceFields& f) {
   if (static_cast<uint8_t>(f.opcode) == net::kCnpOpcode)
     requester_.on_cnp(f);
-  else if (net::is_request(f.opcode))
-    responder_.on_request(std::move(pkt), f);
+  else if (net::is_request(f.opcode) ||
+           (is_read_response(f.opcode) && engine_->engine_of(f.dest_qp).read_as_data()))
+    responder_.on_request(std::move(pkt), f);  // READ as data: responses are data too
   else
     requester_.on_response(std::move(pkt), f);
 }

@@ -73,7 +73,8 @@ class Nic : public sc_core::sc_module {
   // True if the contexts a received packet needs are on chip (its QP's, and
   // for a request naming an rkey the MPT/MTT lines of its range); otherwise
   // their fills are under way and resume_parked() runs when one arrives.
-  bool contexts_ready(const net::RoceFields& f, StallCause* first_miss = nullptr);
+  bool contexts_ready(const net::Packet& pkt, const net::RoceFields& f,
+                      StallCause* first_miss = nullptr);
   void dispatch(net::PacketPtr pkt, const net::RoceFields& f);
   void deliver(net::PacketPtr pkt, const net::RoceFields& f);
   void resume_parked();

@@ -15,6 +15,9 @@ inline bool carries_imm(net::Opcode op) {
          op == Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE ||
          op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE;
 }
+inline bool is_read_response(net::Opcode op) {
+  return op >= net::Opcode::RDMA_READ_RESPONSE_FIRST && op <= net::Opcode::RDMA_READ_RESPONSE_ONLY;
+}
 // First packet of a message.
 inline bool starts(net::Opcode op) {
   using net::Opcode;

@@ -102,7 +102,14 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
       read_acks_tx_(core.env.stats.counter(core.stat("requester.read_acks_tx"), "packets",
                                            "Read (N)ACKs sent for READ responses (IRN)")),
       read_acks_rx_(core.env.stats.counter(core.stat("requester.read_acks_rx"), "packets",
-                                           "Read (N)ACKs received, handed to the responder")) {
+                                           "Read (N)ACKs received, handed to the responder")),
+      read_data_tx_(core.env.stats.counter(
+          core.stat("requester.read_data_tx"), "packets",
+          "READ responses sent in the QP's own send stream (READ as data, MP-RDMA), "
+          "retransmissions included")),
+      read_data_rx_(core.env.stats.counter(
+          core.stat("requester.read_data_rx"), "packets",
+          "READ responses placed from the peer's send stream (READ as data, MP-RDMA)")) {
   if (core.cfg.congestion_control == "dcqcn") {
     const DcqcnConfig& d = core.cfg.dcqcn;
     const uint64_t period = core.cfg.period_ps();
@@ -161,7 +168,7 @@ std::optional<uint32_t> Requester::wqe_of_response(uint32_t qpn, uint32_t psn) {
   Qp* qp = find(qpn);
   if (!qp) return std::nullopt;
   const Message* m = message_at(*qp, psn);
-  if (!m) return std::nullopt;
+  if (!m || m->answers_read) return std::nullopt;
   return m->index;
 }
 
@@ -212,12 +219,16 @@ void Requester::qp_to_rts(uint32_t qpn) {
     qp.qpn = qpn;
     qp.generation = ++generation_;
   }
+  // A QP that already answers READs from RTR (READ as data) keeps its
+  // stream: the engine's send side and its PSNs go on.
+  const bool answering = qp.answering && !qp.error;
+  qp.answering = false;
   qp.active = true;
   qp.error = false;
   qp.mtu = std::min<uint32_t>(mtu_bytes(q->attr.path_mtu), static_cast<uint32_t>(core_.cfg.mtu.n));
   qp.max_rd_atomic = std::max<uint32_t>(1, q->attr.max_rd_atomic);
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
-  qp.next_psn = q->attr.sq_psn;
+  if (!answering) qp.next_psn = q->attr.sq_psn;
   qp.next_recv_msn = 0;
   qp.ud = q->qp_type == MPR_QPT_UD;
   qp.qkey = q->attr.qkey;
@@ -227,7 +238,14 @@ void Requester::qp_to_rts(uint32_t qpn) {
     qp.mtu = static_cast<uint32_t>(core_.cfg.mtu.n);
     return fetch(qp);
   }
-  core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
+  if (answering) {
+    if (q->attr.sq_psn != qp.stream_base)
+      MPR_LOG(log_, warn, "QP " << qpn << " to RTS with SQ PSN " << q->attr.sq_psn
+                                << ": its stream already began at " << qp.stream_base
+                                << " (READ responses sent from RTR) and goes on from there");
+  } else {
+    core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
+  }
   // DCQCN paces the QPs of engines without a congestion control of their own.
   if (cnp_rx_ && !core_.engine.engine_of(qpn).own_congestion_control()) {
     qp.rp.emplace(rp_params_);
@@ -374,10 +392,12 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   };
   if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
-  if (!core_.engine.engine_of(qp.qpn).carries_read_atomic() &&
-      (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode))) {
-    MPR_LOG(log_, warn, "QP " << qp.qpn << " WQE " << index << ": the " << core_.engine.name()
-                              << " transport carries RDMA WRITE and SEND only");
+  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
+  if (!engine.carries_read_atomic() &&
+      ((ctrl.opcode == MPR_WQE_RDMA_READ && !engine.read_as_data()) || is_atomic(ctrl.opcode))) {
+    MPR_LOG(log_, warn, "QP " << qp.qpn << " WQE " << index << ": the " << engine.name()
+                              << " transport carries no "
+                              << (is_atomic(ctrl.opcode) ? "atomics" : "RDMA READ"));
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_UNSUPPORTED);
   }
   if (ctrl.wqe_index != static_cast<uint16_t>(index) || (ctrl.flags & ~MPR_WQE_F_ALL) ||
@@ -466,6 +486,15 @@ void Requester::assign(Qp& qp) {
     if (m.is_read_or_atomic() && qp.rd_atomic_out >= qp.max_rd_atomic) break;
     m.first_psn = qp.next_psn;
     m.npsn = m.packets(qp.mtu);
+    if (m.opcode == MPR_WQE_RDMA_READ && core_.engine.engine_of(qp.qpn).read_as_data()) {
+      // The request is one data packet; the responses come in the peer's
+      // own stream.
+      m.read_as_data = true;
+      m.data_left = m.npsn;
+      if (const mpr_qpc* q = core_.contexts.qp(qp.qpn)) m.stream_base = q->attr.rq_psn;
+      m.resp_got.assign(m.npsn, false);
+      m.npsn = 1;
+    }
     m.resp_next = m.first_psn;
     if (m.opcode == MPR_WQE_SEND || m.opcode == MPR_WQE_SEND_IMM ||
         m.opcode == MPR_WQE_RDMA_WRITE_IMM)
@@ -493,7 +522,8 @@ Requester::Message* Requester::message_at(Qp& qp, uint32_t psn) {
 
 uint32_t Requester::ack_limit(const Qp& qp) const {
   for (const Message& m : qp.inflight)
-    if (m.npsn && m.is_read_or_atomic() && m.resp_next != psn_add(m.first_psn, m.npsn))
+    if (m.npsn && m.is_read_or_atomic() && !m.read_as_data &&
+        m.resp_next != psn_add(m.first_psn, m.npsn))
       return m.resp_next;
   return qp.next_psn;
 }
@@ -551,7 +581,7 @@ bool Requester::emit_read_ack(Qp& qp) {
 
 bool Requester::try_emit(uint32_t qpn) {
   Qp* qp = find(qpn);
-  if (!qp || !qp->active || qp->error) return false;
+  if (!qp || !sending(*qp) || qp->error) return false;
   if (qp->ud) return emit_ud(*qp);
   if (!qp->read_acks.empty()) return emit_read_ack(*qp);
   const uint64_t now = core_.now_cycle();
@@ -620,6 +650,16 @@ bool Requester::try_emit(uint32_t qpn) {
       break;
     }
     case MPR_WQE_RDMA_READ:
+      if (m->read_as_data) {
+        // One data packet asking for the whole READ, sent again whole if
+        // it is lost (the responder queues its responses once).
+        f.opcode = Opcode::RDMA_READ_REQUEST;
+        f.reth_va = m->remote_va;
+        f.reth_rkey = m->rkey;
+        f.reth_dma_len = static_cast<uint32_t>(m->length);
+        f.ack_req = true;
+        break;
+      }
       // A retried READ asks only for the responses still missing: from the
       // PSN on (go-back-N), or that one response (selective retransmission
       // of an out-of-order engine).
@@ -634,6 +674,17 @@ bool Requester::try_emit(uint32_t qpn) {
       }
       f.ack_req = true;
       break;
+    case kReadDataOpcode:
+      // Response k of the peer's READ, a data packet of this stream.
+      offset = uint64_t(k) * mtu;
+      plen = static_cast<uint32_t>(std::min<uint64_t>(mtu, m->length - std::min(m->length, offset)));
+      f.opcode = first && last ? Opcode::RDMA_READ_RESPONSE_ONLY
+                 : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
+                 : last        ? Opcode::RDMA_READ_RESPONSE_LAST
+                               : Opcode::RDMA_READ_RESPONSE_MIDDLE;
+      f.aeth_syndrome = net::aeth_ack(0x1f);
+      f.aeth_msn = 0;
+      break;
     case MPR_WQE_ATOMIC_CAS:
     case MPR_WQE_ATOMIC_FA:
       f.opcode = m->opcode == MPR_WQE_ATOMIC_CAS ? Opcode::COMPARE_SWAP : Opcode::FETCH_ADD;
@@ -646,8 +697,11 @@ bool Requester::try_emit(uint32_t qpn) {
   }
   std::vector<uint8_t> trailer;
   const TransportEngine& engine = core_.engine.engine_of(qpn);
-  if (engine.out_of_order() && net::mp_trailer_bytes(f.opcode, engine.write_trailer()))
+  if (engine.out_of_order() &&
+      net::mp_trailer_bytes(f.opcode, engine.write_trailer(), engine.read_as_data())) {
     build_ooo(*m, k, g.retransmit, trailer);
+    f.trailer_len = static_cast<uint32_t>(trailer.size());  // a READ request has no payload else
+  }
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   if (qp->rp) {
     const size_t frame = net::roce_frame_bytes(f.opcode, plen + trailer.size());
@@ -656,8 +710,12 @@ bool Requester::try_emit(uint32_t qpn) {
     qp->rp->on_sent(wire, now);
     qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
   }
-  ++packets_;
-  if (g.retransmit) ++retransmits_;
+  if (m->answers_read) {
+    ++read_data_tx_;
+  } else {
+    ++packets_;
+    if (g.retransmit) ++retransmits_;
+  }
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
   if (plen == 0 || !m->inline_data.empty()) {
     const uint8_t* payload = plen ? m->inline_data.data() + offset : nullptr;
@@ -673,9 +731,11 @@ bool Requester::try_emit(uint32_t qpn) {
     slice_segments(m->local, offset, plen, segs);
     const uint64_t gen = qp->generation;
     const uint32_t index = m->index;
+    const bool answers = m->answers_read;
+    const uint32_t read_psn = m->read_psn;
     core_.dma.gather(segs, DmaPurpose::payload,
-                     [this, f, slot, qpn, gen, index, trailer](bool ok,
-                                                               std::vector<uint8_t>&& data) {
+                     [this, f, slot, qpn, gen, index, answers, read_psn,
+                      trailer](bool ok, std::vector<uint8_t>&& data) {
                        if (ok) {
                          data.insert(data.end(), trailer.begin(), trailer.end());
                          core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
@@ -684,6 +744,10 @@ bool Requester::try_emit(uint32_t qpn) {
                        core_.tx.cancel(slot);
                        Qp* q = find(qpn);
                        if (!q || q->generation != gen) return;
+                       if (answers) {
+                         if (on_read_source_fault) on_read_source_fault(qpn, read_psn);
+                         return;
+                       }
                        for (Message& msg : q->inflight)
                          if (msg.index == index)
                            return fail(*q, &msg, MPR_CQE_LOC_PROT_ERR, MPR_SYN_DMA_FAULT);
@@ -718,7 +782,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     return;
   }
   Qp* qp = find(qpn);
-  if (!qp || !qp->active || qp->error || qp->ud) {
+  if (!qp || !sending(*qp) || qp->error || qp->ud) {
     ++bad_responses_;
     return;
   }
@@ -728,7 +792,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
                [this, qpn, gen, held, f, has_ext, ext] {
     Qp* q = find(qpn);
-    if (!q || q->generation != gen || !q->active || q->error) return;
+    if (!q || q->generation != gen || !sending(*q) || q->error) return;
     using net::Opcode;
     AckEvent ev;
     ev.psn = f.psn;
@@ -872,6 +936,91 @@ void Requester::response_arrived(uint32_t qpn, Message& m, uint32_t psn) {
   m.resp_next = psn_add(m.first_psn, i);
 }
 
+bool Requester::send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
+                               std::vector<Segment> segs, uint64_t len) {
+  Qp* qp = find(qpn);
+  if (!qp || !sending(*qp)) qp = start_answering(qpn, stream_base);
+  if (!qp || qp->error || qp->ud) return false;
+  Message r;
+  r.opcode = kReadDataOpcode;
+  r.answers_read = true;
+  r.read_psn = read_psn;
+  r.local = std::move(segs);
+  r.length = len;
+  r.first_psn = qp->next_psn;
+  r.npsn = r.packets(qp->mtu);
+  qp->next_psn = psn_add(qp->next_psn, r.npsn);
+  qp->inflight.push_back(std::move(r));
+  core_.engine.set_snd_max(qpn, qp->next_psn, core_.now_cycle());
+  core_.tx.activate(qpn);
+  return true;
+}
+
+Requester::Qp* Requester::start_answering(uint32_t qpn, uint32_t stream_base) {
+  const mpr_qpc* q = core_.contexts.qp(qpn);
+  if (!q || q->state != MPR_QPS_RTR || q->qp_type == MPR_QPT_UD) return nullptr;
+  auto [it, created] = qps_.try_emplace(qpn);
+  Qp& qp = it->second;
+  if (created) {
+    qp.qpn = qpn;
+    qp.generation = ++generation_;
+  }
+  if (qp.error) return nullptr;
+  // A QP in RTR answers READs (perftest's ib_read_bw server never goes to
+  // RTS): its send side starts where the peer's receiver expects it, which
+  // the READ request says; the QP's retry budget is an RTS attribute, so
+  // the stream gets the largest (7).
+  qp.answering = true;
+  qp.stream_base = stream_base;
+  qp.mtu = std::min<uint32_t>(mtu_bytes(q->attr.path_mtu), static_cast<uint32_t>(core_.cfg.mtu.n));
+  qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
+  qp.next_psn = stream_base;
+  ConnParams p = conn_params(*q, core_.cfg, qp.base);
+  p.sq_psn = stream_base;
+  p.retry_cnt = 7;
+  core_.engine.set_requester(p);
+  MPR_LOG(log_, debug, "QP " << qpn << " in RTR starts its stream at PSN " << stream_base
+                             << " for READ responses");
+  return &qp;
+}
+
+bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
+                                const net::RoceFields& f, const uint8_t* payload) {
+  Qp* qp = find(qpn);
+  if (!qp || !qp->active || qp->error) return false;
+  ++read_data_rx_;
+  Message* m = nullptr;
+  for (Message& x : qp->inflight)
+    if (x.read_as_data && x.first_psn == read_psn) {
+      m = &x;
+      break;
+    }
+  const uint32_t n = m ? static_cast<uint32_t>(m->resp_got.size()) : 0;
+  const uint64_t offset = uint64_t(k) * qp->mtu;
+  const bool fits = m && k < n && !m->resp_got[k] &&
+                    f.payload_len == std::min<uint64_t>(qp->mtu, m->length - std::min(m->length, offset)) &&
+                    (k + 1 == n) == (f.opcode == net::Opcode::RDMA_READ_RESPONSE_LAST ||
+                                     f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY);
+  if (!fits) {
+    ++bad_responses_;
+    MPR_LOG(log_, info, "QP " << qpn << ": READ response " << k << " for READ PSN " << read_psn
+                              << (m ? " does not fit that READ" : ", which is not in flight"));
+    fail(*qp, qp->inflight.empty() ? nullptr : &qp->inflight.front(), MPR_CQE_BAD_RESP_ERR,
+         MPR_SYN_BAD_RESPONSE);
+    return false;
+  }
+  std::vector<Segment> segs;
+  slice_segments(m->local, offset, f.payload_len, segs);
+  core_.dma.scatter(segs, payload, DmaPurpose::payload);
+  m->resp_got[k] = true;
+  if (--m->data_left == 0) {
+    m->resp_next = psn_add(m->first_psn, 1);
+    retire(*qp);
+    if (Qp* again = find(qpn); again && !again->error) core_.tx.activate(qpn);
+  }
+  return true;
+}
+
 void Requester::build_ooo(const Message& m, uint32_t k, bool retx,
                           std::vector<uint8_t>& trailer) const {
   const bool last = k + 1 == m.npsn;
@@ -880,7 +1029,9 @@ void Requester::build_ooo(const Message& m, uint32_t k, bool retx,
   x.retx = retx;
   x.sync = (m.flags & MPR_WQE_F_SYNC) != 0;
   x.tail = last;
-  x.msn = m.recv_msn;
+  // A response: its READ's PSN. A READ request: where this QP's receiver
+  // expects the peer's stream to begin (for a peer that answers from RTR).
+  x.msn = m.answers_read ? m.read_psn : m.read_as_data ? m.stream_base : m.recv_msn;
   trailer.resize(net::kMpDataExtBytes);
   net::put_mp_data_ext(trailer.data(), x);
 }
@@ -888,7 +1039,7 @@ void Requester::build_ooo(const Message& m, uint32_t k, bool retx,
 void Requester::retire(Qp& qp) {
   if (qp.error) return;
   if (qp.ud) return retire_ud(qp);
-  const uint32_t una = qp.active ? core_.engine.snd_una(qp.qpn) : qp.next_psn;
+  const uint32_t una = sending(qp) ? core_.engine.snd_una(qp.qpn) : qp.next_psn;
   bool retired = false;
   while (!qp.inflight.empty()) {
     Message& m = qp.inflight.front();
@@ -897,6 +1048,12 @@ void Requester::retire(Qp& qp) {
       return;
     }
     if (psn_diff(una, psn_add(m.first_psn, m.npsn)) < 0) break;
+    if (m.answers_read) {  // all acknowledged: nothing to complete
+      qp.inflight.pop_front();
+      retired = true;
+      continue;
+    }
+    if (m.data_left) break;  // READ as data: responses still missing
     if (m.flags & MPR_WQE_F_SIGNALED) complete(qp, m, MPR_CQE_SUCCESS, MPR_SYN_NONE);
     if (m.is_read_or_atomic()) --qp.rd_atomic_out;
     ++wqes_;
@@ -926,6 +1083,7 @@ void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syn
   if (qp.error) return;
   qp.error = true;
   qp.active = false;
+  qp.answering = false;
   qp.generation = ++generation_;  // outstanding DMA and timers of the QP are void
   qp.wake_at = kNever;
   if (culprit && status != MPR_CQE_WR_FLUSH_ERR)
@@ -943,8 +1101,17 @@ void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syn
     complete(qp, m, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
   }
   qp.ud_sent.clear();
+  if (culprit && culprit->answers_read) {
+    // The responses to the peer's READ failed (retries exhausted): the
+    // oldest WQE, if any, carries the status.
+    culprit = nullptr;
+    for (auto* list : {&qp.inflight, &qp.pending})
+      for (const Message& m : *list)
+        if (!culprit && !m.answers_read) culprit = &m;
+  }
   for (auto* list : {&qp.inflight, &qp.pending})
     for (const Message& m : *list) {
+      if (m.answers_read) continue;  // no WQE of this QP
       const bool guilty = &m == culprit;
       complete(qp, m, guilty ? status : uint8_t{MPR_CQE_WR_FLUSH_ERR},
                guilty ? syndrome : uint8_t{MPR_SYN_FLUSHED});
@@ -1003,7 +1170,7 @@ void Requester::schedule_wake(Qp& qp) {
     Qp* q = find(qpn);
     if (!q || q->generation != gen || q->wake_at != t) return;
     q->wake_at = kNever;
-    if (!q->active || q->error) return;
+    if (!sending(*q) || q->error) return;
     const AckResult r = core_.engine.on_timer(qpn, core_.now_cycle());
     if (r.rewound) {
       ++timeouts_;

@@ -68,8 +68,30 @@ class Requester : public sc_core::sc_module, public TxSource {
   // A Read (N)ACK arrived for QP `qpn` (it acknowledges READ responses
   // this NIC's responder sent): the responder's business.
   std::function<void(uint32_t qpn, const AckExt& ack)> on_read_ack;
+  // READ as data (TransportEngine::read_as_data, MP-RDMA). The responder
+  // accepted a READ of the peer (request PSN `read_psn`, source `segs` of
+  // `len` bytes): its responses join QP `qpn`'s send stream, after the
+  // messages that have PSNs (false: the QP cannot send, not in RTS).
+  // A QP still in RTR starts its stream for the responses at `stream_base`
+  // (the PSN the peer's receiver expects first, carried by the request) and
+  // keeps it when it goes to RTS.
+  bool send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
+                      std::vector<Segment> segs, uint64_t len);
+  // The responder placed response `k` of READ `read_psn` in the receive
+  // bitmap: scatter its payload into the READ's buffers; the READ completes
+  // (in order) once all its responses are here and its request is ACKed.
+  // False: no such READ in flight or a response that does not fit it (the
+  // QP went to ERR, the oldest WQE with BAD_RESP_ERR).
+  bool place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k, const net::RoceFields& f,
+                       const uint8_t* payload);
+  // READ as data: the source of the responses to READ `read_psn` could not
+  // be read (a DMA fault): the responder's business (a fatal NAK).
+  std::function<void(uint32_t qpn, uint32_t read_psn)> on_read_source_fault;
 
  private:
+  // Message::opcode of the responses to a peer's READ in this QP's send
+  // stream (READ as data): not a WQE opcode.
+  static constexpr uint8_t kReadDataOpcode = 0xff;
   struct Message {
     uint32_t index = 0;  // free-running WQE index
     uint8_t opcode = 0;  // enum mpr_wqe_opcode
@@ -95,6 +117,16 @@ class Requester : public sc_core::sc_module, public TxSource {
     // READ/atomic on an out-of-order engine: which responses arrived (they
     // may come in any order); resp_next is then the first missing one.
     std::vector<bool> resp_got;
+    // READ as data (MP-RDMA): a READ whose request takes one PSN and whose
+    // responses arrive in the peer's stream; `data_left` of them are not
+    // here yet (resp_got marks those that are).
+    bool read_as_data = false;
+    uint32_t data_left = 0;
+    uint32_t stream_base = 0;  // its request says: the QP's rq_psn
+    // READ as data: not a WQE but the responses to the peer's READ request
+    // `read_psn`, in this QP's send stream (no CQE, no WQE index).
+    bool answers_read = false;
+    uint32_t read_psn = 0;
     // Out-of-order engines: the number of this message among the QP's
     // messages that consume a RECV (SEND, WRITE with immediate), carried by
     // every packet so the responder places it in the right RECV WQE.
@@ -117,6 +149,10 @@ class Requester : public sc_core::sc_module, public TxSource {
   struct Qp {
     uint32_t qpn = 0;
     bool active = false;   // RTS
+    // READ as data: a QP in RTR whose send side answers the peer's READs
+    // (its stream began at stream_base); WQEs still wait for RTS.
+    bool answering = false;
+    uint32_t stream_base = 0;
     bool error = false;    // ERR: flushing
     uint32_t sq_pi = 0;    // free-running, widened from the 16-bit doorbell
     uint32_t fetch_idx = 0;
@@ -156,6 +192,9 @@ class Requester : public sc_core::sc_module, public TxSource {
   };
 
   Qp* find(uint32_t qpn);
+  // The QP's engine connection has a send side: RTS, or answering READs.
+  static bool sending(const Qp& qp) { return qp.active || qp.answering; }
+  Qp* start_answering(uint32_t qpn, uint32_t stream_base);
   void fetch(Qp& qp);
   void on_wqes(uint32_t qpn, uint64_t generation, uint32_t first, uint32_t count, bool ok,
                const std::vector<uint8_t>& data);
@@ -220,6 +259,8 @@ class Requester : public sc_core::sc_module, public TxSource {
   core::Counter& ud_sends_;
   core::Counter& read_acks_tx_;
   core::Counter& read_acks_rx_;
+  core::Counter& read_data_tx_;
+  core::Counter& read_data_rx_;
   // DCQCN only (null otherwise, so `none` registers no new statistics).
   DcqcnRpParams rp_params_;
   core::Counter* cnp_rx_ = nullptr;

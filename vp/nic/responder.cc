@@ -82,7 +82,11 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
       read_retransmits_(core.env.stats.counter(
           core.stat("responder.read_retransmits"), "packets",
           "READ responses sent again on a Read NACK or timeout (explicit READ "
-          "acknowledgements, IRN)")) {
+          "acknowledgements, IRN)")),
+      read_requests_(core.env.stats.counter(
+          core.stat("responder.read_data_requests"), "messages",
+          "READ requests whose responses this QP sends in its own send stream (READ as data, "
+          "MP-RDMA)")) {
   locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
   if (core.cfg.congestion_control == "dcqcn") {
     np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));

@@ -32,6 +32,7 @@
 
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
+#include "vp/net/mp_ext.h"
 #include "vp/net/roce_codec.h"
 #include "vp/nic/dcqcn.h"
 #include "vp/nic/nic_core.h"
@@ -57,6 +58,22 @@ class Responder : public sc_core::sc_module, public TxSource {
   // A Read (N)ACK from the peer's requester (explicit READ
   // acknowledgements): it acknowledges responses this responder sent.
   void on_read_ack(uint32_t qpn, const AckExt& ack);
+  // READ as data (TransportEngine::read_as_data): the responses of a READ
+  // this QP accepted go to its requester, which sends them in its own send
+  // stream (a QP in RTR starts it at `stream_base`, which the request
+  // carries; false: it cannot); and a response of the
+  // peer's stream (arriving here like any data packet) goes to the READ
+  // request `read_psn` of the requester, which places it (false: no such
+  // READ, or the response does not fit it).
+  std::function<bool(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
+                     std::vector<Segment> segs, uint64_t len)>
+      send_read_data;
+  std::function<bool(uint32_t qpn, uint32_t read_psn, uint32_t k, const net::RoceFields& f,
+                     const uint8_t* payload)>
+      place_read_data;
+  // READ as data: the source of READ `read_psn`'s responses could not be
+  // read (the requester's DMA failed): NAK the READ, QP to ERR.
+  void read_source_fault(uint32_t qpn, uint32_t read_psn);
 
   // Called when the responder moved a QP to ERR (the requester flushes).
   std::function<void(uint32_t qpn)> on_qp_error;
@@ -90,6 +107,7 @@ class Responder : public sc_core::sc_module, public TxSource {
   // completion, which comes when every packet before it has arrived.
   struct Tail {
     bool consumes_recv = false;  // SEND or WRITE with immediate
+    bool read_data = false;      // READ as data: a response, not a request
     uint32_t byte_len = 0;
     net::RoceFields f;  // opcode, immediate, solicited
     // Out-of-order engines: a single-packet SEND bound for an inline-receive
@@ -172,6 +190,11 @@ class Responder : public sc_core::sc_module, public TxSource {
   void complete_ooo(Qp& qp, uint32_t tail_psn);
   // Out-of-order engines that carry READ and atomics (IRN).
   void read_atomic_ooo(Qp& qp, const net::RoceFields& f);
+  // READ as data, a packet the engine said to place: a READ request (its
+  // responses go to the requester's send stream) or a response (the
+  // requester places it). False: it failed and the QP is in ERR.
+  bool place_read(Qp& qp, const net::RoceFields& f, const net::MpDataExt& x,
+                  const uint8_t* payload);
   void duplicate(Qp& qp, const net::RoceFields& f);
   // READ and atomic requests: the checks (false: failed, a fatal NAK is
   // queued) and the queueing of the responses once the transport accepted
@@ -240,6 +263,7 @@ class Responder : public sc_core::sc_module, public TxSource {
   core::Counter& header_only_recvs_;
   core::Counter& inline_recvs_;
   core::Counter& read_retransmits_;
+  core::Counter& read_requests_;  // READ as data: READs answered in the own send stream
   // DCQCN notification point (congestion_control: dcqcn only).
   std::optional<DcqcnNp> np_;
   core::Counter* cnp_tx_ = nullptr;

@@ -46,15 +46,20 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     read_atomic_ooo(qp, f);
     return Step::done;
   }
+  // READ as data (MP-RDMA): a READ request of the peer's stream, or a
+  // response of it to one of this QP's READs; both carry the data trailer.
+  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
+  const bool read_req = op == Opcode::RDMA_READ_REQUEST && engine.read_as_data();
+  const bool read_resp = is_read_response(op) && engine.read_as_data();
   net::MpDataExt x;
   const bool has_trailer =
-      net::mp_trailer_bytes(op, core_.engine.engine_of(qp.qpn).write_trailer()) != 0;
+      net::mp_trailer_bytes(op, engine.write_trailer(), engine.read_as_data()) != 0;
   // A WRITE packet without a trailer (IRN): its RETH places it; the tail of
   // its message is the packet with AckReq, which the requester sets on the
   // last packet of every message (as RoCEv2 requesters do; these engines ACK
   // every packet anyway).
   x.tail = !has_trailer && f.ack_req;
-  if (!(is_send(op) || is_write(op)) ||
+  if (!(is_send(op) || is_write(op) || read_req || read_resp) ||
       (has_trailer && (f.trailer_len != net::kMpDataExtBytes ||
                        !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x)))) {
     fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
@@ -63,9 +68,16 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   }
   const uint32_t plen = f.payload_len;
   const bool consumes = is_send(op) || carries_imm(op);
-  const bool opcode_ok = is_send(op) ? ends(op) == x.tail && starts(op) == (x.ipsn == 0)
-                                     : (op == Opcode::RDMA_WRITE_ONLY ||
-                                        (op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE && x.tail));
+  const bool first = x.ipsn == 0;
+  const bool opcode_ok =
+      is_send(op)  ? ends(op) == x.tail && starts(op) == first
+      : read_req   ? x.tail && first && plen == 0
+      : read_resp  ? op == (first && x.tail ? Opcode::RDMA_READ_RESPONSE_ONLY
+                            : first         ? Opcode::RDMA_READ_RESPONSE_FIRST
+                            : x.tail        ? Opcode::RDMA_READ_RESPONSE_LAST
+                                            : Opcode::RDMA_READ_RESPONSE_MIDDLE)
+                   : (op == Opcode::RDMA_WRITE_ONLY ||
+                      (op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE && x.tail));
   // Every WRITE packet's RETH covers exactly its own payload: a mismatch is
   // a peer that frames WRITEs otherwise (another out-of-order engine, with or
   // without the trailer), whose bytes must not be placed.
@@ -132,6 +144,10 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   RxOutcome o = core_.engine.on_data(qpn, p, core_.now_cycle());
   switch (o.verdict) {
     case RxOutcome::Verdict::place: {
+      if (read_req || read_resp) {
+        if (!place_read(qp, f, x, pkt->data.data() + f.payload_offset)) return Step::done;
+        break;
+      }
       // Inline receive: a single-packet SEND that fits the receive CQ's
       // slots is kept on chip and goes into its CQE when the message
       // completes, in order; everything else is placed now.
@@ -173,6 +189,42 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     if (qp.error) break;
   }
   return Step::done;
+}
+
+bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataExt& x,
+                           const uint8_t* payload) {
+  const uint32_t qpn = qp.qpn;
+  if (f.opcode == Opcode::RDMA_READ_REQUEST) {
+    // A READ of the peer: its responses join this QP's own send stream.
+    Out o;
+    if (!check_read(qp, f, o)) return false;  // NAKed, QP in ERR
+    if (!send_read_data || !send_read_data(qpn, f.psn, x.msn, std::move(o.segs), o.len)) {
+      fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+            "READ on a QP that cannot send its responses");
+      return false;
+    }
+    ++read_requests_;
+  } else {
+    // A response to one of this QP's READs: the requester places it (or
+    // fails the QP when it fits no READ).
+    const uint64_t gen = qp.generation;
+    if (!place_read_data || !place_read_data(qpn, x.msn, x.ipsn, f, payload)) return false;
+    Qp* again = find(qpn);
+    if (!again || again->generation != gen || again->error) return false;
+  }
+  if (x.tail) {
+    Tail& t = qp.tails[f.psn];
+    t.read_data = f.opcode != Opcode::RDMA_READ_REQUEST;
+    t.f = f;
+  }
+  return true;
+}
+
+void Responder::read_source_fault(uint32_t qpn, uint32_t read_psn) {
+  Qp* qp = find(qpn);
+  if (!qp || qp->error) return;
+  fatal(*qp, net::NakCode::remote_operational_error, read_psn, MPR_EQE_QP_FATAL,
+        "READ source not readable", MPR_SYN_DMA_FAULT);
 }
 
 void Responder::read_atomic_ooo(Qp& qp, const net::RoceFields& f) {
@@ -226,6 +278,7 @@ void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {
   }
   Tail t = std::move(it->second);
   qp.tails.erase(it);
+  if (t.read_data) return;  // a response of the peer's stream: the requester completes the READ
   qp.msn = psn_add(qp.msn, 1);
   ++messages_;
   if (!t.consumes_recv) return;

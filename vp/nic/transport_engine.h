@@ -194,8 +194,16 @@ class TransportEngine {
   // the responder calls on_data() instead of classify()/commit().
   virtual bool out_of_order() const { return false; }
   // Out-of-order engines that carry RDMA READ and atomics (IRN; not MP-RDMA,
-  // whose READ responses would need a multi-path sender at the responder).
+  // which carries READ as below and no atomics).
   virtual bool carries_read_atomic() const { return !out_of_order(); }
+  // READ travels as data both ways (MP-RDMA): the request is one data
+  // packet of the requester's stream (one PSN, the data trailer, ACKed like
+  // a WRITE packet), and its responses are data packets of the responder's
+  // own send stream (its PSNs, window and virtual paths), whose trailer's
+  // message number is the READ request's PSN and index the response's
+  // number; the requester's receive side places and ACKs them like any
+  // arriving data. Atomics stay refused.
+  virtual bool read_as_data() const { return false; }
   // Out-of-order engines: whether a WRITE packet without immediate carries
   // the data trailer (MP-RDMA: its ReTx and synchronise bits and message
   // number; IRN: no, vp/net/mp_ext.h).

@@ -181,6 +181,7 @@ class TwoHosts {
     uint64_t nic_mtu = 1024;
     core::Duration go_back_delay{};  // nic.gbn.go_back_delay of both NICs
     core::Bandwidth rate{40e9};
+    std::string transport = "gbn";  // nic.transport of both NICs
   };
 
   TwoHosts(core::SimEnv& env, const Options& opt) : env_(env) {
@@ -196,6 +197,7 @@ class TwoHosts {
       n.mtu = core::Bytes{opt.nic_mtu};
       n.port_speed_mbps = static_cast<uint32_t>(opt.rate.bps / 1e6);
       n.gbn.go_back_delay = opt.go_back_delay;
+      n.transport = opt.transport;
     }
     for (int i = 0; i < 2; ++i)
       hosts_[i] = std::make_unique<host::ModeledHost>(nic_cfg_[i].name.c_str(), host_cfg_,

@@ -210,6 +210,41 @@ TEST_F(TrailerTshark, IrnModeDecodesSendsAndImmediateTailsNotPlainWrites) {
       << "mode all takes the payload for a trailer and says it looks wrong: " << all[0];
 }
 
+// MP-RDMA's READ travels as data: the request (no payload) and every
+// response carry the data trailer, a response's message number being its
+// READ request's PSN; mode all decodes them, mode irn leaves them alone.
+TEST_F(TrailerTshark, ModeAllDecodesMprdmaReadRequestsAndResponses) {
+  RoceFields req = fields(Opcode::RDMA_READ_REQUEST, 500);
+  req.reth_va = 0x20000;
+  req.reth_rkey = 0x55;
+  req.reth_dma_len = 3000;
+  MpDataExt r;
+  r.tail = true;
+  r.retx = true;
+  uint8_t t[kMpDataExtBytes];
+  put_mp_data_ext(t, r);
+  req.trailer_len = kMpDataExtBytes;
+  MpDataExt mid;  // response 1 of the READ at PSN 500
+  mid.msn = 500;
+  mid.ipsn = 1;
+  MpDataExt last = mid;  // response 2, its tail, 952 bytes
+  last.ipsn = 2;
+  last.tail = true;
+  std::vector<PacketPtr> v;
+  v.push_back(build_roce(req, t, sizeof t));
+  v.push_back(data_packet(Opcode::RDMA_READ_RESPONSE_MIDDLE, 1024, mid));
+  v.push_back(data_packet(Opcode::RDMA_READ_RESPONSE_LAST, 952, last));
+  const std::string path = capture(v, 0);
+  const auto all = decode(path, "all", kDataColumns + " -e _ws.expert.message");
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0], "1,0,0,1,0,1,");
+  EXPECT_EQ(all[1], "2,500,1,0,0,0,");
+  EXPECT_EQ(all[2], "3,500,2,0,0,1,");
+  const auto irn = decode(path, "irn", kDataColumns);
+  ASSERT_EQ(irn.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(irn[i], std::to_string(i + 1) + ",,,,,") << i;
+}
+
 TEST_F(TrailerTshark, ATrailerBeyondTheSnaplenIsReportedNotMisread) {
   // 96 bytes keep the ACKs whole but not the WRITE's trailer.
   const std::string path = capture(frames(), 96);

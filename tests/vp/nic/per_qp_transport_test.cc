@@ -50,8 +50,7 @@ const std::string kMixedNic =
     "  congestion_control: dcqcn\n"
     "  qp_transports: [mprdma, irn]\n";
 
-// Three concurrent connections, one per engine; IRN also reads (READ is
-// carried by go-back-N and IRN, not by MP-RDMA).
+// Three concurrent connections, one per engine; IRN also reads.
 const std::string kMixedJobs = R"(
   - {name: mp, app: write_bw, client: t0h0, server: t1h0, qp_transport: mprdma, sizes: [64KiB], iterations: 40, timeout: 20}
   - {name: irn, app: write_bw, client: t0h1, server: t1h1, qp_transport: irn, sizes: [64KiB], iterations: 40, after_previous: false, timeout: 20}
