@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -141,6 +142,11 @@ constexpr size_t pad_bytes(size_t payload_len) { return (4 - payload_len % 4) % 
 // Size of the frame build_roce() makes.
 inline size_t roce_frame_bytes(Opcode op, size_t payload_len) {
   return roce_overhead_bytes(op) + payload_len + pad_bytes(payload_len);
+}
+// Bytes that frame occupies on the wire (Packet::wire_bytes of it).
+inline size_t roce_wire_bytes(Opcode op, size_t payload_len) {
+  return std::max(roce_frame_bytes(op, payload_len), kEthMinFrameBytes) + kEthFcsBytes +
+         kEthPreambleBytes + kEthIfgBytes;
 }
 
 // Builds the frame: all headers, payload, pad and ICRC, with the IP header

@@ -154,6 +154,15 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                                       const net::RoceFields& f, const uint8_t* payload) {
     return requester_.place_read_data(qpn, read_psn, k, f, payload);
   };
+  // DCQCN: one rate limiter per QP for its requests and its READ responses;
+  // CE-marked READ responses reach the notification point.
+  responder_.paced_at = [this](uint32_t qpn, uint64_t now) {
+    return requester_.paced_at(qpn, now);
+  };
+  responder_.paced_sent = [this](uint32_t qpn, uint64_t wire, uint64_t now) {
+    requester_.paced_sent(qpn, wire, now);
+  };
+  requester_.on_response_ce = [this](uint32_t qpn) { responder_.response_ce(qpn); };
   requester_.on_read_source_fault = [this](uint32_t qpn, uint32_t read_psn) {
     responder_.read_source_fault(qpn, read_psn);
   };

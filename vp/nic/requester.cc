@@ -9,6 +9,7 @@
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
 #include "vp/nic/qp_params.h"
+#include "vp/nic/rc_opcodes.h"
 #include "vp/nic/translation_cache.h"
 
 namespace mprdma::nic {
@@ -246,16 +247,50 @@ void Requester::qp_to_rts(uint32_t qpn) {
   } else {
     core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
   }
-  // DCQCN paces the QPs of engines without a congestion control of their own.
-  if (cnp_rx_ && !core_.engine.engine_of(qpn).own_congestion_control()) {
-    qp.rp.emplace(rp_params_);
-    qp.pace_at = kNever;
-    qp.rate_gauge = &core_.env.stats.counter(
-        core_.stat("dcqcn.qp" + std::to_string(qpn) + ".rate_mbps"), "Mb/s",
-        "Current DCQCN rate of the QP at its last packet or CNP");
-    qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
-  }
+  ensure_rp(qp);
   fetch(qp);
+}
+
+void Requester::ensure_rp(Qp& qp) {
+  // DCQCN paces the QPs of engines without a congestion control of their
+  // own; a QP keeps its limiter from its first paced packet (it may be a
+  // READ response sent in RTR) until it is reset.
+  if (qp.rp || !cnp_rx_ || core_.engine.engine_of(qp.qpn).own_congestion_control()) return;
+  qp.rp.emplace(rp_params_);
+  qp.pace_at = kNever;
+  qp.rate_gauge = &core_.env.stats.counter(
+      core_.stat("dcqcn.qp" + std::to_string(qp.qpn) + ".rate_mbps"), "Mb/s",
+      "Current DCQCN rate of the QP at its last packet or CNP");
+  qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
+}
+
+Requester::Qp* Requester::limited(uint32_t qpn) {
+  if (!cnp_rx_) return nullptr;
+  Qp* qp = find(qpn);
+  if (!qp) {
+    const mpr_qpc* q = core_.contexts.qp(qpn);
+    if (!q || q->qp_type == MPR_QPT_UD || (q->state != MPR_QPS_RTR && q->state != MPR_QPS_RTS))
+      return nullptr;
+    auto [it, created] = qps_.try_emplace(qpn);
+    qp = &it->second;
+    qp->qpn = qpn;
+    qp->generation = ++generation_;
+  }
+  if (qp->ud || qp->error) return nullptr;
+  ensure_rp(*qp);
+  return qp->rp ? qp : nullptr;
+}
+
+uint64_t Requester::paced_at(uint32_t qpn, uint64_t now) {
+  const Qp* qp = limited(qpn);
+  return qp ? std::max(now, qp->rp->tx_allowed_at()) : now;
+}
+
+void Requester::paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now) {
+  Qp* qp = limited(qpn);
+  if (!qp) return;
+  qp->rp->on_sent(wire_bytes, now);
+  qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
 }
 
 void Requester::qp_to_error(uint32_t qpn) {
@@ -703,13 +738,7 @@ bool Requester::try_emit(uint32_t qpn) {
     f.trailer_len = static_cast<uint32_t>(trailer.size());  // a READ request has no payload else
   }
   core_.engine.on_sent(qpn, g.psn, npsn, now);
-  if (qp->rp) {
-    const size_t frame = net::roce_frame_bytes(f.opcode, plen + trailer.size());
-    const uint64_t wire = std::max(frame, net::kEthMinFrameBytes) + net::kEthFcsBytes +
-                          net::kEthPreambleBytes + net::kEthIfgBytes;
-    qp->rp->on_sent(wire, now);
-    qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
-  }
+  if (qp->rp) paced_sent(qpn, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
   if (m->answers_read) {
     ++read_data_tx_;
   } else {
@@ -787,6 +816,11 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     return;
   }
   const uint64_t gen = qp->generation;
+  // DCQCN notification point for the data this QP receives as READ
+  // responses: a CE mark asks the responder for a CNP to their sender.
+  if (f.ecn == 3 && on_response_ce && is_read_response(f.opcode) &&
+      !core_.engine.engine_of(qpn).own_congestion_control())
+    on_response_ce(qpn);
   // ACK processing costs ack_process cycles before its effects are visible.
   std::shared_ptr<net::Packet> held(std::move(pkt));
   calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
@@ -1135,8 +1169,9 @@ void Requester::flush_new(Qp& qp) {
 
 void Requester::on_cnp(const net::RoceFields& f) {
   if (cnp_rx_) ++*cnp_rx_;
-  Qp* qp = find(f.dest_qp);
-  if (!qp || !qp->rp || !qp->active || qp->error) return;
+  // Also a QP in RTR: its READ responses are paced by the same limiter.
+  Qp* qp = limited(f.dest_qp);
+  if (!qp) return;
   qp->rp->on_cnp(core_.now_cycle());
   ++*rate_cuts_;
   qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));

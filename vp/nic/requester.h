@@ -84,6 +84,17 @@ class Requester : public sc_core::sc_module, public TxSource {
   // QP went to ERR, the oldest WQE with BAD_RESP_ERR).
   bool place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k, const net::RoceFields& f,
                        const uint8_t* payload);
+  // DCQCN (congestion_control: dcqcn): QP `qpn`'s rate limiter paces
+  // everything the QP sends as data, its requests and its responder's READ
+  // responses (a QP in RTR gets one at its first paced packet or CNP):
+  // the earliest cycle its next paced packet may start (`now` when it is not
+  // limited, or never rate controlled: an engine with its own congestion
+  // control, a UD QP, a NIC without DCQCN), and the accounting of one sent.
+  uint64_t paced_at(uint32_t qpn, uint64_t now);
+  void paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now);
+  // A READ response arrived CE-marked: the responder's notification point
+  // decides on a CNP (DCQCN).
+  std::function<void(uint32_t qpn)> on_response_ce;
   // READ as data: the source of the responses to READ `read_psn` could not
   // be read (a DMA fault): the responder's business (a fatal NAK).
   std::function<void(uint32_t qpn, uint32_t read_psn)> on_read_source_fault;
@@ -195,6 +206,10 @@ class Requester : public sc_core::sc_module, public TxSource {
   // The QP's engine connection has a send side: RTS, or answering READs.
   static bool sending(const Qp& qp) { return qp.active || qp.answering; }
   Qp* start_answering(uint32_t qpn, uint32_t stream_base);
+  void ensure_rp(Qp& qp);
+  // The QP with a DCQCN limiter (created on demand for a QP in RTR/RTS), or
+  // null when it is not rate controlled.
+  Qp* limited(uint32_t qpn);
   void fetch(Qp& qp);
   void on_wqes(uint32_t qpn, uint64_t generation, uint32_t first, uint32_t count, bool ok,
                const std::vector<uint8_t>& data);

@@ -277,20 +277,28 @@ void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {
     ++dropped_;
     return;
   }
-  // DCQCN notification point: a CE-marked request of the QP asks for a CNP
-  // to its requester, at most one per min_cnp_interval, whatever becomes of
-  // the packet itself.
-  if (np_ && !qp->ud && f.ecn == 3 &&
-      !core_.engine.engine_of(qp->qpn).own_congestion_control() &&
-      np_->on_ce(qp->qpn, core_.now_cycle())) {
-    qp->cnp_due = true;
-    core_.tx.activate(qp->qpn);
-  }
+  if (f.ecn == 3) data_ce(*qp);
   if (qp->waiting_recv || !qp->stalled.empty()) {
     qp->stalled.emplace_back(std::move(pkt), f);
     return;
   }
   if (handle(*qp, pkt, f) == Step::stall) qp->stalled.emplace_back(std::move(pkt), f);
+}
+
+void Responder::data_ce(Qp& qp) {
+  // DCQCN notification point: CE-marked data of the QP (a request, or a
+  // READ response its requester received) asks for a CNP to the peer's QP,
+  // at most one per min_cnp_interval, whatever becomes of the packet.
+  if (np_ && !qp.ud && !core_.engine.engine_of(qp.qpn).own_congestion_control() &&
+      np_->on_ce(qp.qpn, core_.now_cycle())) {
+    qp.cnp_due = true;
+    core_.tx.activate(qp.qpn);
+  }
+}
+
+void Responder::response_ce(uint32_t qpn) {
+  Qp* qp = find(qpn);
+  if (qp && qp->active && !qp->error) data_ce(*qp);
 }
 
 void Responder::drain_stalled(Qp& qp) {
@@ -799,6 +807,19 @@ bool Responder::try_emit(uint32_t qpn) {
     ++*cnp_tx_;
     return true;
   }
+  // DCQCN paces READ responses with the QP's limiter (requests share it);
+  // ACKs, NAKs and atomic responses go unpaced. A wake-up activates the QP
+  // again when the rate allows.
+  const uint64_t now = core_.now_cycle();
+  const bool read_front = !qp->out.empty() && qp->out.front().kind == Out::Kind::read;
+  const bool read_next = read_front || (!qp->read_table.empty() && qp->out.empty());
+  if (read_next && paced_at) {
+    const uint64_t at = paced_at(qpn, now);
+    if (at > now) {
+      schedule_pace(*qp, at);
+      return false;
+    }
+  }
   if (!qp->read_table.empty()) {
     // Responses the requester's Read NACKs (or a timeout) call lost go
     // before new ones.
@@ -873,6 +894,7 @@ bool Responder::try_emit(uint32_t qpn) {
         --qp->rd_atomic_out;
       }
       read_response_left(*qp, f.psn);
+      if (paced_sent) paced_sent(qpn, net::roce_wire_bytes(f.opcode, plen), now);
       fill_read_response(*qp, f, slot, segs);
       return true;
     }
@@ -904,6 +926,7 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
   ++read_retransmits_;
   read_response_left(qp, psn);
+  if (paced_sent) paced_sent(qp.qpn, net::roce_wire_bytes(f.opcode, plen), core_.now_cycle());
   std::vector<Segment> segs;
   slice_segments(d->segs, offset, plen, segs);
   fill_read_response(qp, f, slot, segs);
@@ -936,6 +959,19 @@ void Responder::read_response_left(Qp& qp, uint32_t psn) {
   if (qp.read_table.empty()) return;  // no explicit READ acknowledgements
   core_.engine.read_response_sent(qp.qpn, psn, core_.now_cycle());
   schedule_read_wake(qp);
+}
+
+void Responder::schedule_pace(Qp& qp, uint64_t at) {
+  if (at >= qp.pace_at) return;  // an earlier wake-up is pending
+  qp.pace_at = at;
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  calendar_.at(core_.clock.cycles(at), [this, qpn, gen, at] {
+    Qp* q = find(qpn);
+    if (!q || q->generation != gen || q->pace_at != at) return;
+    q->pace_at = kNever;
+    if (q->active && !q->error) core_.tx.activate(qpn);
+  });
 }
 
 void Responder::on_read_ack(uint32_t qpn, const AckExt& ack) {

@@ -71,6 +71,13 @@ class Responder : public sc_core::sc_module, public TxSource {
   std::function<bool(uint32_t qpn, uint32_t read_psn, uint32_t k, const net::RoceFields& f,
                      const uint8_t* payload)>
       place_read_data;
+  // DCQCN: the QP's rate limiter (Requester::paced_at, paced_sent), which
+  // paces its READ responses too.
+  std::function<uint64_t(uint32_t qpn, uint64_t now)> paced_at;
+  std::function<void(uint32_t qpn, uint64_t wire_bytes, uint64_t now)> paced_sent;
+  // A READ response of QP `qpn` arrived CE-marked (its requester saw it):
+  // the notification point may send the peer a CNP.
+  void response_ce(uint32_t qpn);
   // READ as data: the source of READ `read_psn`'s responses could not be
   // read (the requester's DMA failed): NAK the READ, QP to ERR.
   void read_source_fault(uint32_t qpn, uint32_t read_psn);
@@ -145,6 +152,7 @@ class Responder : public sc_core::sc_module, public TxSource {
     uint32_t rd_atomic_out = 0;
     std::deque<std::pair<uint32_t, uint64_t>> atomic_replay;  // psn -> original value
     bool cnp_due = false;  // DCQCN: a CNP for this QP waits for the scheduler
+    uint64_t pace_at = kNever;  // DCQCN: the pending wake-up of paced READ responses
     // Explicit READ acknowledgements: the READs whose responses the engine
     // may ask to send again (responder resources), and its wake-up.
     struct ReadDesc {
@@ -190,6 +198,9 @@ class Responder : public sc_core::sc_module, public TxSource {
   void complete_ooo(Qp& qp, uint32_t tail_psn);
   // Out-of-order engines that carry READ and atomics (IRN).
   void read_atomic_ooo(Qp& qp, const net::RoceFields& f);
+  // DCQCN notification point for CE-marked data of the QP.
+  void data_ce(Qp& qp);
+  void schedule_pace(Qp& qp, uint64_t at);
   // READ as data, a packet the engine said to place: a READ request (its
   // responses go to the requester's send stream) or a response (the
   // requester places it). False: it failed and the QP is in ERR.

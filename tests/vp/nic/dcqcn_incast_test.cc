@@ -5,12 +5,16 @@
 // queue is shorter and the switch sends fewer PAUSE frames than without,
 // the bottleneck stays busy (> 85 % of 40 Gb/s) and the four flows share it
 // near fairly (Jain index > 0.95). The figures are measured over a window
-// after the warm-up (counters read between kernel runs).
+// after the warm-up (counters read between kernel runs). The same holds when
+// the receiver READs from the four instead (read_bw, l0h0 the client): the
+// data are READ responses, which its notification point answers with CNPs
+// and the senders' rate limiters pace (their QPs answer from RTR).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/sim_test.h"
@@ -51,11 +55,17 @@ class DcqcnIncast : public test::SimTest {
     return env->stats.counter(path, "", "");
   }
 
-  Figures run(const std::string& cc) {
+  Figures run(const std::string& cc, bool read = false) {
     ScenarioConfig cfg = load_scenario(scenario_path("mp-rdma/dcqcn-incast.yaml"));
     cfg.nic.congestion_control = cc;
     cfg.end_time = core::Duration::from_ps(kEndPs);
-    for (host::JobConfig& j : cfg.jobs) j.iterations = 1000000;  // stream to the end
+    for (host::JobConfig& j : cfg.jobs) {
+      j.iterations = 1000000;  // stream to the end
+      if (read) {  // l0h0 fetches from the four
+        j.app = "read_bw";
+        std::swap(j.client, j.server);
+      }
+    }
     platform.reset();
     core::reset_kernel();
     env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
@@ -108,9 +118,11 @@ double jain(const std::vector<double>& x) {
   return s2 > 0 ? s * s / (static_cast<double>(x.size()) * s2) : 0;
 }
 
-TEST_F(DcqcnIncast, CutsRatesAndKeepsTheQueueShortWithFairHighThroughput) {
-  const Figures none = run("none");
-  const Figures d = run("dcqcn");
+class DcqcnIncastOp : public DcqcnIncast, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(DcqcnIncastOp, CutsRatesAndKeepsTheQueueShortWithFairHighThroughput) {
+  const Figures none = run("none", GetParam());
+  const Figures d = run("dcqcn", GetParam());
   std::string flows;
   for (double b : d.flow_bps) flows += " " + std::to_string(b / 1e9);
   const std::string trace = "dcqcn: rx " + std::to_string(d.rx_bps / 1e9) + " Gb/s, flows" + flows +
@@ -139,6 +151,11 @@ TEST_F(DcqcnIncast, CutsRatesAndKeepsTheQueueShortWithFairHighThroughput) {
   EXPECT_GT(jain(d.flow_bps), 0.95);
   RecordProperty("figures", trace);
 }
+
+INSTANTIATE_TEST_SUITE_P(Op, DcqcnIncastOp, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return std::string(i.param ? "Read" : "Write");
+                         });
 
 }  // namespace
 }  // namespace mprdma::platform
