@@ -777,7 +777,8 @@ def test_qp_transport(r):
     """Per-QP transport engines from unmodified tools: NICs whose default
     is RoCEv2 go-back-N and which also offer MP-RDMA (nic.qp_transports)
     run ibv_rc_pingpong (SEND/RECV), ib_write_bw, rdma_check read (every
-    byte verified, 1 B to 4 MiB) and ib_read_bw on MP-RDMA QPs chosen by
+    byte verified, 1 B to 4 MiB), ib_read_bw and ib_atomic_bw on MP-RDMA
+    QPs chosen by
     MPRDMA_QP_TRANSPORT. The MP-RDMA engine must have carried them (its ACK
     clocking and bitmap counters move; the READ responses went out of the
     server's own MP-RDMA stream) and the data must check; the driver
@@ -787,6 +788,7 @@ def test_qp_transport(r):
     pp = "ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 200 -p 18621"
     bw = "ib_write_bw -d mprdma_0 -x 3 -F -s 65536 -n 300 -p 18622"
     rd = "ib_read_bw -d mprdma_0 -x 3 -F -s 65536 -n 200 -p 18625"
+    at = "ib_atomic_bw -d mprdma_0 -x 3 -F -n 500 -p 18626"
     check = "./rdma_check read -p 18624 -S 12"
     refused = """
         for t in irn tcp; do
@@ -801,12 +803,13 @@ def test_qp_transport(r):
         """
     r.share_rdma_check("g0", "g1")
     server = (f"export MPRDMA_QP_TRANSPORT=mprdma\n{pp} || exit 1\n{bw} || exit 1\n"
-              f"{check} || exit 1\n{rd} || exit 1\n" + refused)
+              f"{check} || exit 1\n{rd} || exit 1\n{at} || exit 1\n" + refused)
     client = (f"export MPRDMA_QP_TRANSPORT=mprdma\necho '==== pingpong'\n"
               f"retry_connect {pp} 10.0.0.2 || exit 1\n"
               f"echo '==== ib_write_bw'\nretry_connect {bw} 10.0.0.2 || exit 1\n"
               f"{check} 10.0.0.2 || exit 1\n"
-              f"echo '==== ib_read_bw'\nretry_connect {rd} 10.0.0.2 || exit 1\n" + refused)
+              f"echo '==== ib_read_bw'\nretry_connect {rd} 10.0.0.2 || exit 1\n"
+              f"echo '==== ib_atomic_bw'\nretry_connect {at} 10.0.0.2 || exit 1\n" + refused)
     r.scenario([("g0", "qemu", client), ("g1", "qemu", server)],
                extra="nic: {qp_transports: [mprdma]}")
     r.run()
@@ -821,6 +824,9 @@ def test_qp_transport(r):
     r.find("g0", rf"^{2 * 4096 * 200} bytes in [\d.]+ seconds", "the pingpong's byte count")
     r.find("g0", r"^\s*65536\s+300\s+[\d.]+\s+[\d.]+", "ib_write_bw's result row")
     r.find("g0", r"^\s*65536\s+200\s+[\d.]+\s+[\d.]+", "ib_read_bw's result row")
+    r.find("g0", r"^\s*8\s+500\s+[\d.]+\s+[\d.]+", "ib_atomic_bw's result row")
+    r.check((r.nic("g1").get("responder.atomics") or 0) >= 500,
+            "nic g1: the atomics did not run at the responder")
     got = rdma_check_results(r, "g0", "read")
     r.check(got and all(v == "ok" for v in got.values()),
             f"rdma_check read on MP-RDMA QPs: {got}")

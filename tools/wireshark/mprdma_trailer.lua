@@ -10,8 +10,8 @@
 -- The trailer sits at the end of the RoCEv2 payload area, before the pad
 -- and the ICRC, so Wireshark's InfiniBand dissector shows it as the last
 -- payload bytes; this post-dissector decodes it in its own tree:
---   data trailer (SEND and RDMA WRITE; on MP-RDMA also READ request and
---     READ responses, 8 bytes): MSN (24; a READ response: its READ
+--   data trailer (SEND and RDMA WRITE; on MP-RDMA also READ and atomic
+--     requests and their responses, 8 bytes): MSN (24; a response: its
 --     request's PSN) | packet index in the message (24) | flags (8: ReTx,
 --     synchronise, tail) | reserved (8)
 --   ACK trailer (ACKNOWLEDGE, 12 bytes): echoed virtual path (16) | SACK
@@ -22,8 +22,8 @@
 --   acks (default)  ACKs whose payload area is exactly 12 bytes (a RoCEv2
 --                   ACK has none): never a false positive
 --   all             also the last 8 payload bytes of every SEND, WRITE,
---                   READ request and READ response (a capture of MP-RDMA
---                   connections only)
+--                   READ and atomic request and response (a capture of
+--                   MP-RDMA connections only)
 --   irn             also those of every SEND and of the tail of a WRITE
 --                   with immediate: IRN's other WRITE packets carry no
 --                   trailer, only a RETH each (a capture of IRN only)
@@ -84,9 +84,10 @@ local DATA_BYTES, ACK_BYTES = 8, 12
 
 -- SEND_FIRST .. SEND_ONLY_WITH_IMMEDIATE, RDMA_WRITE_FIRST ..
 -- RDMA_WRITE_ONLY_WITH_IMMEDIATE (RC opcodes 0-11), and MP-RDMA's READ
--- request and responses (12-16), which are data packets of their streams.
+-- request and responses (12-16), ATOMIC ACKNOWLEDGE (18) and the atomics
+-- (19, 20), which are data packets of their streams.
 local function is_data(op)
-    return op <= 16
+    return op <= 16 or (op >= 18 and op <= 20)
 end
 
 -- What of those an IRN connection puts a trailer on: SENDs (0-5) and RDMA

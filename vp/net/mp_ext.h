@@ -16,8 +16,9 @@
 //
 //   data trailer (8 bytes): MSN (24) | iPSN (24) | flags (8) | reserved (8)
 //     flags: bit 0 ReTx, bit 1 synchronise, bit 2 tail of message. MP-RDMA
-//     READ requests and responses carry it too (READ as data: a response's
-//     MSN is the PSN of its READ request, iPSN its index in the READ; a
+//     READ and atomic requests and their responses (READ RESPONSE, ATOMIC
+//     ACKNOWLEDGE) carry it too (READ as data: a response's MSN is the PSN
+//     of its request, iPSN its index in the READ, 0 for an atomic; a
 //     request's MSN is the PSN at which its requester's receiver expects
 //     the responder's stream to begin, for a responder still in RTR)
 //   ACK trailer (12 bytes): echo VP (16) | SACK PSN (24) | AACK PSN (24) |
@@ -68,12 +69,14 @@ bool get_mp_ack_ext(const uint8_t* src, MpAckExt& e);
 // and synchronise bits nor a message number for it (its extension is the
 // RETH in every packet, "up to 16 bytes"). The tail of a WRITE with
 // immediate keeps it: its RECV message number and index. `read_data`
-// (MP-RDMA, TransportEngine::read_as_data): READ requests and responses are
-// data packets and carry the data trailer too (a response's message number
-// is its READ request's PSN, its index the response's number in the READ).
+// (MP-RDMA, TransportEngine::read_as_data): READ and atomic requests and
+// their responses are data packets and carry the data trailer too (a
+// response's message number is its request's PSN, its index the
+// response's number in the READ; an atomic has one).
 inline size_t mp_trailer_bytes(Opcode op, bool write_trailer = true, bool read_data = false) {
   if (op == Opcode::ACKNOWLEDGE) return kMpAckExtBytes;
-  if (read_data && op >= Opcode::RDMA_READ_REQUEST && op <= Opcode::RDMA_READ_RESPONSE_ONLY)
+  if (read_data && ((op >= Opcode::RDMA_READ_REQUEST && op <= Opcode::RDMA_READ_RESPONSE_ONLY) ||
+                    (op >= Opcode::ATOMIC_ACKNOWLEDGE && op <= Opcode::FETCH_ADD)))
     return kMpDataExtBytes;
   if (op > Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE) return 0;
   const bool plain_write = op >= Opcode::RDMA_WRITE_FIRST &&

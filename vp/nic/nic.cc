@@ -163,6 +163,10 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
     requester_.paced_sent(qpn, wire, now);
   };
   requester_.on_response_ce = [this](uint32_t qpn) { responder_.response_ce(qpn); };
+  responder_.send_atomic_data = [this](uint32_t qpn, uint32_t psn, uint32_t stream_base,
+                                       uint64_t orig) {
+    return requester_.send_atomic_data(qpn, psn, stream_base, orig);
+  };
   requester_.on_read_source_fault = [this](uint32_t qpn, uint32_t read_psn) {
     responder_.read_source_fault(qpn, read_psn);
   };
@@ -440,7 +444,8 @@ void Nic::deliver(net::PacketPtr pkt, const net::RoceFields& f) {
   if (static_cast<uint8_t>(f.opcode) == net::kCnpOpcode)
     requester_.on_cnp(f);
   else if (net::is_request(f.opcode) ||
-           (is_read_response(f.opcode) && engine_->engine_of(f.dest_qp).read_as_data()))
+           ((is_read_response(f.opcode) || f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE) &&
+            engine_->engine_of(f.dest_qp).read_as_data()))
     responder_.on_request(std::move(pkt), f);  // READ as data: responses are data too
   else
     requester_.on_response(std::move(pkt), f);

@@ -202,9 +202,8 @@ void NicConfig::bind(core::Binder& b) {
            "Transport engine of the NIC's RC QPs that do not choose one (CREATE_QP transport "
            "DEFAULT; others: qp_transports): gbn is RoCEv2 go-back-N, mprdma is MP-RDMA "
            "(multi-path; parameters under mprdma), irn is IRN (selective retransmission and "
-           "BDP-FC; parameters under irn). mprdma carries SEND, RDMA WRITE and READ (its "
-           "responses as data of the responder's own stream), no atomics: its QPs' atomic WQEs "
-           "complete with LOC_QP_OP_ERR.");
+           "BDP-FC; parameters under irn). mprdma carries READ and atomics as data both "
+           "ways (their responses in the responder's own stream).");
   b.choice("congestion_control", congestion_control, {"none", "dcqcn"},
            "Per-QP rate control beside the transport engine: none, or dcqcn (the receiver "
            "answers CE-marked requests with CNPs, the sender paces each QP at its DCQCN rate; "

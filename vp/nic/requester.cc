@@ -429,7 +429,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
   const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
   if (!engine.carries_read_atomic() &&
-      ((ctrl.opcode == MPR_WQE_RDMA_READ && !engine.read_as_data()) || is_atomic(ctrl.opcode))) {
+      (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode)) && !engine.read_as_data()) {
     MPR_LOG(log_, warn, "QP " << qp.qpn << " WQE " << index << ": the " << engine.name()
                               << " transport carries no "
                               << (is_atomic(ctrl.opcode) ? "atomics" : "RDMA READ"));
@@ -521,7 +521,7 @@ void Requester::assign(Qp& qp) {
     if (m.is_read_or_atomic() && qp.rd_atomic_out >= qp.max_rd_atomic) break;
     m.first_psn = qp.next_psn;
     m.npsn = m.packets(qp.mtu);
-    if (m.opcode == MPR_WQE_RDMA_READ && core_.engine.engine_of(qp.qpn).read_as_data()) {
+    if (m.is_read_or_atomic() && core_.engine.engine_of(qp.qpn).read_as_data()) {
       // The request is one data packet; the responses come in the peer's
       // own stream.
       m.read_as_data = true;
@@ -719,6 +719,13 @@ bool Requester::try_emit(uint32_t qpn) {
                                : Opcode::RDMA_READ_RESPONSE_MIDDLE;
       f.aeth_syndrome = net::aeth_ack(0x1f);
       f.aeth_msn = 0;
+      break;
+    case kAtomicDataOpcode:
+      // The original value of the peer's atomic, one packet of this stream.
+      f.opcode = Opcode::ATOMIC_ACKNOWLEDGE;
+      f.aeth_syndrome = net::aeth_ack(0x1f);
+      f.aeth_msn = 0;
+      std::memcpy(&f.atomic_ack_orig, m->inline_data.data(), sizeof f.atomic_ack_orig);
       break;
     case MPR_WQE_ATOMIC_CAS:
     case MPR_WQE_ATOMIC_FA:
@@ -972,15 +979,30 @@ void Requester::response_arrived(uint32_t qpn, Message& m, uint32_t psn) {
 
 bool Requester::send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
                                std::vector<Segment> segs, uint64_t len) {
-  Qp* qp = find(qpn);
-  if (!qp || !sending(*qp)) qp = start_answering(qpn, stream_base);
-  if (!qp || qp->error || qp->ud) return false;
   Message r;
   r.opcode = kReadDataOpcode;
   r.answers_read = true;
   r.read_psn = read_psn;
   r.local = std::move(segs);
   r.length = len;
+  return queue_answer(qpn, stream_base, std::move(r));
+}
+
+bool Requester::send_atomic_data(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base,
+                                 uint64_t orig) {
+  Message r;
+  r.opcode = kAtomicDataOpcode;
+  r.answers_read = true;
+  r.read_psn = atomic_psn;
+  const uint8_t* b = reinterpret_cast<const uint8_t*>(&orig);
+  r.inline_data.assign(b, b + sizeof orig);  // kept for retransmissions
+  return queue_answer(qpn, stream_base, std::move(r));
+}
+
+bool Requester::queue_answer(uint32_t qpn, uint32_t stream_base, Message r) {
+  Qp* qp = find(qpn);
+  if (!qp || !sending(*qp)) qp = start_answering(qpn, stream_base);
+  if (!qp || qp->error || qp->ud) return false;
   r.first_psn = qp->next_psn;
   r.npsn = r.packets(qp->mtu);
   qp->next_psn = psn_add(qp->next_psn, r.npsn);
@@ -1031,10 +1053,14 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
     }
   const uint32_t n = m ? static_cast<uint32_t>(m->resp_got.size()) : 0;
   const uint64_t offset = uint64_t(k) * qp->mtu;
-  const bool fits = m && k < n && !m->resp_got[k] &&
-                    f.payload_len == std::min<uint64_t>(qp->mtu, m->length - std::min(m->length, offset)) &&
+  const bool atomic = f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE;
+  const bool fits =
+      m && k < n && !m->resp_got[k] && atomic == is_atomic(m->opcode) &&
+      (atomic ? f.payload_len == 0
+              : f.payload_len ==
+                        std::min<uint64_t>(qp->mtu, m->length - std::min(m->length, offset)) &&
                     (k + 1 == n) == (f.opcode == net::Opcode::RDMA_READ_RESPONSE_LAST ||
-                                     f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY);
+                                     f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY));
   if (!fits) {
     ++bad_responses_;
     MPR_LOG(log_, info, "QP " << qpn << ": READ response " << k << " for READ PSN " << read_psn
@@ -1043,9 +1069,14 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
          MPR_SYN_BAD_RESPONSE);
     return false;
   }
-  std::vector<Segment> segs;
-  slice_segments(m->local, offset, f.payload_len, segs);
-  core_.dma.scatter(segs, payload, DmaPurpose::payload);
+  if (atomic) {
+    const uint64_t orig = f.atomic_ack_orig;
+    core_.dma.scatter(m->local, reinterpret_cast<const uint8_t*>(&orig), DmaPurpose::atomic);
+  } else {
+    std::vector<Segment> segs;
+    slice_segments(m->local, offset, f.payload_len, segs);
+    core_.dma.scatter(segs, payload, DmaPurpose::payload);
+  }
   m->resp_got[k] = true;
   if (--m->data_left == 0) {
     m->resp_next = psn_add(m->first_psn, 1);

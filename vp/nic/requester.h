@@ -77,8 +77,12 @@ class Requester : public sc_core::sc_module, public TxSource {
   // keeps it when it goes to RTS.
   bool send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
                       std::vector<Segment> segs, uint64_t len);
+  // Likewise the ATOMIC ACKNOWLEDGE of the peer's atomic `atomic_psn`,
+  // carrying the original value `orig`.
+  bool send_atomic_data(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base, uint64_t orig);
   // The responder placed response `k` of READ `read_psn` in the receive
-  // bitmap: scatter its payload into the READ's buffers; the READ completes
+  // bitmap (or the ATOMIC ACKNOWLEDGE of atomic `read_psn`): scatter its
+  // payload (the original value) into the WQE's buffers; the WQE completes
   // (in order) once all its responses are here and its request is ACKed.
   // False: no such READ in flight or a response that does not fit it (the
   // QP went to ERR, the oldest WQE with BAD_RESP_ERR).
@@ -103,6 +107,7 @@ class Requester : public sc_core::sc_module, public TxSource {
   // Message::opcode of the responses to a peer's READ in this QP's send
   // stream (READ as data): not a WQE opcode.
   static constexpr uint8_t kReadDataOpcode = 0xff;
+  static constexpr uint8_t kAtomicDataOpcode = 0xfe;  // likewise, an atomic's response
   struct Message {
     uint32_t index = 0;  // free-running WQE index
     uint8_t opcode = 0;  // enum mpr_wqe_opcode
@@ -128,14 +133,15 @@ class Requester : public sc_core::sc_module, public TxSource {
     // READ/atomic on an out-of-order engine: which responses arrived (they
     // may come in any order); resp_next is then the first missing one.
     std::vector<bool> resp_got;
-    // READ as data (MP-RDMA): a READ whose request takes one PSN and whose
-    // responses arrive in the peer's stream; `data_left` of them are not
-    // here yet (resp_got marks those that are).
+    // READ as data (MP-RDMA): a READ or atomic whose request takes one PSN
+    // and whose responses arrive in the peer's stream; `data_left` of them
+    // are not here yet (resp_got marks those that are).
     bool read_as_data = false;
     uint32_t data_left = 0;
     uint32_t stream_base = 0;  // its request says: the QP's rq_psn
-    // READ as data: not a WQE but the responses to the peer's READ request
-    // `read_psn`, in this QP's send stream (no CQE, no WQE index).
+    // READ as data: not a WQE but the responses to the peer's READ or
+    // atomic request `read_psn`, in this QP's send stream (no CQE, no WQE
+    // index; an atomic's original value in inline_data).
     bool answers_read = false;
     uint32_t read_psn = 0;
     // Out-of-order engines: the number of this message among the QP's
@@ -206,6 +212,9 @@ class Requester : public sc_core::sc_module, public TxSource {
   // The QP's engine connection has a send side: RTS, or answering READs.
   static bool sending(const Qp& qp) { return qp.active || qp.answering; }
   Qp* start_answering(uint32_t qpn, uint32_t stream_base);
+  // Appends the responses `r` to QP `qpn`'s stream (started from RTR at
+  // `stream_base` if need be).
+  bool queue_answer(uint32_t qpn, uint32_t stream_base, Message r);
   void ensure_rp(Qp& qp);
   // The QP with a DCQCN limiter (created on demand for a QP in RTR/RTS), or
   // null when it is not rate controlled.

@@ -701,7 +701,11 @@ void Responder::start_rmw(const AtomicJob& job) {
       // posted write on the same PCIe link, which may not pass it.
       if (result != orig || !job.cas) core_.dma.write(job.pa, &result, 8, DmaPurpose::atomic);
       ++atomics_done_;
-      if (live) {
+      if (live && job.as_data) {
+        if (!send_atomic_data || !send_atomic_data(job.qpn, job.psn, job.stream_base, orig))
+          fatal(*qp, net::NakCode::invalid_request, job.psn, MPR_EQE_QP_REQ_ERR,
+                "atomic on a QP that cannot send its response");
+      } else if (live) {
         for (Out& o : qp->out)
           if (o.kind == Out::Kind::atomic && o.psn == job.psn && !o.ready) {
             o.ready = true;

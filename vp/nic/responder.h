@@ -68,6 +68,8 @@ class Responder : public sc_core::sc_module, public TxSource {
   std::function<bool(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
                      std::vector<Segment> segs, uint64_t len)>
       send_read_data;
+  std::function<bool(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base, uint64_t orig)>
+      send_atomic_data;
   std::function<bool(uint32_t qpn, uint32_t read_psn, uint32_t k, const net::RoceFields& f,
                      const uint8_t* payload)>
       place_read_data;
@@ -110,11 +112,27 @@ class Responder : public sc_core::sc_module, public TxSource {
     bool has_ext = false;
     AckExt ext;
   };
+  struct AtomicJob {
+    uint32_t qpn;
+    uint64_t generation;
+    uint32_t psn;
+    uint64_t pa;
+    bool cas;
+    uint64_t swap_add, compare;
+    uint64_t op = 0;  // the lock table's name for it
+    // READ as data (MP-RDMA): the original value goes to the QP's own send
+    // stream (send_atomic_data; `stream_base` for a QP in RTR).
+    bool as_data = false;
+    uint32_t stream_base = 0;
+  };
   // Out-of-order engines: what the tail packet of a message left for its
   // completion, which comes when every packet before it has arrived.
   struct Tail {
     bool consumes_recv = false;  // SEND or WRITE with immediate
     bool read_data = false;      // READ as data: a response, not a request
+    // READ as data: an atomic of the peer, run when its request completes in
+    // order (atomics of one QP take effect in their order, as on RC).
+    std::optional<AtomicJob> atomic;
     uint32_t byte_len = 0;
     net::RoceFields f;  // opcode, immediate, solicited
     // Out-of-order engines: a single-packet SEND bound for an inline-receive
@@ -169,15 +187,6 @@ class Responder : public sc_core::sc_module, public TxSource {
     // UD QP (responder_ud.cc): datagrams, no engine, no ACKs.
     bool ud = false;
     uint32_t qkey = 0;
-  };
-  struct AtomicJob {
-    uint32_t qpn;
-    uint64_t generation;
-    uint32_t psn;
-    uint64_t pa;
-    bool cas;
-    uint64_t swap_add, compare;
-    uint64_t op = 0;  // the lock table's name for it
   };
   // Runs one atomic's read-modify-write; it holds its bucket's lock.
   void start_rmw(const AtomicJob& job);

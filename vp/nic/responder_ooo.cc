@@ -49,8 +49,10 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   // READ as data (MP-RDMA): a READ request of the peer's stream, or a
   // response of it to one of this QP's READs; both carry the data trailer.
   const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
-  const bool read_req = op == Opcode::RDMA_READ_REQUEST && engine.read_as_data();
-  const bool read_resp = is_read_response(op) && engine.read_as_data();
+  const bool atomic_op = op == Opcode::COMPARE_SWAP || op == Opcode::FETCH_ADD;
+  const bool read_req = (op == Opcode::RDMA_READ_REQUEST || atomic_op) && engine.read_as_data();
+  const bool read_resp =
+      (is_read_response(op) || op == Opcode::ATOMIC_ACKNOWLEDGE) && engine.read_as_data();
   net::MpDataExt x;
   const bool has_trailer =
       net::mp_trailer_bytes(op, engine.write_trailer(), engine.read_as_data()) != 0;
@@ -72,6 +74,7 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   const bool opcode_ok =
       is_send(op)  ? ends(op) == x.tail && starts(op) == first
       : read_req   ? x.tail && first && plen == 0
+      : op == Opcode::ATOMIC_ACKNOWLEDGE ? x.tail && first && plen == 0
       : read_resp  ? op == (first && x.tail ? Opcode::RDMA_READ_RESPONSE_ONLY
                             : first         ? Opcode::RDMA_READ_RESPONSE_FIRST
                             : x.tail        ? Opcode::RDMA_READ_RESPONSE_LAST
@@ -194,7 +197,17 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
 bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataExt& x,
                            const uint8_t* payload) {
   const uint32_t qpn = qp.qpn;
-  if (f.opcode == Opcode::RDMA_READ_REQUEST) {
+  std::optional<AtomicJob> atomic;
+  if (f.opcode == Opcode::COMPARE_SWAP || f.opcode == Opcode::FETCH_ADD) {
+    // An atomic of the peer, executed once (its request is placed once),
+    // when it completes in order (complete_ooo); its original value then
+    // joins this QP's own send stream.
+    std::vector<Segment> segs;
+    if (!check_atomic(qp, f, segs)) return false;  // NAKed, QP in ERR
+    atomic = AtomicJob{qpn,           qp.generation, f.psn, segs.front().pa,
+                       f.opcode == Opcode::COMPARE_SWAP, f.atomic_swap_add, f.atomic_compare,
+                       0,             true,          x.msn};
+  } else if (f.opcode == Opcode::RDMA_READ_REQUEST) {
     // A READ of the peer: its responses join this QP's own send stream.
     Out o;
     if (!check_read(qp, f, o)) return false;  // NAKed, QP in ERR
@@ -214,7 +227,8 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
   }
   if (x.tail) {
     Tail& t = qp.tails[f.psn];
-    t.read_data = f.opcode != Opcode::RDMA_READ_REQUEST;
+    t.read_data = is_read_response(f.opcode) || f.opcode == Opcode::ATOMIC_ACKNOWLEDGE;
+    t.atomic = atomic;
     t.f = f;
   }
   return true;
@@ -281,6 +295,11 @@ void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {
   if (t.read_data) return;  // a response of the peer's stream: the requester completes the READ
   qp.msn = psn_add(qp.msn, 1);
   ++messages_;
+  if (t.atomic) {
+    atomics_.push_back(*t.atomic);
+    run_atomics();
+    return;
+  }
   if (!t.consumes_recv) return;
   if (qp.recv_cache.empty()) {
     MPR_LOG(log_, error, "QP " << qp.qpn << ": message at PSN " << tail_psn

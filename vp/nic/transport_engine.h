@@ -193,8 +193,8 @@ class TransportEngine {
   // and intra-message PSN of SEND packets) and the trailer of mp_ext.h, and
   // the responder calls on_data() instead of classify()/commit().
   virtual bool out_of_order() const { return false; }
-  // Out-of-order engines that carry RDMA READ and atomics (IRN; not MP-RDMA,
-  // which carries READ as below and no atomics).
+  // Out-of-order engines that carry RDMA READ and atomics their own way
+  // (IRN; MP-RDMA carries them as below).
   virtual bool carries_read_atomic() const { return !out_of_order(); }
   // READ travels as data both ways (MP-RDMA): the request is one data
   // packet of the requester's stream (one PSN, the data trailer, ACKed like
@@ -202,7 +202,10 @@ class TransportEngine {
   // own send stream (its PSNs, window and virtual paths), whose trailer's
   // message number is the READ request's PSN and index the response's
   // number; the requester's receive side places and ACKs them like any
-  // arriving data. Atomics stay refused.
+  // arriving data. Atomics likewise: the request a data packet, its ATOMIC
+  // ACKNOWLEDGE (the original value) a one-packet message of the
+  // responder's stream, the atomic executed once, when its request is
+  // first placed.
   virtual bool read_as_data() const { return false; }
   // Out-of-order engines: whether a WRITE packet without immediate carries
   // the data trailer (MP-RDMA: its ReTx and synchronise bits and message

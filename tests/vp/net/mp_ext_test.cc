@@ -99,14 +99,12 @@ TEST(MpExt, TrailerBytesFollowTheOpcodeAndTheEngine) {
     for (Opcode op : {Opcode::RDMA_READ_REQUEST, Opcode::RDMA_READ_RESPONSE_ONLY,
                       Opcode::COMPARE_SWAP, Opcode::ATOMIC_ACKNOWLEDGE})
       EXPECT_EQ(mp_trailer_bytes(op, w), 0u) << int(op);
-  // MP-RDMA (READ as data): the READ request and every response do; the
-  // atomics (which it does not carry) do not.
+  // MP-RDMA (READ as data): READ and atomic requests and every response do.
   for (Opcode op : {Opcode::RDMA_READ_REQUEST, Opcode::RDMA_READ_RESPONSE_FIRST,
                     Opcode::RDMA_READ_RESPONSE_MIDDLE, Opcode::RDMA_READ_RESPONSE_LAST,
-                    Opcode::RDMA_READ_RESPONSE_ONLY})
+                    Opcode::RDMA_READ_RESPONSE_ONLY, Opcode::COMPARE_SWAP, Opcode::FETCH_ADD,
+                    Opcode::ATOMIC_ACKNOWLEDGE})
     EXPECT_EQ(mp_trailer_bytes(op, true, true), kMpDataExtBytes) << int(op);
-  for (Opcode op : {Opcode::COMPARE_SWAP, Opcode::FETCH_ADD, Opcode::ATOMIC_ACKNOWLEDGE})
-    EXPECT_EQ(mp_trailer_bytes(op, true, true), 0u) << int(op);
   EXPECT_EQ(mp_trailer_bytes(Opcode::ACKNOWLEDGE, true, true), kMpAckExtBytes);
 }
 

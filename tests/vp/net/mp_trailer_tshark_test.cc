@@ -210,9 +210,9 @@ TEST_F(TrailerTshark, IrnModeDecodesSendsAndImmediateTailsNotPlainWrites) {
       << "mode all takes the payload for a trailer and says it looks wrong: " << all[0];
 }
 
-// MP-RDMA's READ travels as data: the request (no payload) and every
-// response carry the data trailer, a response's message number being its
-// READ request's PSN; mode all decodes them, mode irn leaves them alone.
+// MP-RDMA's READ and atomics travel as data: the request (no payload) and
+// every response carry the data trailer, a response's message number being
+// its request's PSN; mode all decodes them, mode irn leaves them alone.
 TEST_F(TrailerTshark, ModeAllDecodesMprdmaReadRequestsAndResponses) {
   RoceFields req = fields(Opcode::RDMA_READ_REQUEST, 500);
   req.reth_va = 0x20000;
@@ -230,19 +230,31 @@ TEST_F(TrailerTshark, ModeAllDecodesMprdmaReadRequestsAndResponses) {
   MpDataExt last = mid;  // response 2, its tail, 952 bytes
   last.ipsn = 2;
   last.tail = true;
+  // An atomic's response: the original value in its AtomicAckETH, then the
+  // trailer (message number: the atomic's PSN, 600).
+  RoceFields ack = fields(Opcode::ATOMIC_ACKNOWLEDGE, 77);
+  ack.atomic_ack_orig = 0x1122334455667788ull;
+  MpDataExt a;
+  a.msn = 600;
+  a.tail = true;
+  uint8_t at[kMpDataExtBytes];
+  put_mp_data_ext(at, a);
+  ack.trailer_len = kMpDataExtBytes;
   std::vector<PacketPtr> v;
   v.push_back(build_roce(req, t, sizeof t));
   v.push_back(data_packet(Opcode::RDMA_READ_RESPONSE_MIDDLE, 1024, mid));
   v.push_back(data_packet(Opcode::RDMA_READ_RESPONSE_LAST, 952, last));
+  v.push_back(build_roce(ack, at, sizeof at));
   const std::string path = capture(v, 0);
   const auto all = decode(path, "all", kDataColumns + " -e _ws.expert.message");
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(all[0], "1,0,0,1,0,1,");
   EXPECT_EQ(all[1], "2,500,1,0,0,0,");
   EXPECT_EQ(all[2], "3,500,2,0,0,1,");
+  EXPECT_EQ(all[3], "4,600,0,0,0,1,");
   const auto irn = decode(path, "irn", kDataColumns);
-  ASSERT_EQ(irn.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(irn[i], std::to_string(i + 1) + ",,,,,") << i;
+  ASSERT_EQ(irn.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(irn[i], std::to_string(i + 1) + ",,,,,") << i;
 }
 
 TEST_F(TrailerTshark, ATrailerBeyondTheSnaplenIsReportedNotMisread) {

@@ -5,12 +5,13 @@
 // own requests, placed out of order by the requester's receive side and
 // completed in order. Checked: READs and WRITEs both ways on one QP pair,
 // over a clean and a lossy cable, byte for byte, with each response placed
-// exactly once; a responder in RTR answers too; and the errors a READ can
-// meet (rkey, an unreadable source) end as they do on RoCEv2. Atomics stay
-// refused.
+// exactly once; a responder in RTR answers too; the errors a READ can meet
+// (rkey, an unreadable source) end as they do on RoCEv2; and atomics travel
+// the same way and run exactly once under loss.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -225,19 +226,58 @@ TEST_F(MprdmaRead, ResponderInRtrAnswersAndKeepsItsStreamWhenItGoesToRts) {
   EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), 0u);
 }
 
-TEST_F(MprdmaRead, AtomicsStayRefusedLocally) {
-  BuildMprdma();
+// Atomics as data: FETCH_ADDs and a COMPARE_SWAP over a 10 % lossy cable.
+// Each atomic runs once (its request is placed once, its ATOMIC ACKNOWLEDGE
+// is resent from the responder's stream, not recomputed): the counter ends
+// at its start + the number of adds, and the original values returned are
+// exactly start, start + 1, ... in posting order.
+TEST_F(MprdmaRead, AtomicsRunExactlyOnceDespiteLoss) {
+  BuildMprdma(0.1);
+  constexpr int kAdds = 96, kBatch = 16;
+  uint64_t start = 0;
   Run([&] {
     QpPair p = bench->make_pair();
-    mpr_sge s = p.a.sge(0, 8);
-    mpr_send_wr wr = Remote(5, MPR_WQE_ATOMIC_FA, &s, p.b, 64);
-    wr.compare_add = 1;
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, wr), 0);
-    const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
-    EXPECT_EQ(wc.wr_id, 5u);
-    EXPECT_EQ(wc.status, MPR_CQE_LOC_QP_OP_ERR);
-    EXPECT_EQ(wc.syndrome, MPR_SYN_UNSUPPORTED);
+    const std::vector<uint8_t> b0 = p.b.prefill(51);
+    std::memcpy(&start, b0.data() + 64, 8);
+    for (int i = 0; i < kAdds; i += kBatch) {
+      for (int j = i; j < i + kBatch; ++j) {
+        mpr_sge s = p.a.sge(4096 + 8 * uint64_t(j), 8);
+        mpr_send_wr wr = Remote(uint64_t(j), MPR_WQE_ATOMIC_FA, &s, p.b, 64);
+        wr.compare_add = 1;
+        ASSERT_EQ(p.a.ctx->post_send(p.a.qp, wr), 0);
+      }
+      const auto wcs = WaitWcs(*p.a.ctx, p.a.scq, kBatch, Ms(200));
+      ASSERT_EQ(wcs.size(), size_t{kBatch});
+      for (int j = 0; j < kBatch; ++j) {
+        EXPECT_EQ(wcs[j].wr_id, uint64_t(i + j));
+        EXPECT_EQ(wcs[j].status, MPR_CQE_SUCCESS);
+        EXPECT_EQ(wcs[j].opcode, MPR_CQE_REQ_ATOMIC_FA);
+      }
+    }
+    const std::vector<uint8_t> got = p.a.get(4096, 8 * kAdds);
+    for (int j = 0; j < kAdds; ++j) {
+      uint64_t orig = 0;
+      std::memcpy(&orig, got.data() + 8 * j, 8);
+      EXPECT_EQ(orig, start + uint64_t(j)) << "FETCH_ADD " << j;
+    }
+    // A COMPARE_SWAP that matches: the counter becomes 7, the old value comes back.
+    mpr_sge s = p.a.sge(8192, 8);
+    mpr_send_wr cas = Remote(500, MPR_WQE_ATOMIC_CAS, &s, p.b, 64);
+    cas.compare_add = start + kAdds;
+    cas.swap = 7;
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, cas), 0);
+    const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq, Ms(200));
+    EXPECT_EQ(wc.wr_id, 500u);
+    EXPECT_EQ(wc.status, MPR_CQE_SUCCESS);
+    uint64_t counter = 0, old = 0;
+    const std::vector<uint8_t> c = p.b.get(64, 8), o = p.a.get(8192, 8);
+    std::memcpy(&counter, c.data(), 8);
+    std::memcpy(&old, o.data(), 8);
+    EXPECT_EQ(counter, 7u);
+    EXPECT_EQ(old, start + kAdds);
   });
+  EXPECT_EQ(bench->counter("nic.h1.responder.atomics"), uint64_t{kAdds} + 1);
+  EXPECT_GT(bench->counter("link.h0-h1.a2b.drops") + bench->counter("link.h0-h1.b2a.drops"), 0u);
 }
 
 }  // namespace
