@@ -287,10 +287,12 @@ uint64_t Requester::paced_at(uint32_t qpn, uint64_t now) {
 }
 
 void Requester::paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now) {
-  Qp* qp = limited(qpn);
-  if (!qp) return;
-  qp->rp->on_sent(wire_bytes, now);
-  qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
+  if (Qp* qp = limited(qpn)) note_paced(*qp, wire_bytes, now);
+}
+
+void Requester::note_paced(Qp& qp, uint64_t wire_bytes, uint64_t now) {
+  qp.rp->on_sent(wire_bytes, now);
+  qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
 }
 
 void Requester::qp_to_error(uint32_t qpn) {
@@ -745,7 +747,7 @@ bool Requester::try_emit(uint32_t qpn) {
     f.trailer_len = static_cast<uint32_t>(trailer.size());  // a READ request has no payload else
   }
   core_.engine.on_sent(qpn, g.psn, npsn, now);
-  if (qp->rp) paced_sent(qpn, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
+  if (qp->rp) note_paced(*qp, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
   if (m->answers_read) {
     ++read_data_tx_;
   } else {

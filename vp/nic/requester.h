@@ -219,6 +219,7 @@ class Requester : public sc_core::sc_module, public TxSource {
   // The QP with a DCQCN limiter (created on demand for a QP in RTR/RTS), or
   // null when it is not rate controlled.
   Qp* limited(uint32_t qpn);
+  void note_paced(Qp& qp, uint64_t wire_bytes, uint64_t now);  // qp.rp set
   void fetch(Qp& qp);
   void on_wqes(uint32_t qpn, uint64_t generation, uint32_t first, uint32_t count, bool ok,
                const std::vector<uint8_t>& data);
