@@ -283,7 +283,9 @@ Requester::Qp* Requester::limited(uint32_t qpn) {
 
 uint64_t Requester::paced_at(uint32_t qpn, uint64_t now) {
   const Qp* qp = limited(qpn);
-  return qp ? std::max(now, qp->rp->tx_allowed_at()) : now;
+  const uint64_t at = qp ? std::max(now, qp->rp->tx_allowed_at()) : now;
+  if (at > now) ++*paced_;  // the responder waits (the requester counts its own)
+  return at;
 }
 
 void Requester::paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now) {
@@ -714,7 +716,8 @@ bool Requester::try_emit(uint32_t qpn) {
     case kReadDataOpcode:
       // Response k of the peer's READ, a data packet of this stream.
       offset = uint64_t(k) * mtu;
-      plen = static_cast<uint32_t>(std::min<uint64_t>(mtu, m->length - std::min(m->length, offset)));
+      plen = static_cast<uint32_t>(
+          std::min<uint64_t>(mtu, m->length - std::min(m->length, offset)));
       f.opcode = first && last ? Opcode::RDMA_READ_RESPONSE_ONLY
                  : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
                  : last        ? Opcode::RDMA_READ_RESPONSE_LAST

@@ -922,23 +922,10 @@ TEST_F(TwoHostsTest, WriteFromAnMrOverUnbackedMemoryFailsWithDmaFault) {
     QpPair healthy = bench->make_pair();
     QpPair p = bench->make_pair();
     const std::vector<uint8_t> b0 = p.b.prefill(210);
-    host::SparseMemory& mem = p.a.host->memory();
-    const uint64_t hole = mem.base() + mem.size() + (uint64_t{1} << 30);
-    ASSERT_FALSE(mem.contains(hole, 8192));
-    const std::vector<uint64_t> mtt = {hole, hole + 4096};
-    const uint64_t iova = 0x500000000000ull;
-    mpr_cmd cmd{};
-    cmd.hdr.opcode = MPR_CMD_REG_MR;
-    cmd.u.reg_mr.iova = iova;
-    cmd.u.reg_mr.length = 8192;
-    cmd.u.reg_mr.pdn = p.a.pd;
-    cmd.u.reg_mr.access = MPR_ACCESS_LOCAL_WRITE;
-    cmd.u.reg_mr.page_shift = 12;
-    cmd.u.reg_mr.num_pages = 2;
-    const host::CommandResult r = p.a.host->driver().execute(cmd, mtt.data(), mtt.size() * 8);
-    ASSERT_TRUE(r.ok()) << "status " << int(r.status);
+    const UnbackedMr mr = RegisterUnbackedMr(p.a, MPR_ACCESS_LOCAL_WRITE, 2, 0x500000000000ull);
+    ASSERT_NE(mr.key, 0u);
     const uint64_t read_errors = bench->counter("pcie.h0.dma_read_service_errors");
-    mpr_sge s = {iova + 100, 5000, r.out0};
+    mpr_sge s = {mr.iova + 100, 5000, mr.key};
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(81, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
                                                   p.b.mr.key)),
               0);
@@ -962,22 +949,11 @@ TEST_F(TwoHostsTest, ReadFromARemoteMrOverUnbackedMemoryIsARemoteOperationalErro
     QpPair healthy = bench->make_pair();
     QpPair p = bench->make_pair();
     const std::vector<uint8_t> a0 = p.a.prefill(220);
-    host::SparseMemory& mem = p.b.host->memory();
-    const uint64_t hole = mem.base() + mem.size() + (uint64_t{1} << 30);
-    const std::vector<uint64_t> mtt = {hole};
-    const uint64_t iova = 0x600000000000ull;
-    mpr_cmd cmd{};
-    cmd.hdr.opcode = MPR_CMD_REG_MR;
-    cmd.u.reg_mr.iova = iova;
-    cmd.u.reg_mr.length = 4096;
-    cmd.u.reg_mr.pdn = p.b.pd;
-    cmd.u.reg_mr.access = MPR_ACCESS_REMOTE_READ;
-    cmd.u.reg_mr.page_shift = 12;
-    cmd.u.reg_mr.num_pages = 1;
-    const host::CommandResult r = p.b.host->driver().execute(cmd, mtt.data(), 8);
-    ASSERT_TRUE(r.ok());
+    const UnbackedMr mr = RegisterUnbackedMr(p.b, MPR_ACCESS_REMOTE_READ, 1, 0x600000000000ull);
+    ASSERT_NE(mr.key, 0u);
     mpr_sge s = p.a.sge(0, 2000);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(91, MPR_WQE_RDMA_READ, &s, 1, iova, r.out0)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(91, MPR_WQE_RDMA_READ, &s, 1, mr.iova, mr.key)),
+              0);
     const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
     ExpectErr(wc, 91, MPR_CQE_REM_OP_ERR, MPR_SYN_NAK_REM_OP, p.a, 0, 0, 2000);
     const host::AsyncEvent* ev = WaitAsync(p.b.host->driver(), MPR_EQE_QP_FATAL, p.b.qpn());

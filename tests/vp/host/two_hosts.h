@@ -382,6 +382,44 @@ inline mpr_send_wr SendWr(uint64_t wr_id, uint8_t opcode, const mpr_sge* sg, uin
   return wr;
 }
 
+// A signaled one-SGE WR of `opcode` on `remote`'s buffer at `off` (its MR's
+// rkey).
+inline mpr_send_wr RemoteWrTo(uint64_t wr_id, uint8_t opcode, const mpr_sge* sg,
+                              const Endpoint& remote, uint64_t off) {
+  mpr_send_wr wr = SendWr(wr_id, opcode, sg, 1);
+  wr.remote_addr = remote.va(off);
+  wr.rkey = remote.mr.key;
+  return wr;
+}
+
+// An MR of `e`'s PD over `pages` 4 KiB pages beyond its host's memory, with
+// `access` (REG_MR straight to the driver, as no verbs call would do it):
+// its key checks pass and every DMA of it fails. Its iova and key; the test
+// fails if the NIC refuses it. In a thread.
+struct UnbackedMr {
+  uint64_t iova = 0;
+  uint32_t key = 0;
+};
+inline UnbackedMr RegisterUnbackedMr(Endpoint& e, uint32_t access, uint32_t pages,
+                                     uint64_t iova) {
+  host::SparseMemory& mem = e.host->memory();
+  const uint64_t hole = mem.base() + mem.size() + (uint64_t{1} << 30);
+  EXPECT_FALSE(mem.contains(hole, uint64_t{pages} << 12));
+  std::vector<uint64_t> mtt;
+  for (uint32_t i = 0; i < pages; ++i) mtt.push_back(hole + (uint64_t{i} << 12));
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_REG_MR;
+  cmd.u.reg_mr.iova = iova;
+  cmd.u.reg_mr.length = uint64_t{pages} << 12;
+  cmd.u.reg_mr.pdn = e.pd;
+  cmd.u.reg_mr.access = access;
+  cmd.u.reg_mr.page_shift = 12;
+  cmd.u.reg_mr.num_pages = pages;
+  const host::CommandResult r = e.host->driver().execute(cmd, mtt.data(), mtt.size() * 8);
+  EXPECT_TRUE(r.ok()) << "REG_MR status " << int(r.status);
+  return UnbackedMr{iova, static_cast<uint32_t>(r.out0)};
+}
+
 inline mpr_recv_wr RecvWr(uint64_t wr_id, const mpr_sge* sg, uint32_t nsge) {
   mpr_recv_wr wr{};
   wr.wr_id = wr_id;

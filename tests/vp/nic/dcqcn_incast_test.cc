@@ -38,6 +38,7 @@ std::string scenario_path(const std::string& rel) {
 struct Figures {
   uint64_t cnp_tx = 0;                     // receiver
   std::vector<uint64_t> cuts;              // per sender
+  std::vector<uint64_t> paced;             // per sender: waits for the rate
   double window_s = 0;
   double rx_bps = 0;                       // receiver frame bits / window
   std::vector<double> flow_bps;            // per sender, frame bits / window
@@ -97,7 +98,10 @@ class DcqcnIncast : public test::SimTest {
       const std::string h = "nic.l0h" + std::to_string(i + 1);
       f.flow_bps.push_back(static_cast<double>(counter(h + ".mac.tx_bytes").value() - tx0[i]) *
                            8 / f.window_s);
-      if (cc == "dcqcn") f.cuts.push_back(counter(h + ".dcqcn.rate_cuts").value());
+      if (cc == "dcqcn") {
+        f.cuts.push_back(counter(h + ".dcqcn.rate_cuts").value());
+        f.paced.push_back(counter(h + ".dcqcn.paced").value());
+      }
     }
     if (cc == "dcqcn") f.cnp_tx = counter("nic.l0h0.dcqcn.cnp_tx").value();
     f.queue_max = counter("switch.l0.port0.queue_max_bytes").value();
@@ -136,7 +140,11 @@ TEST_P(DcqcnIncastOp, CutsRatesAndKeepsTheQueueShortWithFairHighThroughput) {
   // The receiver notified, every sender cut its rate.
   EXPECT_GT(d.cnp_tx, 0u);
   ASSERT_EQ(d.cuts.size(), static_cast<size_t>(kSenders));
-  for (int i = 0; i < kSenders; ++i) EXPECT_GT(d.cuts[i], 0u) << "sender l0h" << i + 1;
+  for (int i = 0; i < kSenders; ++i) {
+    EXPECT_GT(d.cuts[i], 0u) << "sender l0h" << i + 1;
+    // ... and its data really waited for the rate (READ: the responses).
+    EXPECT_GT(d.paced[i], 0u) << "sender l0h" << i + 1;
+  }
 
   // Without congestion control only PFC holds the senders back: the queue
   // sits at the PAUSE threshold and PAUSE frames keep coming.

@@ -99,14 +99,6 @@ class IpIdTest : public TwoHostsTest {
   std::unique_ptr<fabric::EthLink> cap;
 };
 
-mpr_send_wr RemoteWr(uint64_t wr_id, uint8_t opcode, const mpr_sge* sg, const Endpoint& remote,
-                     uint64_t off) {
-  mpr_send_wr wr = SendWr(wr_id, opcode, sg, 1);
-  wr.remote_addr = remote.va(off);
-  wr.rkey = remote.mr.key;
-  return wr;
-}
-
 TEST_F(IpIdTest, EveryPacketOfANicCarriesTheNextIdAndStillVerifies) {
   Capture();
   Run([&] {
@@ -117,11 +109,11 @@ TEST_F(IpIdTest, EveryPacketOfANicCarriesTheNextIdAndStillVerifies) {
     // FETCH_ADD (1 request, 1 atomic ACK), then a SEND from h1 to h0 so that
     // both NICs send requests and responses.
     mpr_sge w = p.a.sge(0, 8192);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(1, MPR_WQE_RDMA_WRITE, &w, p.b, 0)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_WRITE, &w, p.b, 0)), 0);
     mpr_sge r = p.a.sge(16384, 4096);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(2, MPR_WQE_RDMA_READ, &r, p.b, 32768)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(2, MPR_WQE_RDMA_READ, &r, p.b, 32768)), 0);
     mpr_sge f = p.a.sge(65536, 8);
-    mpr_send_wr fa = RemoteWr(3, MPR_WQE_ATOMIC_FA, &f, p.b, 65536);
+    mpr_send_wr fa = RemoteWrTo(3, MPR_WQE_ATOMIC_FA, &f, p.b, 65536);
     fa.compare_add = 5;
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, fa), 0);
     for (const mpr_wc& wc : WaitWcs(*p.a.ctx, p.a.scq, 3))
@@ -192,7 +184,7 @@ TEST_F(IpIdTest, TheCounterWrapsAt65536) {
         o.path_mtu = MPR_MTU_256;
         QpPair p = bench->make_pair(o);
         mpr_sge w = p.a.sge(0, static_cast<uint32_t>(kBytes));
-        ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(1, MPR_WQE_RDMA_WRITE, &w, p.b, 0)), 0);
+        ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_WRITE, &w, p.b, 0)), 0);
         EXPECT_EQ(WaitWc(*p.a.ctx, p.a.scq, Ms(100)).status,
                   static_cast<uint32_t>(MPR_CQE_SUCCESS));
       },
@@ -224,7 +216,7 @@ TEST_F(IpIdTest, LossByIpIdModuloDropsOneFrameInN) {
     const std::vector<uint8_t> a0 = p.a.prefill(3);
     p.b.prefill(4);
     mpr_sge w = p.a.sge(0, 64 * 1024);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(1, MPR_WQE_RDMA_WRITE, &w, p.b, 0)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_WRITE, &w, p.b, 0)), 0);
     EXPECT_EQ(WaitWc(*p.a.ctx, p.a.scq, Ms(100)).status, static_cast<uint32_t>(MPR_CQE_SUCCESS));
     EXPECT_TRUE(SameBytes(p.b.get(0, 64 * 1024), a0));
   });

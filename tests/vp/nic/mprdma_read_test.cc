@@ -23,14 +23,6 @@ namespace {
 constexpr uint64_t kMtu = 1024;
 uint64_t packets_of(uint64_t bytes) { return bytes == 0 ? 1 : (bytes + kMtu - 1) / kMtu; }
 
-mpr_send_wr Remote(uint64_t wr_id, uint8_t opcode, const mpr_sge* sg, const Endpoint& remote,
-                   uint64_t off) {
-  mpr_send_wr wr = SendWr(wr_id, opcode, sg, 1);
-  wr.remote_addr = remote.va(off);
-  wr.rkey = remote.mr.key;
-  return wr;
-}
-
 class MprdmaRead : public TwoHostsTest, public ::testing::WithParamInterface<double> {
  protected:
   void BuildMprdma(double loss = 0.0) {
@@ -51,14 +43,16 @@ TEST_P(MprdmaRead, ReadsAndWritesBothWaysShareEachQpsStream) {
     const std::vector<uint8_t> a0 = p.a.prefill(11), b0 = p.b.prefill(12);
     // a: READ 20000 B of b, WRITE 9000 B to b, READ 3000 B of b.
     mpr_sge ar1 = p.a.sge(64 << 10, 20000), aw = p.a.sge(0, 9000), ar2 = p.a.sge(100 << 10, 3000);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, Remote(1, MPR_WQE_RDMA_READ, &ar1, p.b, 0)), 0);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, Remote(2, MPR_WQE_RDMA_WRITE, &aw, p.b, 128 << 10)), 0);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, Remote(3, MPR_WQE_RDMA_READ, &ar2, p.b, 50000)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_READ, &ar1, p.b, 0)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(2, MPR_WQE_RDMA_WRITE, &aw, p.b, 128 << 10)),
+              0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(3, MPR_WQE_RDMA_READ, &ar2, p.b, 50000)), 0);
     // b: READ 12000 B of a, WRITE 5000 B to a, READ of 0 bytes.
     mpr_sge br = p.b.sge(64 << 10, 12000), bw = p.b.sge(10000, 5000), bz = p.b.sge(200 << 10, 0);
-    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, Remote(4, MPR_WQE_RDMA_READ, &br, p.a, 1000)), 0);
-    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, Remote(5, MPR_WQE_RDMA_WRITE, &bw, p.a, 160 << 10)), 0);
-    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, Remote(6, MPR_WQE_RDMA_READ, &bz, p.a, 0)), 0);
+    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, RemoteWrTo(4, MPR_WQE_RDMA_READ, &br, p.a, 1000)), 0);
+    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, RemoteWrTo(5, MPR_WQE_RDMA_WRITE, &bw, p.a, 160 << 10)),
+              0);
+    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, RemoteWrTo(6, MPR_WQE_RDMA_READ, &bz, p.a, 0)), 0);
 
     const auto wa = WaitWcs(*p.a.ctx, p.a.scq, 3, Ms(200));
     const auto wb = WaitWcs(*p.b.ctx, p.b.scq, 3, Ms(200));
@@ -121,7 +115,7 @@ TEST_F(MprdmaRead, ReadOutsideTheRkeyRegionIsARemoteAccessError) {
     QpPair p = bench->make_pair();
     const std::vector<uint8_t> a0 = p.a.prefill(21);
     mpr_sge s = p.a.sge(0, 200);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, Remote(7, MPR_WQE_RDMA_READ, &s, p.b, p.b.len - 100)),
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(7, MPR_WQE_RDMA_READ, &s, p.b, p.b.len - 100)),
               0);
     const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
     EXPECT_EQ(wc.wr_id, 7u);
@@ -140,23 +134,12 @@ TEST_F(MprdmaRead, UnreadableSourceIsARemoteOperationalError) {
     const std::vector<uint8_t> a0 = p.a.prefill(31);
     // An MR of b over a page beyond its host's memory: the rkey check
     // passes, the DMA read of the responses fails.
-    host::SparseMemory& mem = p.b.host->memory();
-    const std::vector<uint64_t> mtt = {mem.base() + mem.size() + (uint64_t{1} << 30)};
-    const uint64_t iova = 0x600000000000ull;
-    mpr_cmd cmd{};
-    cmd.hdr.opcode = MPR_CMD_REG_MR;
-    cmd.u.reg_mr.iova = iova;
-    cmd.u.reg_mr.length = 4096;
-    cmd.u.reg_mr.pdn = p.b.pd;
-    cmd.u.reg_mr.access = MPR_ACCESS_REMOTE_READ;
-    cmd.u.reg_mr.page_shift = 12;
-    cmd.u.reg_mr.num_pages = 1;
-    const host::CommandResult r = p.b.host->driver().execute(cmd, mtt.data(), 8);
-    ASSERT_TRUE(r.ok());
+    const UnbackedMr mr = RegisterUnbackedMr(p.b, MPR_ACCESS_REMOTE_READ, 1, 0x600000000000ull);
+    ASSERT_NE(mr.key, 0u);
     mpr_sge s = p.a.sge(0, 2000);
     mpr_send_wr wr = SendWr(9, MPR_WQE_RDMA_READ, &s, 1);
-    wr.remote_addr = iova;
-    wr.rkey = r.out0;
+    wr.remote_addr = mr.iova;
+    wr.rkey = mr.key;
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, wr), 0);
     const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
     EXPECT_EQ(wc.wr_id, 9u);
@@ -188,7 +171,7 @@ TEST_F(MprdmaRead, ResponderInRtrAnswersAndKeepsItsStreamWhenItGoesToRts) {
     p.b.ctx->connect(p.b.qp, bi, ai, o.path_mtu, o.access, 14, 7, 7, 16, 0, false);
     ASSERT_EQ(p.b.query().qp_state, MPR_QPS_RTR);
     mpr_sge s1 = p.a.sge(0, 5000);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, Remote(1, MPR_WQE_RDMA_READ, &s1, p.b, 1000)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_READ, &s1, p.b, 1000)), 0);
     const mpr_wc w1 = WaitWc(*p.a.ctx, p.a.scq);
     EXPECT_EQ(w1.wr_id, 1u);
     EXPECT_EQ(w1.status, MPR_CQE_SUCCESS);
@@ -205,9 +188,9 @@ TEST_F(MprdmaRead, ResponderInRtrAnswersAndKeepsItsStreamWhenItGoesToRts) {
     rts.max_rd_atomic = 16;
     ASSERT_TRUE(p.b.ctx->modify_qp(p.b.qp, rts).ok());
     mpr_sge bw = p.b.sge(20000, 3000);
-    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, Remote(2, MPR_WQE_RDMA_WRITE, &bw, p.a, 100000)), 0);
+    ASSERT_EQ(p.b.ctx->post_send(p.b.qp, RemoteWrTo(2, MPR_WQE_RDMA_WRITE, &bw, p.a, 100000)), 0);
     mpr_sge s2 = p.a.sge(50000, 2500);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, Remote(3, MPR_WQE_RDMA_READ, &s2, p.b, 30000)), 0);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(3, MPR_WQE_RDMA_READ, &s2, p.b, 30000)), 0);
     const mpr_wc w2 = WaitWc(*p.b.ctx, p.b.scq);
     const mpr_wc w3 = WaitWc(*p.a.ctx, p.a.scq);
     EXPECT_EQ(w2.wr_id, 2u);
@@ -242,7 +225,7 @@ TEST_F(MprdmaRead, AtomicsRunExactlyOnceDespiteLoss) {
     for (int i = 0; i < kAdds; i += kBatch) {
       for (int j = i; j < i + kBatch; ++j) {
         mpr_sge s = p.a.sge(4096 + 8 * uint64_t(j), 8);
-        mpr_send_wr wr = Remote(uint64_t(j), MPR_WQE_ATOMIC_FA, &s, p.b, 64);
+        mpr_send_wr wr = RemoteWrTo(uint64_t(j), MPR_WQE_ATOMIC_FA, &s, p.b, 64);
         wr.compare_add = 1;
         ASSERT_EQ(p.a.ctx->post_send(p.a.qp, wr), 0);
       }
@@ -262,7 +245,7 @@ TEST_F(MprdmaRead, AtomicsRunExactlyOnceDespiteLoss) {
     }
     // A COMPARE_SWAP that matches: the counter becomes 7, the old value comes back.
     mpr_sge s = p.a.sge(8192, 8);
-    mpr_send_wr cas = Remote(500, MPR_WQE_ATOMIC_CAS, &s, p.b, 64);
+    mpr_send_wr cas = RemoteWrTo(500, MPR_WQE_ATOMIC_CAS, &s, p.b, 64);
     cas.compare_add = start + kAdds;
     cas.swap = 7;
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, cas), 0);
