@@ -522,6 +522,13 @@ void Requester::assign(Qp& qp) {
       break;
     }
     if ((m.flags & MPR_WQE_F_FENCE) && qp.rd_atomic_out > 0) break;
+    // MP-RDMA §3.3: a synchronise operation updates memory only after every
+    // earlier one completed, a READ's or atomic's once its data are back.
+    // The receiver's check sees only that their requests arrived, so the
+    // requester holds it until they complete, as a fence would.
+    if ((m.flags & MPR_WQE_F_SYNC) && qp.rd_atomic_out > 0 &&
+        core_.engine.engine_of(qp.qpn).read_as_data())
+      break;
     if (m.is_read_or_atomic() && qp.rd_atomic_out >= qp.max_rd_atomic) break;
     m.first_psn = qp.next_psn;
     m.npsn = m.packets(qp.mtu);

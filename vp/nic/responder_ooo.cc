@@ -204,9 +204,11 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
     // joins this QP's own send stream.
     std::vector<Segment> segs;
     if (!check_atomic(qp, f, segs)) return false;  // NAKed, QP in ERR
-    atomic = AtomicJob{qpn,           qp.generation, f.psn, segs.front().pa,
-                       f.opcode == Opcode::COMPARE_SWAP, f.atomic_swap_add, f.atomic_compare,
-                       0,             true,          x.msn};
+    AtomicJob job{qpn, qp.generation, f.psn, segs.front().pa, f.opcode == Opcode::COMPARE_SWAP,
+                  f.atomic_swap_add, f.atomic_compare};
+    job.as_data = true;
+    job.stream_base = x.msn;
+    atomic = job;
   } else if (f.opcode == Opcode::RDMA_READ_REQUEST) {
     // A READ of the peer: its responses join this QP's own send stream.
     Out o;

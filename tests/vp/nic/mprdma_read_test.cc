@@ -209,6 +209,49 @@ TEST_F(MprdmaRead, ResponderInRtrAnswersAndKeepsItsStreamWhenItGoesToRts) {
   EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), 0u);
 }
 
+// A synchronise WRITE posted right after a READ of the same bytes updates
+// them only after the READ completed (§3.3: "after all previous operations
+// are completed"): the READ returns the old bytes. The responder's stream
+// is busy with a WRITE of its own first, so the READ's responses (which
+// read memory as they leave) wait there while the WRITE's packets arrive:
+// without the wait the READ returns the WRITE's bytes. A WRITE without the
+// flag may overtake, as on RoCEv2 without IBV_SEND_FENCE (also checked).
+TEST_F(MprdmaRead, SynchroniseWriteAfterAReadWaitsForItsData) {
+  BuildMprdma();
+  Run([&] {
+    PairOptions o;
+    o.buf_bytes = 1 << 20;
+    QpPair p = bench->make_pair(o);
+    const std::vector<uint8_t> a0 = p.a.prefill(61), b0 = p.b.prefill(62);
+    constexpr uint32_t kLen = 100000;
+    auto round = [&](uint64_t at, bool sync) {
+      mpr_sge busy = p.b.sge(400000, 500000);
+      ASSERT_EQ(p.b.ctx->post_send(p.b.qp, RemoteWrTo(9, MPR_WQE_RDMA_WRITE, &busy, p.a, 400000)),
+                0);
+      mpr_sge r = p.a.sge(0, kLen), w = p.a.sge(200000, kLen);
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_READ, &r, p.b, at)), 0);
+      mpr_send_wr sw = RemoteWrTo(2, MPR_WQE_RDMA_WRITE, &w, p.b, at);
+      if (sync) sw.flags |= MPR_WQE_F_SYNC;
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, sw), 0);
+      const auto wa = WaitWcs(*p.a.ctx, p.a.scq, 2);
+      const auto wb = WaitWcs(*p.b.ctx, p.b.scq, 1);
+      ASSERT_EQ(wa.size(), 2u);
+      ASSERT_EQ(wb.size(), 1u);
+      EXPECT_EQ(wa[0].status, MPR_CQE_SUCCESS);
+      EXPECT_EQ(wa[1].status, MPR_CQE_SUCCESS);
+    };
+    round(0, true);
+    EXPECT_TRUE(SameBytes(p.a.get(0, kLen), std::vector<uint8_t>(b0.begin(), b0.begin() + kLen)))
+        << "the READ saw the synchronise WRITE's bytes";
+    // The same without the flag: the WRITE overtakes the responses (so the
+    // check above is not vacuous).
+    round(kLen, false);
+    EXPECT_FALSE(SameBytes(p.a.get(0, kLen),
+                           std::vector<uint8_t>(b0.begin() + kLen, b0.begin() + 2 * kLen)))
+        << "without the flag the READ did not see the WRITE: the set-up does not race";
+  });
+}
+
 // Atomics as data: FETCH_ADDs and a COMPARE_SWAP over a 10 % lossy cable.
 // Each atomic runs once (its request is placed once, its ATOMIC ACKNOWLEDGE
 // is resent from the responder's stream, not recomputed): the counter ends
