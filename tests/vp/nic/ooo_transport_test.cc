@@ -569,7 +569,14 @@ TEST_F(OooTransport, MprdmaWithDcqcnIsRejected) {
 }
 
 TEST_F(OooTransport, MprdmaRunsAreDeterministic) {
-  const std::string text = scenario_text("mprdma", kDefaultJobs);
+  // WRITE and SEND, then READ and atomics (responses in the server's stream).
+  const std::string jobs =
+      kDefaultJobs +
+      "  - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [16KiB], iterations: 40, "
+      "timeout: 10}\n"
+      "  - {name: c, app: atomic_bw, client: t0h0, server: t1h0, sizes: [8], iterations: 100, "
+      "timeout: 10}\n";
+  const std::string text = scenario_text("mprdma", jobs);
   ASSERT_TRUE(run(text));
   expect_jobs_ok();
   const auto first = all_counters();
@@ -582,8 +589,9 @@ TEST_F(OooTransport, MprdmaRunsAreDeterministic) {
   const auto second = all_counters();
   EXPECT_EQ(first, second);
   // The comparison sees a change: another seed gives other counters.
-  ASSERT_TRUE(run(scenario_text("mprdma", kDefaultJobs, 2)));
+  ASSERT_TRUE(run(scenario_text("mprdma", jobs, 2)));
   EXPECT_NE(all_counters(), first);
+  EXPECT_GT(first.at("nic.t1h0.requester.read_data_tx"), 0u);
 }
 
 }  // namespace
