@@ -23,6 +23,18 @@ namespace {
 constexpr uint64_t kMtu = 1024;
 uint64_t packets_of(uint64_t bytes) { return bytes == 0 ? 1 : (bytes + kMtu - 1) / kMtu; }
 
+// The READ `wr_id` of p.a failed with `status`/`syndrome`, its buffer
+// (`a0` before) untouched, and the responder's QP went to ERR. In a thread.
+void ExpectReadFailed(QpPair& p, const std::vector<uint8_t>& a0, uint64_t wr_id, uint32_t status,
+                      uint32_t syndrome) {
+  const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
+  EXPECT_EQ(wc.wr_id, wr_id);
+  EXPECT_EQ(wc.status, status);
+  EXPECT_EQ(wc.syndrome, syndrome);
+  EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), a0));
+  EXPECT_EQ(p.b.query().qp_state, MPR_QPS_ERR);
+}
+
 class MprdmaRead : public TwoHostsTest, public ::testing::WithParamInterface<double> {
  protected:
   void BuildMprdma(double loss = 0.0) {
@@ -117,12 +129,7 @@ TEST_F(MprdmaRead, ReadOutsideTheRkeyRegionIsARemoteAccessError) {
     mpr_sge s = p.a.sge(0, 200);
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(7, MPR_WQE_RDMA_READ, &s, p.b, p.b.len - 100)),
               0);
-    const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
-    EXPECT_EQ(wc.wr_id, 7u);
-    EXPECT_EQ(wc.status, MPR_CQE_REM_ACCESS_ERR);
-    EXPECT_EQ(wc.syndrome, MPR_SYN_NAK_REM_ACCESS);
-    EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), a0));
-    EXPECT_EQ(p.b.query().qp_state, MPR_QPS_ERR);
+    ExpectReadFailed(p, a0, 7, MPR_CQE_REM_ACCESS_ERR, MPR_SYN_NAK_REM_ACCESS);
   });
   EXPECT_EQ(bench->counter("nic.h1.requester.read_data_tx"), 0u);
 }
@@ -141,12 +148,7 @@ TEST_F(MprdmaRead, UnreadableSourceIsARemoteOperationalError) {
     wr.remote_addr = mr.iova;
     wr.rkey = mr.key;
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, wr), 0);
-    const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
-    EXPECT_EQ(wc.wr_id, 9u);
-    EXPECT_EQ(wc.status, MPR_CQE_REM_OP_ERR);
-    EXPECT_EQ(wc.syndrome, MPR_SYN_NAK_REM_OP);
-    EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), a0));
-    EXPECT_EQ(p.b.query().qp_state, MPR_QPS_ERR);
+    ExpectReadFailed(p, a0, 9, MPR_CQE_REM_OP_ERR, MPR_SYN_NAK_REM_OP);
     bool event = false;
     for (const host::AsyncEvent& e : p.b.host->driver().async_events())
       event |= e.type == MPR_EQE_QP_FATAL && e.data0 == p.b.qpn() && e.data1 == MPR_SYN_DMA_FAULT;
