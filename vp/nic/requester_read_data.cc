@@ -79,23 +79,26 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
                                 const net::RoceFields& f, const uint8_t* payload) {
   Qp* qp = find(qpn);
   if (!qp || !qp->active || qp->error) return false;
-  ++read_data_rx_;
   Message* m = nullptr;
   for (Message& x : qp->inflight)
     if (x.read_as_data && x.first_psn == read_psn) {
       m = &x;
       break;
     }
-  const uint32_t n = m ? static_cast<uint32_t>(m->resp_got.size()) : 0;
+  // It must be a response this WQE is still waiting for, of its kind, with
+  // the payload its index implies (an atomic's value is in its header).
   const uint64_t offset = uint64_t(k) * qp->mtu;
   const bool atomic = f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE;
-  const bool fits =
-      m && k < n && !m->resp_got[k] && atomic == (m->is_read_or_atomic() && m->opcode != MPR_WQE_RDMA_READ) &&
-      (atomic ? f.payload_len == 0
-              : f.payload_len ==
-                        std::min<uint64_t>(qp->mtu, m->length - std::min(m->length, offset)) &&
-                    (k + 1 == n) == (f.opcode == net::Opcode::RDMA_READ_RESPONSE_LAST ||
-                                     f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY));
+  bool fits = m && k < m->resp_got.size() && !m->resp_got[k] &&
+              atomic == (m->opcode != MPR_WQE_RDMA_READ);
+  if (fits && atomic) {
+    fits = f.payload_len == 0;
+  } else if (fits) {
+    const bool last = k + 1 == m->resp_got.size();
+    fits = f.payload_len == std::min<uint64_t>(qp->mtu, m->length - std::min(m->length, offset)) &&
+           last == (f.opcode == net::Opcode::RDMA_READ_RESPONSE_LAST ||
+                    f.opcode == net::Opcode::RDMA_READ_RESPONSE_ONLY);
+  }
   if (!fits) {
     ++bad_responses_;
     MPR_LOG(log_, info, "QP " << qpn << ": READ response " << k << " for READ PSN " << read_psn
@@ -112,6 +115,7 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
     slice_segments(m->local, offset, f.payload_len, segs);
     core_.dma.scatter(segs, payload, DmaPurpose::payload);
   }
+  ++read_data_rx_;
   m->resp_got[k] = true;
   if (--m->data_left == 0) {
     m->resp_next = psn_add(m->first_psn, 1);
