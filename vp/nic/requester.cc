@@ -510,6 +510,8 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
 
 void Requester::assign(Qp& qp) {
   if (qp.ud) return assign_ud(qp);
+  // READ and atomics travel as data (MP-RDMA): see send_read_data.
+  const bool as_data = core_.engine.engine_of(qp.qpn).read_as_data();
   bool added = false;
   while (!qp.pending.empty()) {
     Message& m = qp.pending.front();
@@ -526,13 +528,11 @@ void Requester::assign(Qp& qp) {
     // earlier one completed, a READ's or atomic's once its data are back.
     // The receiver's check sees only that their requests arrived, so the
     // requester holds it until they complete, as a fence would.
-    if ((m.flags & MPR_WQE_F_SYNC) && qp.rd_atomic_out > 0 &&
-        core_.engine.engine_of(qp.qpn).read_as_data())
-      break;
+    if ((m.flags & MPR_WQE_F_SYNC) && qp.rd_atomic_out > 0 && as_data) break;
     if (m.is_read_or_atomic() && qp.rd_atomic_out >= qp.max_rd_atomic) break;
     m.first_psn = qp.next_psn;
     m.npsn = m.packets(qp.mtu);
-    if (m.is_read_or_atomic() && core_.engine.engine_of(qp.qpn).read_as_data()) {
+    if (m.is_read_or_atomic() && as_data) {
       // The request is one data packet; the responses come in the peer's
       // own stream.
       m.read_as_data = true;
