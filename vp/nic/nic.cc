@@ -140,36 +140,9 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
   mac_.set_rx_handler([this](net::PacketPtr pkt, const net::RoceFields& f) {
     return on_packet(std::move(pkt), f);
   });
-  requester_.on_qp_error = [this](uint32_t qpn) { responder_.qp_to_error(qpn); };
-  responder_.on_qp_error = [this](uint32_t qpn) { requester_.qp_to_error(qpn); };
-  requester_.on_read_ack = [this](uint32_t qpn, const AckExt& a) { responder_.on_read_ack(qpn, a); };
-  // READ as data (MP-RDMA): the responder hands a READ's responses to the
-  // send stream of its QP and the responses of the peer's stream to the
-  // READ they answer.
-  responder_.send_read_data = [this](uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
-                                     std::vector<Segment> segs, uint64_t len) {
-    return requester_.send_read_data(qpn, read_psn, stream_base, std::move(segs), len);
-  };
-  responder_.place_read_data = [this](uint32_t qpn, uint32_t read_psn, uint32_t k,
-                                      const net::RoceFields& f, const uint8_t* payload) {
-    return requester_.place_read_data(qpn, read_psn, k, f, payload);
-  };
-  // DCQCN: one rate limiter per QP for its requests and its READ responses;
-  // CE-marked READ responses reach the notification point.
-  responder_.paced_at = [this](uint32_t qpn, uint64_t now) {
-    return requester_.paced_at(qpn, now);
-  };
-  responder_.paced_sent = [this](uint32_t qpn, uint64_t wire, uint64_t now) {
-    requester_.paced_sent(qpn, wire, now);
-  };
-  requester_.on_response_ce = [this](uint32_t qpn) { responder_.response_ce(qpn); };
-  responder_.send_atomic_data = [this](uint32_t qpn, uint32_t psn, uint32_t stream_base,
-                                       uint64_t orig) {
-    return requester_.send_atomic_data(qpn, psn, stream_base, orig);
-  };
-  requester_.on_read_source_fault = [this](uint32_t qpn, uint32_t read_psn) {
-    responder_.read_source_fault(qpn, read_psn);
-  };
+  // The two halves of every QP (qp_sides.h).
+  requester_.connect(&responder_);
+  responder_.connect(&requester_);
   hostif_.set_link_up(true);
   // Power-on is a reset: the NIC is ready after the reset latency.
   calendar_.at(clock_.cycles(static_cast<uint64_t>(cfg_.latency.reset)),

@@ -793,7 +793,7 @@ bool Requester::try_emit(uint32_t qpn) {
                        Qp* q = find(qpn);
                        if (!q || q->generation != gen) return;
                        if (answers) {
-                         if (on_read_source_fault) on_read_source_fault(qpn, read_psn);
+                         if (responder_) responder_->read_source_fault(qpn, read_psn);
                          return;
                        }
                        for (Message& msg : q->inflight)
@@ -825,7 +825,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     ++read_acks_rx_;
     calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
                  [this, qpn, ext] {
-                   if (on_read_ack) on_read_ack(qpn, ext);
+                   if (responder_) responder_->on_read_ack(qpn, ext);
                  });
     return;
   }
@@ -837,9 +837,9 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   const uint64_t gen = qp->generation;
   // DCQCN notification point for the data this QP receives as READ
   // responses: a CE mark asks the responder for a CNP to their sender.
-  if (f.ecn == 3 && on_response_ce && is_read_response(f.opcode) &&
+  if (f.ecn == 3 && responder_ && is_read_response(f.opcode) &&
       !core_.engine.engine_of(qpn).own_congestion_control())
-    on_response_ce(qpn);
+    responder_->response_ce(qpn);
   // ACK processing costs ack_process cycles before its effects are visible.
   std::shared_ptr<net::Packet> held(std::move(pkt));
   calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
@@ -1089,7 +1089,7 @@ void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syn
   qp.rd_atomic_out = 0;
   qp.fetching = false;
   flush_new(qp);
-  if (on_qp_error) on_qp_error(qp.qpn);
+  if (responder_) responder_->qp_to_error(qp.qpn);
 }
 
 void Requester::flush_new(Qp& qp) {

@@ -17,7 +17,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,13 +31,14 @@
 #include "vp/net/roce_codec.h"
 #include "vp/nic/dcqcn.h"
 #include "vp/nic/nic_core.h"
+#include "vp/nic/qp_sides.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
 
 namespace mprdma::nic {
 
-class Requester : public sc_core::sc_module, public TxSource {
+class Requester : public sc_core::sc_module, public TxSource, public RequesterSide {
  public:
   Requester(sc_core::sc_module_name name, NicCore& core);
 
@@ -52,7 +52,7 @@ class Requester : public sc_core::sc_module, public TxSource {
   std::optional<uint32_t> wqe_of_response(uint32_t qpn, uint32_t psn);
   // QP lifecycle, from the command processor.
   void qp_to_rts(uint32_t qpn);
-  void qp_to_error(uint32_t qpn);
+  void qp_to_error(uint32_t qpn) override;
   void qp_removed(uint32_t qpn);  // RESET or destroyed
   // Responses addressed to this NIC's requester QPs.
   void on_response(net::PacketPtr pkt, const net::RoceFields& f);
@@ -63,11 +63,10 @@ class Requester : public sc_core::sc_module, public TxSource {
 
   void reset();
 
-  // Called when the requester moved a QP to ERR (the responder flushes).
-  std::function<void(uint32_t qpn)> on_qp_error;
-  // A Read (N)ACK arrived for QP `qpn` (it acknowledges READ responses
-  // this NIC's responder sent): the responder's business.
-  std::function<void(uint32_t qpn, const AckExt& ack)> on_read_ack;
+  // The responder of the same QPs (qp_sides.h): it flushes when the
+  // requester moves a QP to ERR, and takes Read (N)ACKs, CE-marked READ
+  // responses and faults of READ-as-data sources. None: a requester alone.
+  void connect(ResponderSide* responder) { responder_ = responder; }
   // READ as data (TransportEngine::read_as_data, MP-RDMA). The responder
   // accepted a READ of the peer (request PSN `read_psn`, source `segs` of
   // `len` bytes): its responses join QP `qpn`'s send stream, after the
@@ -76,10 +75,11 @@ class Requester : public sc_core::sc_module, public TxSource {
   // (the PSN the peer's receiver expects first, carried by the request) and
   // keeps it when it goes to RTS.
   bool send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
-                      std::vector<Segment> segs, uint64_t len);
+                      std::vector<Segment> segs, uint64_t len) override;
   // Likewise the ATOMIC ACKNOWLEDGE of the peer's atomic `atomic_psn`,
   // carrying the original value `orig`.
-  bool send_atomic_data(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base, uint64_t orig);
+  bool send_atomic_data(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base,
+                        uint64_t orig) override;
   // The responder placed response `k` of READ `read_psn` in the receive
   // bitmap (or the ATOMIC ACKNOWLEDGE of atomic `read_psn`): scatter its
   // payload (the original value) into the WQE's buffers; the WQE completes
@@ -87,23 +87,18 @@ class Requester : public sc_core::sc_module, public TxSource {
   // False: no such READ in flight or a response that does not fit it (the
   // QP went to ERR, the oldest WQE with BAD_RESP_ERR).
   bool place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k, const net::RoceFields& f,
-                       const uint8_t* payload);
+                       const uint8_t* payload) override;
   // DCQCN (congestion_control: dcqcn): QP `qpn`'s rate limiter paces
   // everything the QP sends as data, its requests and its responder's READ
   // responses (a QP in RTR gets one at its first paced packet or CNP):
   // the earliest cycle its next paced packet may start (`now` when it is not
   // limited, or never rate controlled: an engine with its own congestion
   // control, a UD QP, a NIC without DCQCN), and the accounting of one sent.
-  uint64_t paced_at(uint32_t qpn, uint64_t now);
-  void paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now);
-  // A READ response arrived CE-marked: the responder's notification point
-  // decides on a CNP (DCQCN).
-  std::function<void(uint32_t qpn)> on_response_ce;
-  // READ as data: the source of the responses to READ `read_psn` could not
-  // be read (a DMA fault): the responder's business (a fatal NAK).
-  std::function<void(uint32_t qpn, uint32_t read_psn)> on_read_source_fault;
+  uint64_t paced_at(uint32_t qpn, uint64_t now) override;
+  void paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now) override;
 
  private:
+  ResponderSide* responder_ = nullptr;
   // Message::opcode of the responses to a peer's READ in this QP's send
   // stream (READ as data): not a WQE opcode.
   static constexpr uint8_t kReadDataOpcode = 0xff;

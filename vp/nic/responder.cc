@@ -243,7 +243,7 @@ void Responder::fetch_recv(Qp& qp) {
         if (mpr_qpc* ctx = core_.contexts.qp(qpn)) ctx->state = ctx->attr.qp_state = MPR_QPS_ERR;
         core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
         qp_to_error(qpn);
-        if (on_qp_error) on_qp_error(qpn);
+        if (requester_) requester_->qp_to_error(qpn);
       }
       return;
     }
@@ -702,7 +702,7 @@ void Responder::start_rmw(const AtomicJob& job) {
       if (result != orig || !job.cas) core_.dma.write(job.pa, &result, 8, DmaPurpose::atomic);
       ++atomics_done_;
       if (live && job.as_data) {
-        if (!send_atomic_data || !send_atomic_data(job.qpn, job.psn, job.stream_base, orig))
+        if (!requester_ || !requester_->send_atomic_data(job.qpn, job.psn, job.stream_base, orig))
           fatal(*qp, net::NakCode::invalid_request, job.psn, MPR_EQE_QP_REQ_ERR,
                 "atomic on a QP that cannot send its response");
       } else if (live) {
@@ -767,7 +767,7 @@ void Responder::fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, co
   }
   core_.cq.post_async(event, qpn, syndrome);
   qp_to_error(qpn);
-  if (on_qp_error) on_qp_error(qpn);
+  if (requester_) requester_->qp_to_error(qpn);
 }
 
 void Responder::recv_cqe(Qp& qp, const RecvWqe& wqe, uint8_t opcode, uint32_t byte_len,
@@ -817,8 +817,8 @@ bool Responder::try_emit(uint32_t qpn) {
   const uint64_t now = core_.now_cycle();
   const bool read_front = !qp->out.empty() && qp->out.front().kind == Out::Kind::read;
   const bool read_next = read_front || (!qp->read_table.empty() && qp->out.empty());
-  if (read_next && paced_at) {
-    const uint64_t at = paced_at(qpn, now);
+  if (read_next && requester_) {
+    const uint64_t at = requester_->paced_at(qpn, now);
     if (at > now) {
       schedule_pace(*qp, at);
       return false;
@@ -898,7 +898,7 @@ bool Responder::try_emit(uint32_t qpn) {
         --qp->rd_atomic_out;
       }
       read_response_left(*qp, f.psn);
-      if (paced_sent) paced_sent(qpn, net::roce_wire_bytes(f.opcode, plen), now);
+      if (requester_) requester_->paced_sent(qpn, net::roce_wire_bytes(f.opcode, plen), now);
       fill_read_response(*qp, f, slot, segs);
       return true;
     }
@@ -930,7 +930,7 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
   ++read_retransmits_;
   read_response_left(qp, psn);
-  if (paced_sent) paced_sent(qp.qpn, net::roce_wire_bytes(f.opcode, plen), core_.now_cycle());
+  if (requester_) requester_->paced_sent(qp.qpn, net::roce_wire_bytes(f.opcode, plen), core_.now_cycle());
   std::vector<Segment> segs;
   slice_segments(d->segs, offset, plen, segs);
   fill_read_response(qp, f, slot, segs);

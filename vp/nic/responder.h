@@ -21,7 +21,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -36,6 +35,7 @@
 #include "vp/net/roce_codec.h"
 #include "vp/nic/dcqcn.h"
 #include "vp/nic/nic_core.h"
+#include "vp/nic/qp_sides.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
@@ -43,13 +43,13 @@
 
 namespace mprdma::nic {
 
-class Responder : public sc_core::sc_module, public TxSource {
+class Responder : public sc_core::sc_module, public TxSource, public ResponderSide {
  public:
   Responder(sc_core::sc_module_name name, NicCore& core);
 
   void rq_doorbell(uint32_t qpn, uint16_t pi);
   void qp_to_rtr(uint32_t qpn);
-  void qp_to_error(uint32_t qpn);
+  void qp_to_error(uint32_t qpn) override;
   void qp_removed(uint32_t qpn);
   void on_request(net::PacketPtr pkt, const net::RoceFields& f);
 
@@ -57,41 +57,26 @@ class Responder : public sc_core::sc_module, public TxSource {
   void reset();
   // A Read (N)ACK from the peer's requester (explicit READ
   // acknowledgements): it acknowledges responses this responder sent.
-  void on_read_ack(uint32_t qpn, const AckExt& ack);
-  // READ as data (TransportEngine::read_as_data): the responses of a READ
-  // this QP accepted go to its requester, which sends them in its own send
-  // stream (a QP in RTR starts it at `stream_base`, which the request
-  // carries; false: it cannot); and a response of the
-  // peer's stream (arriving here like any data packet) goes to the READ
-  // request `read_psn` of the requester, which places it (false: no such
-  // READ, or the response does not fit it).
-  std::function<bool(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
-                     std::vector<Segment> segs, uint64_t len)>
-      send_read_data;
-  std::function<bool(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base, uint64_t orig)>
-      send_atomic_data;
-  std::function<bool(uint32_t qpn, uint32_t read_psn, uint32_t k, const net::RoceFields& f,
-                     const uint8_t* payload)>
-      place_read_data;
-  // DCQCN: the QP's rate limiter (Requester::paced_at, paced_sent), which
-  // paces its READ responses too.
-  std::function<uint64_t(uint32_t qpn, uint64_t now)> paced_at;
-  std::function<void(uint32_t qpn, uint64_t wire_bytes, uint64_t now)> paced_sent;
+  void on_read_ack(uint32_t qpn, const AckExt& ack) override;
+  // The requester of the same QPs (qp_sides.h): it flushes when the
+  // responder moves a QP to ERR; READ as data (TransportEngine::read_as_data)
+  // sends a READ's responses in its send stream and places the responses
+  // of the peer's stream (arriving here like any data packet); DCQCN's rate
+  // limiter of a QP paces its READ responses too. None: a responder alone.
+  void connect(RequesterSide* requester) { requester_ = requester; }
   // A READ response of QP `qpn` arrived CE-marked (its requester saw it):
   // the notification point may send the peer a CNP.
-  void response_ce(uint32_t qpn);
+  void response_ce(uint32_t qpn) override;
   // READ as data: the source of READ `read_psn`'s responses could not be
   // read (the requester's DMA failed): NAK the READ, QP to ERR.
-  void read_source_fault(uint32_t qpn, uint32_t read_psn);
-
-  // Called when the responder moved a QP to ERR (the requester flushes).
-  std::function<void(uint32_t qpn)> on_qp_error;
+  void read_source_fault(uint32_t qpn, uint32_t read_psn) override;
 
   // Per atomic lock bucket ever held: the time it was held so far, in ps
   // (each hold counted when it ends).
   const std::unordered_map<uint32_t, uint64_t>& lock_held_ps() const { return lock_held_ps_; }
 
  private:
+  RequesterSide* requester_ = nullptr;
   struct RecvWqe {
     uint32_t index = 0;
     std::vector<mpr_wqe_data> sges;

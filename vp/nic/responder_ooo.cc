@@ -213,7 +213,8 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
     // A READ of the peer: its responses join this QP's own send stream.
     Out o;
     if (!check_read(qp, f, o)) return false;  // NAKed, QP in ERR
-    if (!send_read_data || !send_read_data(qpn, f.psn, x.msn, std::move(o.segs), o.len)) {
+    if (!requester_ ||
+        !requester_->send_read_data(qpn, f.psn, x.msn, std::move(o.segs), o.len)) {
       fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
             "READ on a QP that cannot send its responses");
       return false;
@@ -223,7 +224,7 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
     // A response to one of this QP's READs: the requester places it (or
     // fails the QP when it fits no READ).
     const uint64_t gen = qp.generation;
-    if (!place_read_data || !place_read_data(qpn, x.msn, x.ipsn, f, payload)) return false;
+    if (!requester_ || !requester_->place_read_data(qpn, x.msn, x.ipsn, f, payload)) return false;
     Qp* again = find(qpn);
     if (!again || again->generation != gen || again->error) return false;
   }
