@@ -38,8 +38,9 @@ class RequesterSide {
   // receive bitmap: place it. False: no such READ, or it does not fit.
   virtual bool place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
                                const net::RoceFields& f, const uint8_t* payload) = 0;
-  // DCQCN: the earliest cycle the QP's next paced packet may start, and the
-  // accounting of one sent.
+  // DCQCN: the earliest cycle the QP's next paced packet may start (when
+  // later than `now`, the requester wakes the QP then: it is the limiter's
+  // owner), and the accounting of one sent.
   virtual uint64_t paced_at(uint32_t qpn, uint64_t now) = 0;
   virtual void paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now) = 0;
 };

@@ -282,9 +282,9 @@ Requester::Qp* Requester::limited(uint32_t qpn) {
 }
 
 uint64_t Requester::paced_at(uint32_t qpn, uint64_t now) {
-  const Qp* qp = limited(qpn);
+  Qp* qp = limited(qpn);
   const uint64_t at = qp ? std::max(now, qp->rp->tx_allowed_at()) : now;
-  if (at > now) ++*paced_;  // the responder waits (the requester counts its own)
+  if (at > now) schedule_pace(*qp, at);  // the responder waits for the same wake-up
   return at;
 }
 
@@ -1124,7 +1124,9 @@ void Requester::schedule_pace(Qp& qp, uint64_t at) {
     Qp* q = find(qpn);
     if (!q || q->generation != gen || q->pace_at != at) return;
     q->pace_at = kNever;
-    if (q->active && !q->error) core_.tx.activate(qpn);
+    // The QP's turn: its requester, or its responder's READ responses (a QP
+    // in RTR has only those).
+    if (!q->error) core_.tx.activate(qpn);
   });
 }
 

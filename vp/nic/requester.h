@@ -93,7 +93,8 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   // responses (a QP in RTR gets one at its first paced packet or CNP):
   // the earliest cycle its next paced packet may start (`now` when it is not
   // limited, or never rate controlled: an engine with its own congestion
-  // control, a UD QP, a NIC without DCQCN), and the accounting of one sent.
+  // control, a UD QP, a NIC without DCQCN; when later, the QP is activated
+  // again then), and the accounting of one sent.
   uint64_t paced_at(uint32_t qpn, uint64_t now) override;
   void paced_sent(uint32_t qpn, uint64_t wire_bytes, uint64_t now) override;
 
@@ -233,6 +234,8 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   void complete(const Qp& qp, const Message& m, uint8_t status, uint8_t syndrome);
   void handle(Qp& qp, const AckResult& r, const Message* subject);
   void schedule_wake(Qp& qp);
+  // DCQCN: the QP's one pacing wake-up (for its requests and its
+  // responder's READ responses alike), counted in dcqcn.paced.
   void schedule_pace(Qp& qp, uint64_t at);
   uint32_t ack_limit(const Qp& qp) const;
   // READ and atomic responses not yet here with PSNs before `end`; true

@@ -812,17 +812,13 @@ bool Responder::try_emit(uint32_t qpn) {
     return true;
   }
   // DCQCN paces READ responses with the QP's limiter (requests share it);
-  // ACKs, NAKs and atomic responses go unpaced. A wake-up activates the QP
-  // again when the rate allows.
+  // ACKs, NAKs and atomic responses go unpaced. The limiter's owner wakes
+  // the QP when the rate allows (the scheduler serves its responder first).
   const uint64_t now = core_.now_cycle();
   const bool read_front = !qp->out.empty() && qp->out.front().kind == Out::Kind::read;
   const bool read_next = read_front || (!qp->read_table.empty() && qp->out.empty());
   if (read_next && requester_) {
-    const uint64_t at = requester_->paced_at(qpn, now);
-    if (at > now) {
-      schedule_pace(*qp, at);
-      return false;
-    }
+    if (requester_->paced_at(qpn, now) > now) return false;
   }
   if (!qp->read_table.empty()) {
     // Responses the requester's Read NACKs (or a timeout) call lost go
@@ -963,19 +959,6 @@ void Responder::read_response_left(Qp& qp, uint32_t psn) {
   if (qp.read_table.empty()) return;  // no explicit READ acknowledgements
   core_.engine.read_response_sent(qp.qpn, psn, core_.now_cycle());
   schedule_read_wake(qp);
-}
-
-void Responder::schedule_pace(Qp& qp, uint64_t at) {
-  if (at >= qp.pace_at) return;  // an earlier wake-up is pending
-  qp.pace_at = at;
-  const uint32_t qpn = qp.qpn;
-  const uint64_t gen = qp.generation;
-  calendar_.at(core_.clock.cycles(at), [this, qpn, gen, at] {
-    Qp* q = find(qpn);
-    if (!q || q->generation != gen || q->pace_at != at) return;
-    q->pace_at = kNever;
-    if (q->active && !q->error) core_.tx.activate(qpn);
-  });
 }
 
 void Responder::on_read_ack(uint32_t qpn, const AckExt& ack) {

@@ -155,7 +155,6 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     uint32_t rd_atomic_out = 0;
     std::deque<std::pair<uint32_t, uint64_t>> atomic_replay;  // psn -> original value
     bool cnp_due = false;  // DCQCN: a CNP for this QP waits for the scheduler
-    uint64_t pace_at = kNever;  // DCQCN: the pending wake-up of paced READ responses
     // Explicit READ acknowledgements: the READs whose responses the engine
     // may ask to send again (responder resources), and its wake-up.
     struct ReadDesc {
@@ -194,7 +193,6 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   void read_atomic_ooo(Qp& qp, const net::RoceFields& f);
   // DCQCN notification point for CE-marked data of the QP.
   void data_ce(Qp& qp);
-  void schedule_pace(Qp& qp, uint64_t at);
   // READ as data, a packet the engine said to place: a READ request (its
   // responses go to the requester's send stream) or a response (the
   // requester places it). False: it failed and the QP is in ERR.
