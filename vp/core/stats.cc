@@ -1,5 +1,6 @@
 #include "vp/core/stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -58,13 +59,7 @@ double Histogram::percentile(double p) const {
   if (count_ == 0) return 0.0;
   if (p <= 0.0) return min_;
   if (p >= 100.0) return max_;
-  // Nearest-rank definition: the smallest value with at least p % at or below.
-  // p / 100 is not exact in binary: 99.9 / 100 * 1000 is 999.0000000000001,
-  // and a plain ceil would take rank 1000. A relative slack of 1e-9 keeps
-  // whole ranks whole (counts far below 10^9 are unaffected otherwise).
-  const double r = p / 100.0 * static_cast<double>(count_);
-  uint64_t rank = static_cast<uint64_t>(std::ceil(r - 1e-9 * r));
-  if (rank == 0) rank = 1;
+  const uint64_t rank = rank_of(p, count_);
   uint64_t seen = 0;
   // Exact values all lie below the bucketed ones.
   for (const auto& [value, n] : exact_) {
@@ -76,6 +71,36 @@ double Histogram::percentile(double p) const {
     if (seen >= rank) return std::min(max_, std::max(min_, bucket_mid(bucket)));
   }
   return max_;
+}
+
+uint64_t Histogram::rank_of(double p, uint64_t count) {
+  // Nearest-rank definition: the smallest value with at least p % at or below.
+  // p / 100 is not exact in binary: 99.9 / 100 * 1000 is 999.0000000000001,
+  // and a plain ceil would take rank 1000. A relative slack of 1e-9 keeps
+  // whole ranks whole (counts far below 10^9 are unaffected otherwise).
+  const double r = std::min(std::max(p, 0.0), 100.0) / 100.0 * static_cast<double>(count);
+  const uint64_t rank = static_cast<uint64_t>(std::ceil(r - 1e-9 * r));
+  return std::max<uint64_t>(rank, 1);
+}
+
+std::optional<double> Histogram::percentile_between(const Tally& since, const Tally& until,
+                                                    double p) const {
+  if (until.count <= since.count) return std::nullopt;
+  const uint64_t rank = rank_of(p, until.count - since.count);
+  uint64_t seen = 0;
+  // Counts only grow: a value's count in the window is its count at the
+  // end less its count at the start.
+  for (const auto& [value, n] : until.exact) {
+    const auto before = since.exact.find(value);
+    seen += n - (before == since.exact.end() ? 0 : before->second);
+    if (seen >= rank) return value;
+  }
+  for (const auto& [bucket, n] : until.buckets) {
+    const auto before = since.buckets.find(bucket);
+    seen += n - (before == since.buckets.end() ? 0 : before->second);
+    if (seen >= rank) return std::min(max_, std::max(min_, bucket_mid(bucket)));
+  }
+  return std::nullopt;  // tallies of another histogram
 }
 
 void StatsRegistry::check_free(const std::string& path, const char* kind) const {

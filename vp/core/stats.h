@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,9 +66,26 @@ class Histogram {
   double percentile(double p) const;
   const StatInfo& info() const { return info_; }
 
+  // The counts so far. A percentile over a window of time is the
+  // percentile of the samples recorded between two tallies (the window's
+  // start and end): percentile_between().
+  struct Tally {
+    uint64_t count = 0;
+    std::map<double, uint64_t> exact;  // values below exact_below()
+    std::map<int, uint64_t> buckets;
+  };
+  Tally tally() const { return {count_, exact_, buckets_}; }
+  // Nearest rank over the samples recorded after `since` and up to `until`
+  // (tallies of this histogram, `since` the earlier); nullopt when there
+  // were none. Exact for values below exact_below(), else within 1.6 %.
+  std::optional<double> percentile_between(const Tally& since, const Tally& until,
+                                           double p) const;
+
  private:
   static int bucket_of(double value);
   static double bucket_mid(int bucket);
+  // Nearest rank of percentile p among `count` samples (at least 1).
+  static uint64_t rank_of(double p, uint64_t count);
   StatInfo info_;
   std::map<int, uint64_t> buckets_;
   std::map<double, uint64_t> exact_;  // values below exact_below_

@@ -392,6 +392,15 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     observers_.add(sampler_.get());
   }
   if (fabric_ && fabric_->deadlock_detector()) observers_.add(fabric_->deadlock_detector());
+  // Windowed percentiles: the histograms' tallies at each window's edges.
+  hist_windows_ = std::make_unique<HistogramWindows>(env_.stats);
+  for (const auto& [name, expr] : cfg_.metrics) {
+    if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
+    for (const MetricTerm& t : parse_metric(expr))
+      if (t.kind == MetricTerm::Kind::kHistPct && t.windowed)
+        hist_windows_->add(t.counter, t.from.ps, t.to.ps);
+  }
+  if (!hist_windows_->empty()) observers_.add(hist_windows_.get());
   for (const auto& [name, expr] : cfg_.metrics) {
     std::optional<BottleneckSpec> spec = parse_bottleneck_metric(expr);
     if (!spec) continue;
@@ -674,7 +683,10 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           found = true;
         }
       } else if (t.kind == MetricTerm::Kind::kHistPct) {
-        if (const auto v = histogram_percentile(env_.stats.find_histogram(t.counter), t.pct)) {
+        const auto v =
+            t.windowed ? hist_windows_->percentile(t.counter, t.from.ps, t.to.ps, t.pct)
+                       : histogram_percentile(env_.stats.find_histogram(t.counter), t.pct);
+        if (v) {
           sum += *v;
           found = true;
         }

@@ -23,6 +23,7 @@
 #include "vp/host/qemu_host.h"
 #include "vp/pcie/qemu_time.h"
 #include "vp/platform/bottleneck.h"
+#include "vp/platform/histogram_windows.h"
 #include "vp/platform/scenario.h"
 
 namespace mprdma::platform {
@@ -109,6 +110,7 @@ class Platform {
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<core::RateSampler> sampler_;
   core::ObserverSet observers_;  // run between kernel runs (observer.h)
+  std::unique_ptr<HistogramWindows> hist_windows_;  // pct(...) over [from, to)
   std::map<std::string, std::unique_ptr<BottleneckProbe>> bottlenecks_;  // by metric name
   std::vector<JobOutcome> outcomes_;
   std::vector<GuestOutcome> guests_;

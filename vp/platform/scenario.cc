@@ -139,11 +139,12 @@ void parse_rate_term(const std::string& t, MetricTerm& m) {
   parse_window(t, args[1], args[2], m);
 }
 
-// "pct(<histogram>,<p>)".
+// "pct(<histogram>,<p>)" or "pct(<histogram>,<p>,<from>,<to>)".
 void parse_pct_term(const std::string& t, MetricTerm& m) {
-  const std::string form = "pct(<histogram>,<percentile>)";
+  const std::string form = "pct(<histogram>,<percentile>[,<from>,<to>])";
   const std::vector<std::string> args = split(t.substr(4, t.size() - 5), ',');
-  if (args.size() != 2) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
+  if (args.size() != 2 && args.size() != 4)
+    throw std::invalid_argument("term '" + t + "' is not of the form " + form);
   const std::string& path = args[0];
   if (path.empty() || path.find_first_of("()|*") != std::string::npos ||
       path.find('.') == std::string::npos || path.front() == '.' || path.back() == '.')
@@ -157,6 +158,10 @@ void parse_pct_term(const std::string& t, MetricTerm& m) {
   m.kind = MetricTerm::Kind::kHistPct;
   m.counter = path;
   m.pct = p;
+  if (args.size() == 4) {
+    m.windowed = true;
+    parse_window(t, args[2], args[3], m);
+  }
 }
 
 }  // namespace
@@ -302,7 +307,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
                                     "jain(<series>|...,<from>,<to>), "
                                     "rate(nic.<host>.<counter>,<from>,<to>) or "
-                                    "pct(<histogram>,<percentile>)");
+                                    "pct(<histogram>,<percentile>[,<from>,<to>])");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
@@ -410,6 +415,9 @@ void ScenarioConfig::bind(core::Binder& b) {
           "histogram statistic at the end of the run (e.g. pct(nic.t1h0.transport.rx_ood,99.9); "
           "for nic.<host>., pcie.<host>. and flow.<job>. paths the host or job must exist; no "
           "such histogram or no samples leaves the metric out), or "
+          "\"pct(<histogram>,<p>,<from>,<to>)\": the same over the samples recorded in [from, "
+          "to) (e.g. in steady state, after the start-up; a window the run did not reach leaves "
+          "the metric out), or "
           "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
           "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
           "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "

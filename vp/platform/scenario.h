@@ -139,6 +139,11 @@ const std::vector<std::string>& metric_fields();
 //                                  pct(nic.t1h0.transport.rx_ood,99.9);
 //                                  missing if there is no such histogram or
 //                                  it has no samples.
+//   pct(<histogram>,<p>,<from>,<to>)  the same over the samples recorded in
+//                                  simulated time [from, to) (tallies taken
+//                                  at both ends), e.g. in steady state after
+//                                  the start-up; missing if the run ended
+//                                  before `to` or none was recorded.
 //   rate(nic.<host>.<counter>,<from>,<to>)  how fast a NIC counter grew
 //                                  over simulated time [from, to), per
 //                                  second (e.g. 8e-9*rate(nic.t1h0.
@@ -167,13 +172,13 @@ struct MetricTerm {
   double factor = 1;
   std::string job, size, field;     // kJob
   std::string link, dir;            // kLink, kEcnRatio
-  bool windowed = false;            // kEcnRatio: over [from, to) rather than the run
+  bool windowed = false;            // kEcnRatio, kHistPct: over [from, to) rather than the run
   std::string counter;              // kCounter, kHistPct, kCounterRate: the statistic's full path
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
   std::string engine;               // kModelState: mprdma | irn
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
   core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, kCounterRate and
-                                    // windowed kEcnRatio: the window [from, to)
+                                    // windowed kEcnRatio, kHistPct: the window [from, to)
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is
 // no known form (it does not check that jobs, sizes, links or series exist).

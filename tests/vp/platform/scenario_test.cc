@@ -213,10 +213,18 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_DOUBLE_EQ(pc[1].pct, 50.0);
   EXPECT_DOUBLE_EQ(parse_metric("pct(a.b,0)").at(0).pct, 0.0);
   EXPECT_DOUBLE_EQ(parse_metric("pct(a.b,100)").at(0).pct, 100.0);
+  EXPECT_FALSE(pc[0].windowed);
+  const MetricTerm pw = parse_metric("pct(nic.t1h0.transport.rx_ood,99.9,2ms,15ms)").at(0);
+  EXPECT_EQ(pw.kind, MetricTerm::Kind::kHistPct);
+  EXPECT_TRUE(pw.windowed);
+  EXPECT_DOUBLE_EQ(pw.pct, 99.9);
+  EXPECT_EQ(pw.from.ps, 2000000000u);
+  EXPECT_EQ(pw.to.ps, 15000000000u);
   for (const char* bad : {"pct(nic.a.b)", "pct(nic.a.b,99.9,1)", "pct(nic.a.b,)", "pct(,99)",
                           "pct(nic.a.b,100.1)", "pct(nic.a.b,-1)", "pct(nic.a.b,p99)",
                           "pct(nic.a.b,99.9x)", "pct(rx_ood,99)", "pct(nic.a.,99)",
-                          "pct(a.b|c.d,99)"})
+                          "pct(a.b|c.d,99)", "pct(nic.a.b,99,5ms,2ms)", "pct(nic.a.b,99,1ms,xx)",
+                          "pct(nic.a.b,99,1ms)", "pct(nic.a.b,99,1ms,2ms,3ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
   const MetricTerm we = parse_metric("ecn_mark_ratio(a-p0.a2b,6ms,12ms)").at(0);
