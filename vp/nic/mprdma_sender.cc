@@ -99,15 +99,7 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out,
   // dropped by the receiver and NACKed. snd_nxt - snd_una counts each PSN
   // once, so a retransmission's ACK or NACK (ReTx) must not inflate again.
   if (!a.retx) ++inflate_;
-  const uint32_t new_una = psn_add(a.aack, 1);
-  const int32_t moved = psn_diff(new_una, una_);
-  if (moved > 0) {
-    inflate_ = std::max<int32_t>(inflate_ - moved, 0);
-    una_ = new_una;
-    if (psn_diff(retx_, una_) < 0) retx_ = una_;
-    if (psn_diff(early_, una_) < 0) early_ = una_;
-    rto_at_ = una_ == nxt_ ? kNever : now + p_.rto_cycles;
-  }
+  advance_una(a.aack, now);
   if (a.nack) {
     ++counters_.nacks;
     // The receiver names the PSN it wants: go back to it (not below what
@@ -175,7 +167,49 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out,
   if (awnd() > 0 && (recovering_ || psn_diff(nxt_, max_) < 0)) burst_at_ = now + p_.rtt_cycles / 2;
 }
 
+void MpSender::advance_una(uint32_t aack, uint64_t now) {
+  const uint32_t new_una = psn_add(aack, 1);
+  const int32_t moved = psn_diff(new_una, una_);
+  if (moved <= 0) return;
+  inflate_ = std::max<int32_t>(inflate_ - moved, 0);
+  una_ = new_una;
+  if (psn_diff(retx_, una_) < 0) retx_ = una_;
+  if (psn_diff(early_, una_) < 0) early_ = una_;
+  rto_at_ = una_ == nxt_ ? kNever : now + p_.rto_cycles;
+}
+
+bool MpSender::on_rnr(const MpAck& a, uint64_t until, uint64_t now) {
+  ++counters_.rnr_nacks;
+  const uint32_t high = psn_add(nxt_, -1);
+  if (psn_diff(a.aack, high) > 0 || psn_diff(a.sack, high) > 0) return false;
+  // The dropped packet left the network unplaced, like a NACKed one.
+  if (!a.retx) ++inflate_;
+  advance_una(a.aack, now);
+  if (psn_diff(a.sack, una_) < 0) return false;  // a stale NACK
+  const bool fresh = !holding(now);
+  if (fresh) ++counters_.rnr_waits;
+  hold_until_ = std::max(hold_until_, until);
+  // Resend from snd_una, not from the NACKed packet: the receiver's
+  // rcv_nxt may lie before it (a packet lost on the way), and until that
+  // one arrives no message after it completes, so no RECV is consumed and
+  // the application posts none: resending only from the NACKed packet
+  // would meet the same RNR for ever.
+  if (!recovering_) {
+    ++counters_.recoveries;
+    recovering_ = true;
+    recovery_ = nxt_;
+    early_ = nxt_;
+    nack_head_ = a.sack;
+  }
+  retx_ = una_;
+  // The wait replaces the burst timer and the RTO (nothing is lost yet).
+  burst_at_ = kNever;
+  rto_at_ = hold_until_ + p_.rto_cycles;
+  return fresh;
+}
+
 bool MpSender::pick(MpTx& tx, uint64_t now) {
+  if (holding(now)) return false;  // an RNR wait: nothing leaves
   if (recovering_ && psn_diff(retx_, recovery_) < 0) {
     tx = {retx_, 0, true};
     retx_ = psn_add(retx_, 1);
@@ -211,7 +245,7 @@ void MpSender::clock_out(uint32_t n, int vp, uint64_t now, Why why, std::vector<
       if (!sync_psns_.empty() && sync_psns_.front() == nxt_ && psn_diff(nxt_, max_) < 0) {
         // A synchronise message waits for its release time.
         ++counters_.sync_waits;
-      } else if (why == Why::ack) {
+      } else if (why == Why::ack && !holding(now)) {
         // Use it or lose it: an ACK that could clock out a packet finds no
         // data, so the path it came from gives up that packet of window.
         ++counters_.window_reductions;
@@ -249,12 +283,24 @@ void MpSender::sent(const MpTx& tx, uint64_t now) {
 }
 
 uint64_t MpSender::wake_at() const {
+  if (hold_until_) return hold_until_;
   uint64_t t = std::min(rto_at_, burst_at_);
   if (sync_armed_) t = std::min(t, prev_msg_sent_ + sync_delay());
   return t;
 }
 
 void MpSender::on_timer(uint64_t now, std::vector<MpTx>& out) {
+  if (hold_until_) {
+    if (holding(now)) return;
+    // The RNR wait is over. No ACK is coming to clock anything out: send
+    // what the window allows (at least the packet the NACK named) on random
+    // paths, as after a timeout, and arm the RTO again.
+    hold_until_ = 0;
+    burst_at_ = kNever;
+    rto_at_ = now + p_.rto_cycles;
+    clock_out(static_cast<uint32_t>(std::max<int64_t>(awnd(), 1)), -1, now, Why::timer, out);
+    return;
+  }
   if (rto_at_ <= now) {
     if (una_ == nxt_) {
       rto_at_ = kNever;

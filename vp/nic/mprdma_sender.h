@@ -92,6 +92,17 @@ class MpSender {
   // overflows the bitmap by that much).
   void on_ack(const MpAck& ack, uint64_t now, std::vector<MpTx>& out,
               uint32_t egress_backlog = 0);
+  // An RNR NACK: the receiver had no RECV posted for the message of packet
+  // `ack.sack` and dropped it (ack.nack set, aack as in any ACK). Nothing
+  // leaves until `until` (the receiver's RNR timer); then the sender resends
+  // from snd_una (recovery), on random paths, the ACK clock having stopped
+  // meanwhile. True when this starts a wait (the
+  // caller spends one RNR retry), false when it falls in one already
+  // running (the other packets of the message, dropped too, are NACKed
+  // each) or names nothing unacknowledged.
+  bool on_rnr(const MpAck& ack, uint64_t until, uint64_t now);
+  // Waiting out an RNR NACK at `now`.
+  bool holding(uint64_t now) const { return now < hold_until_; }
   // The next cycle at which on_timer() has work (burst timer, synchronise
   // release, RTO), or kNever.
   uint64_t wake_at() const;
@@ -118,6 +129,7 @@ class MpSender {
     uint64_t acks = 0, ece_acks = 0, pruned_acks = 0, nacks = 0, recoveries = 0;
     uint64_t retransmits = 0, early_retransmits = 0, rtos = 0, probes = 0;
     uint64_t burst_timer_sends = 0, window_reductions = 0, restarts = 0, sync_waits = 0;
+    uint64_t rnr_nacks = 0, rnr_waits = 0;
   };
   const Counters& counters() const { return counters_; }
 
@@ -135,6 +147,8 @@ class MpSender {
   bool pick(MpTx& tx, uint64_t now);
   uint16_t random_vp() { return static_cast<uint16_t>(p_.vp_base | (rng_.next() & p_.vp_mask)); }
   void sent(const MpTx& tx, uint64_t now);
+  // An ACK's AACK: snd_una moves to aack + 1 if that is ahead.
+  void advance_una(uint32_t aack, uint64_t now);
   void cwnd_add_q(int64_t delta_q);
   void restart(uint64_t now, std::vector<MpTx>& out);
   uint64_t sync_delay() const;
@@ -157,6 +171,9 @@ class MpSender {
   uint64_t next_probe_ = 0;    // earliest cycle of the next probing decision
   uint64_t rto_at_ = kNever;
   bool ever_sent_ = false;
+  // RoCEv2 baseline state (a go-back-N requester has it too, so not in
+  // extra_state()): the end of an RNR wait, 0 when none is running.
+  uint64_t hold_until_ = 0;
   // Message-layer information rather than transport state: PSNs that
   // start synchronise messages, in order.
   std::deque<uint32_t> sync_psns_;

@@ -36,6 +36,10 @@ const TxStat kTxStats[] = {
     {"restarts", &MpSender::Counters::restarts, "events", "Restarts from IW after idle"},
     {"sync_waits", &MpSender::Counters::sync_waits, "events",
      "Sends held for a synchronise message's delay"},
+    {"rnr_nacks", &MpSender::Counters::rnr_nacks, "packets",
+     "RNR NACKs received (the receiver had no RECV posted for the packet's message)"},
+    {"rnr_waits", &MpSender::Counters::rnr_waits, "events",
+     "RNR waits begun (one RNR retry each; the other NACKs fell in a wait)"},
 };
 
 struct RxStat {
@@ -211,6 +215,7 @@ void MprdmaTransport::set_requester(const ConnParams& params) {
   c.tx.emplace(sp, params.sq_psn, rng_);
   c.fifo.clear();
   c.retry_left = params.retry_cnt;
+  c.rnr_left = params.rnr_retry;
   c.rtos_seen = 0;
 }
 
@@ -265,11 +270,13 @@ AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now
       r.error = AckResult::Error::fatal_nak;
       return r;
     case AckEvent::Kind::ack:
+    case AckEvent::Kind::nak_rnr:
       if (ev.has_ext) break;
       [[fallthrough]];
     default:
-      // Sequence/RNR NAKs and READ/atomic responses have no meaning here:
-      // an out-of-order responder sends only extended ACKs and fatal NAKs.
+      // Sequence NAKs, NAKs without the trailer and READ/atomic responses
+      // have no meaning here: an out-of-order responder sends extended ACKs,
+      // extended RNR NAKs (rnr_nacks()) and fatal NAKs.
       return r;
   }
   MpAck a;
@@ -281,17 +288,31 @@ AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now
   a.nack = ev.ext.nack;
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
-  c.tx->on_ack(a, now, c.scratch, static_cast<uint32_t>(c.fifo.size()) + ev.egress_backlog);
+  const bool rnr = ev.kind == AckEvent::Kind::nak_rnr;
+  if (!rnr) {
+    c.tx->on_ack(a, now, c.scratch, static_cast<uint32_t>(c.fifo.size()) + ev.egress_backlog);
+  } else if (c.tx->on_rnr(a, now + ev.rnr_delay_cycles, now) && c.params.rnr_retry != 7) {
+    // A new wait spends one RNR retry (7: retry for ever), as on RoCEv2.
+    if (c.rnr_left == 0) {
+      account(qpn, c, before, c.tx->counters());
+      r.error = AckResult::Error::rnr_exceeded;
+      return r;
+    }
+    --c.rnr_left;
+  }
   account(qpn, c, before, c.tx->counters());
   if (log_.enabled(core::LogLevel::debug)) {
     std::ostringstream d;
-    d << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp << std::dec << " sack " << a.sack
+    d << (rnr ? " RNR" : "") << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp << std::dec << " sack " << a.sack
       << " aack " << a.aack << (a.ece ? " ECE" : "") << (a.retx ? " ReTx" : "");
     log_tx(qpn, c, "ack", before, was_recovering, d.str());
   }
   take(c);
   r.progress = c.tx->snd_una() != una;
-  if (r.progress) c.retry_left = c.params.retry_cnt;
+  if (r.progress) {
+    c.retry_left = c.params.retry_cnt;
+    c.rnr_left = c.params.rnr_retry;
+  }
   r.tx_ready = !c.fifo.empty();
   return r;
 }

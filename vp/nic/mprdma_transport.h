@@ -70,6 +70,7 @@ class MprdmaTransport : public TransportEngine {
   bool out_of_order() const override { return true; }
   bool own_congestion_control() const override { return true; }
   bool read_as_data() const override { return true; }
+  bool rnr_nacks() const override { return true; }
   void mark_sync(uint32_t qpn, uint32_t psn) override;
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 
@@ -91,6 +92,7 @@ class MprdmaTransport : public TransportEngine {
     std::optional<MpReceiver> rx;
     std::deque<MpTx> fifo;  // clocked out, waiting for the TX scheduler
     uint8_t retry_left = 0;
+    uint8_t rnr_left = 0;  // RNR waits left (rnr_retry 7: for ever)
     uint64_t rtos_seen = 0;
     std::vector<MpTx> scratch;
     // Per-QP copies of the counters kQpStats names (null until the first

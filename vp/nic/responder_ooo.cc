@@ -107,9 +107,30 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     const RecvWqe* wqe = nullptr;
     if (recv_for(qp, x.msn, wqe) == Step::stall) return Step::stall;
     if (!wqe && psn_diff(x.msn, qp.recv_msn_base) >= 0) {
-      // No RECV posted for this message: drop it; the sender's timeout
-      // retransmits it (an RNR NAK has no meaning for one packet of many).
+      // No RECV posted for this message: drop the packet (the bitmap does
+      // not see it). MP-RDMA answers with an RNR NAK whose trailer NACKs
+      // this packet: its sender waits the QP's RNR timer and resends from
+      // there (every packet of the message is NACKed so; the first starts
+      // the wait). Otherwise the sender's timeout recovers it.
       ++rnr_drops_;
+      if (engine.rnr_nacks()) {
+        const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+        Out a;
+        a.kind = Out::Kind::ack;
+        a.ext.echo_vp = f.udp_sport;
+        a.ext.sack = f.psn;
+        a.ext.aack = psn_add(core_.engine.epsn(qp.qpn), -1);
+        a.ext.ece = f.ecn == 3;
+        a.ext.retx = x.retx;
+        a.ext.nack = true;
+        a.psn = a.ext.aack;
+        a.msn = qp.msn;
+        a.syndrome = net::aeth_rnr_nak(q ? q->attr.min_rnr_timer : qp.min_rnr_timer);
+        a.has_ext = true;
+        qp.out.push_back(a);
+        ++rnr_naks_;
+        core_.tx.activate(qp.qpn);
+      }
       return Step::done;
     }
     if (wqe && is_send(op)) {

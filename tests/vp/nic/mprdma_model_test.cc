@@ -283,6 +283,61 @@ TEST(MpSender, RtoRetransmitsEveryUnacknowledgedPacket) {
   EXPECT_EQ(psns, (std::vector<uint32_t>{1, 2, 3, 4, 5, 6, 7}));
 }
 
+// An RNR NACK (no RECV for the message of PSN 5; PSN 3 was lost on the
+// way, so rcv_nxt is 3): nothing leaves until the RNR timer ends, whatever
+// ACKs arrive meanwhile, the RTO waits too, and the window is not spent by
+// "use it or lose it"; then the sender resends from snd_una on random
+// paths. The other packets of the message, NACKed too, join the wait.
+TEST(MpSender, AnRnrNackHoldsEverythingUntilItsTimerThenResendsFromSndUna) {
+  MpRandom rng(1);
+  MpSenderParams p = params(10);
+  MpSender s(p, 0, rng);
+  std::vector<MpTx> out;
+  s.set_snd_max(100, 0, out);
+  out.clear();
+  s.on_ack(ack(0, 0), 10, out);
+  s.on_ack(ack(1, 1), 11, out);
+  s.on_ack(ack(2, 2), 12, out);
+  s.on_ack(ack(4, 2), 13, out);
+  const uint32_t nxt = s.snd_nxt();
+  const double cwnd = s.cwnd();
+  out.clear();
+  MpAck r = ack(5, 2);
+  r.nack = true;
+  const uint64_t until = 5000;
+  EXPECT_TRUE(s.on_rnr(r, until, 20)) << "a new wait";
+  EXPECT_TRUE(s.holding(20));
+  EXPECT_TRUE(s.in_recovery());
+  EXPECT_EQ(s.wake_at(), until);
+  MpAck r2 = ack(6, 2);
+  r2.nack = true;
+  EXPECT_FALSE(s.on_rnr(r2, until + 7, 30)) << "the same wait";
+  EXPECT_EQ(s.wake_at(), until + 7);
+  // ACKs of packets still in flight clock nothing out and cost no window.
+  s.on_ack(ack(7, 2), 40, out);
+  s.on_ack(ack(8, 2), 41, out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(s.snd_nxt(), nxt);
+  EXPECT_GE(s.cwnd(), cwnd);
+  EXPECT_EQ(s.counters().window_reductions, 0u);
+  s.on_timer(until, out);  // early: still waiting (and no RTO)
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(s.counters().rtos, 0u);
+  s.on_timer(until + 7, out);
+  EXPECT_FALSE(s.holding(until + 7));
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0].psn, 3u) << "from snd_una, the lost packet before the NACKed one";
+  for (const MpTx& t : out) EXPECT_TRUE(t.retx) << t.psn;
+  EXPECT_EQ(s.counters().rnr_nacks, 2u);
+  EXPECT_EQ(s.counters().rnr_waits, 1u);
+  EXPECT_EQ(s.counters().rtos, 0u);
+  // A NACK for what is already acknowledged starts nothing.
+  MpAck stale = ack(1, 2);
+  stale.nack = true;
+  EXPECT_FALSE(s.on_rnr(stale, 90000, until + 8));
+  EXPECT_FALSE(s.holding(until + 8));
+}
+
 TEST(MpSender, RestartsFromTheInitialWindowAfterIdle) {
   MpRandom rng(1);
   MpSender s(params(4), 0, rng);
