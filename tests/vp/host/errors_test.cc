@@ -429,7 +429,26 @@ TEST_F(TwoHostsTest, RecvBufferFailingItsLkeyCheckNamesTheReason) {
 
 // ------------------------------------------------- retries run out --
 
-TEST_F(TwoHostsTest, SendWithoutRecvExhaustsRnrRetries) {
+// Receiver not ready, on go-back-N and on MP-RDMA (which answers a packet
+// without a RECV with an RNR NAK carrying its trailer, waits the RNR timer and
+// resends from snd_una: transport.md, "Receiver not ready"): the same verbs
+// outcome, and no retransmission timeout on the way.
+class RnrTest : public TwoHostsTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    TwoHostsTest::SetUp();
+    TwoHosts::Options o;
+    o.transport = GetParam();
+    Build(o);
+  }
+  bool mprdma() const { return GetParam() == "mprdma"; }
+  uint64_t timeouts() const {
+    return bench->counter("nic.h0.requester.timeouts") +
+           (mprdma() ? bench->counter("nic.h0.transport.rtos") : 0);
+  }
+};
+
+TEST_P(RnrTest, SendWithoutRecvExhaustsRnrRetries) {
   Run([&] {
     QpPair healthy = bench->make_pair();
     for (const uint8_t rnr_retry : {uint8_t{0}, uint8_t{1}, uint8_t{3}}) {
@@ -438,24 +457,30 @@ TEST_F(TwoHostsTest, SendWithoutRecvExhaustsRnrRetries) {
       o.rnr_retry = rnr_retry;
       QpPair p = bench->make_pair(o);
       const uint64_t naks = bench->counter("nic.h1.responder.rnr_naks");
+      const uint64_t waits = mprdma() ? bench->counter("nic.h0.transport.rnr_waits") : 0;
       const sc_core::sc_time t0 = sc_core::sc_time_stamp();
       mpr_sge s = p.a.sge(0, 500);
       ASSERT_EQ(p.a.ctx->post_send(p.a.qp, SendWr(31, MPR_WQE_SEND, &s, 1)), 0);
       ExpectErr(WaitWc(*p.a.ctx, p.a.scq, Ms(20)), 31, MPR_CQE_RNR_RETRY_EXC_ERR,
                 MPR_SYN_RNR_EXCEEDED, p.a, 0, 0, 500);
       // One NAK per attempt, and the requester waited min_rnr_timer (0.64 ms,
-      // set by connect) between attempts.
+      // set by connect) between attempts, no longer.
       EXPECT_EQ(bench->counter("nic.h1.responder.rnr_naks") - naks, rnr_retry + 1u);
+      if (mprdma()) {
+        EXPECT_EQ(bench->counter("nic.h0.transport.rnr_waits") - waits, rnr_retry + 1u);
+      }
       EXPECT_GE(sc_core::sc_time_stamp() - t0, Us(640) * rnr_retry);
+      EXPECT_LT(sc_core::sc_time_stamp() - t0, Us(640) * (rnr_retry + 1u));
       EXPECT_EQ(QpState(p.a), MPR_QPS_ERR);
       // The responder did nothing wrong and stays usable.
       EXPECT_EQ(QpState(p.b), MPR_QPS_RTS);
     }
     ExpectHealthy(healthy, 120);
   });
+  EXPECT_EQ(timeouts(), 0u);
 }
 
-TEST_F(TwoHostsTest, InfiniteRnrRetryWaitsForTheRecv) {
+TEST_P(RnrTest, InfiniteRnrRetryWaitsForTheRecv) {
   Run([&] {
     for (const uint8_t op : {MPR_WQE_SEND_IMM, MPR_WQE_RDMA_WRITE_IMM}) {
       for (const uint32_t n : {500u, 8192u}) {
@@ -493,7 +518,11 @@ TEST_F(TwoHostsTest, InfiniteRnrRetryWaitsForTheRecv) {
       }
     }
   });
+  EXPECT_EQ(timeouts(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transport, RnrTest, ::testing::Values("gbn", "mprdma"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 class DeadPeerTest : public TwoHostsTest, public ::testing::WithParamInterface<bool> {};
 
