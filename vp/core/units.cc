@@ -35,7 +35,16 @@ std::string trim_number(double v) {
 
 uint64_t Bandwidth::serialize_ps(uint64_t bytes) const {
   if (!(bps > 0)) throw std::logic_error("serialisation at a zero rate");
-  // Exact for the common integral Gbps rates: 8e12 * bytes / bps.
+  // A whole number of picoseconds per byte (1, 10, 25, 40, 100 Gb/s ...:
+  // 8e12 / bps is then exact in double): an integer product. This is the
+  // hot path of every link and port; the long double division below costs
+  // x87 rounding-mode switches on each call.
+  const double ps_per_byte = 8.0e12 / bps;
+  if (ps_per_byte < 9.0e15) {
+    const uint64_t whole = static_cast<uint64_t>(ps_per_byte);
+    if (static_cast<double>(whole) == ps_per_byte) return bytes * whole;
+  }
+  // Otherwise 8e12 * bytes / bps, rounded up.
   const long double ps = static_cast<long double>(bytes) * 8.0e12L / static_cast<long double>(bps);
   return static_cast<uint64_t>(std::ceil(ps - 1e-9L));
 }

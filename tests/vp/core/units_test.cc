@@ -1,5 +1,6 @@
 #include "vp/core/units.h"
 
+#include <cmath>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,20 @@ TEST(Units, Helpers) {
   EXPECT_EQ(Bandwidth::gbps(100).serialize_ps(1500), 120000u);
   EXPECT_EQ(Bandwidth::gbps(3).serialize_ps(1), 2667u);
   EXPECT_THROW(Bandwidth{}.serialize_ps(1), std::logic_error);
+}
+
+// Whole picoseconds per byte take an integer product, the rest a rounded-up
+// division: both agree with 8e12 * bytes / bps to the picosecond.
+TEST(Units, SerialisationIsExactOrRoundedUp) {
+  for (const double gbps : {1.0, 10.0, 25.0, 40.0, 100.0, 200.0, 400.0, 0.5, 3.0, 56.0, 12.5})
+    for (const uint64_t bytes : {0ull, 1ull, 64ull, 1130ull, 9000ull, 1ull << 30}) {
+      const long double exact = bytes * 8e12L / (gbps * 1e9L);
+      const uint64_t want = static_cast<uint64_t>(std::ceil(exact - 1e-9L));
+      EXPECT_EQ(Bandwidth::gbps(gbps).serialize_ps(bytes), want) << gbps << " Gb/s, " << bytes;
+    }
+  EXPECT_EQ(Bandwidth::gbps(40).serialize_ps(1130), 226000u);  // 200 ps per byte
+  EXPECT_EQ(Bandwidth::gbps(56).serialize_ps(7), 1000u);        // 142.857 ps per byte
+  EXPECT_EQ(Bandwidth::gbps(56).serialize_ps(1), 143u);
 }
 
 }  // namespace
