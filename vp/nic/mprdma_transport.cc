@@ -303,8 +303,9 @@ AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now
   account(qpn, c, before, c.tx->counters());
   if (log_.enabled(core::LogLevel::debug)) {
     std::ostringstream d;
-    d << (rnr ? " RNR" : "") << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp << std::dec << " sack " << a.sack
-      << " aack " << a.aack << (a.ece ? " ECE" : "") << (a.retx ? " ReTx" : "");
+    d << (rnr ? " RNR" : "") << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp
+      << std::dec << " sack " << a.sack << " aack " << a.aack << (a.ece ? " ECE" : "")
+      << (a.retx ? " ReTx" : "");
     log_tx(qpn, c, "ack", before, was_recovering, d.str());
   }
   take(c);
