@@ -118,6 +118,11 @@ void IrnSender::on_timer(uint64_t now) {
     ++counters_.rto_low;
   else
     ++counters_.rto_high;
+  resend_unacknowledged(now);
+}
+
+void IrnSender::resend_unacknowledged(uint64_t now) {
+  if (una_ == nxt_) return;
   // Everything in flight not SACKed is presumed lost: recovery over all of
   // it.
   recovering_ = true;

@@ -64,6 +64,10 @@ class IrnSender {
   uint64_t wake_at() const { return rto_at_; }
   // A timeout: retransmit from snd_una (the PSNs not SACKed).
   void on_timer(uint64_t now);
+  // The end of an RNR wait (the receiver had no RECV for a message and
+  // dropped its packets): retransmit from snd_una what is not SACKed, as a
+  // timeout does, without counting one.
+  void resend_unacknowledged(uint64_t now);
 
   uint32_t snd_una() const { return una_; }
   uint32_t snd_nxt() const { return nxt_; }

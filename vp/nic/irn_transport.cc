@@ -71,6 +71,9 @@ IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
                                    "Requests for PSNs already here (ACKed or answered again)");
   rx_drops_ = &stats->counter(prefix + "rx_drops", "packets",
                               "Requests beyond the bitmap, dropped");
+  rnr_waits_ = &stats->counter(prefix + "rnr_waits", "events",
+                               "RNR NAKs that found no RNR wait running: each spends an RNR "
+                               "retry and begins a wait (or fails the QP when none is left)");
 }
 
 void IrnTransport::account(const IrnSender::Counters& a, const IrnSender::Counters& b) {
@@ -137,6 +140,8 @@ void IrnTransport::set_requester(const ConnParams& params) {
   c.tx.emplace(p_, params.sq_psn);
   c.granted.reset();
   c.retry_left = params.retry_cnt;
+  c.rnr_left = params.rnr_retry;
+  c.hold_until = 0;
   c.timed_out = false;
 }
 
@@ -144,9 +149,10 @@ void IrnTransport::set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t) {
   conns_.at(qpn).tx->set_snd_max(snd_max);
 }
 
-TxGrant IrnTransport::next_tx(uint32_t qpn, uint64_t) {
+TxGrant IrnTransport::next_tx(uint32_t qpn, uint64_t now) {
   Conn& c = conns_.at(qpn);
   TxGrant g;
+  if (now < c.hold_until) return g;  // an RNR wait: nothing leaves
   IrnTx t;
   const IrnSender::Counters before = c.tx->counters();
   const bool any = c.tx->next(t);
@@ -175,8 +181,44 @@ void IrnTransport::note_progress(Conn& c, uint32_t una_before, AckResult& r) {
   r.progress = c.tx->snd_una() != una_before;
   if (r.progress) {
     c.retry_left = c.params.retry_cnt;
+    c.rnr_left = c.params.rnr_retry;
     c.timed_out = false;
   }
+}
+
+AckResult IrnTransport::on_rnr(uint32_t qpn, Conn& c, const AckEvent& ev, uint64_t now) {
+  // The receiver had no RECV for the message of packet ext.sack and dropped
+  // it (rnr_nacks()); its AACK still acknowledges every PSN before rcv_nxt.
+  // Nothing leaves until the RNR timer ends; then what is not SACKed goes
+  // again from snd_una, as after a timeout. A new wait spends an RNR retry;
+  // the NAKs of the message's other packets fall in it.
+  AckResult r;
+  if (!ev.has_ext) return r;
+  const uint32_t una = c.tx->snd_una();
+  IrnAck a;
+  a.cum = psn_add(ev.ext.aack, 1);
+  const IrnSender::Counters before = c.tx->counters();
+  c.tx->on_ack(a, now);
+  account(before, c.tx->counters());
+  note_progress(c, una, r);
+  if (psn_diff(ev.ext.sack, c.tx->snd_una()) < 0 ||
+      psn_diff(ev.ext.sack, c.tx->snd_nxt()) >= 0)
+    return r;  // stale, or for nothing sent
+  if (now >= c.hold_until) {
+    if (rnr_waits_) ++*rnr_waits_;
+    if (c.params.rnr_retry != 7) {
+      if (c.rnr_left == 0) {
+        r.error = AckResult::Error::rnr_exceeded;
+        return r;
+      }
+      --c.rnr_left;
+    }
+    MPR_LOG(log_, debug, "qp " << qpn << ": RNR NAK for " << ev.ext.sack << ", waiting "
+                               << ev.rnr_delay_cycles << " cycles, then again from snd_una "
+                               << c.tx->snd_una());
+  }
+  c.hold_until = std::max(c.hold_until, now + ev.rnr_delay_cycles);
+  return r;
 }
 
 AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
@@ -186,6 +228,7 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
     r.error = AckResult::Error::fatal_nak;
     return r;
   }
+  if (ev.kind == AckEvent::Kind::nak_rnr) return on_rnr(qpn, c, ev, now);
   if (p_.read_acks && ev.kind == AckEvent::Kind::read_response) return read_response(c, ev, now);
   const uint32_t una = c.tx->snd_una();
   const bool recovering = c.tx->in_recovery();
@@ -354,12 +397,23 @@ AckResult IrnTransport::on_read_timer(uint32_t qpn, uint64_t now) {
 
 uint64_t IrnTransport::wake_at(uint32_t qpn) const {
   const Conn& c = conns_.at(qpn);
+  if (c.tx && c.hold_until) return c.hold_until;
   return c.tx ? c.tx->wake_at() : kNever;
 }
 
 AckResult IrnTransport::on_timer(uint32_t qpn, uint64_t now) {
   Conn& c = conns_.at(qpn);
   AckResult r;
+  if (c.tx && c.hold_until) {
+    // An RNR wait: no timeout runs during it; at its end, resend.
+    if (now < c.hold_until) return r;
+    c.hold_until = 0;
+    const IrnSender::Counters before = c.tx->counters();
+    c.tx->resend_unacknowledged(now);
+    account(before, c.tx->counters());
+    r.tx_ready = true;
+    return r;
+  }
   if (!c.tx || now < c.tx->wake_at()) return r;
   const uint32_t una = c.tx->snd_una();
   const bool due = una != c.tx->snd_nxt();

@@ -53,6 +53,7 @@ class IrnTransport : public TransportEngine {
   bool out_of_order() const override { return true; }
   bool write_trailer() const override { return false; }
   bool carries_read_atomic() const override { return true; }
+  bool rnr_nacks() const override { return true; }
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 
   bool explicit_read_acks(uint32_t) const override { return p_.read_acks; }
@@ -75,6 +76,8 @@ class IrnTransport : public TransportEngine {
     uint8_t read_stalls = 0;  // READ-response timeouts in a row without a Read ACK's progress
     std::optional<IrnTx> granted;  // next_tx's answer, until on_sent
     uint8_t retry_left = 0;
+    uint8_t rnr_left = 0;        // RNR waits left (rnr_retry 7: for ever)
+    uint64_t hold_until = 0;     // end of an RNR wait: nothing is sent before it
     uint32_t una_at_timeout = 0;
     bool timed_out = false;
   };
@@ -84,6 +87,8 @@ class IrnTransport : public TransportEngine {
   // Sets r.progress when snd_una moved past `una_before`, and renews the
   // retry budget then.
   void note_progress(Conn& c, uint32_t una_before, AckResult& r);
+  // An RNR NAK with the ACK trailer (rnr_nacks()).
+  AckResult on_rnr(uint32_t qpn, Conn& c, const AckEvent& ev, uint64_t now);
   // The Read (N)ACK a requester sends for READ response `k`.
   AckResult read_response(Conn& c, const AckEvent& ev, uint64_t now);
   // Debug lines on nic.<host>.transport for what an event changed: a
@@ -101,6 +106,7 @@ class IrnTransport : public TransportEngine {
   core::Counter* rx_placed_ = nullptr;
   core::Counter* rx_duplicates_ = nullptr;
   core::Counter* rx_drops_ = nullptr;
+  core::Counter* rnr_waits_ = nullptr;
 };
 
 }  // namespace mprdma::nic

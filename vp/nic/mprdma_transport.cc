@@ -39,7 +39,8 @@ const TxStat kTxStats[] = {
     {"rnr_nacks", &MpSender::Counters::rnr_nacks, "packets",
      "RNR NACKs received (the receiver had no RECV posted for the packet's message)"},
     {"rnr_waits", &MpSender::Counters::rnr_waits, "events",
-     "RNR waits begun (one RNR retry each; the other NACKs fell in a wait)"},
+     "RNR NACKs that found no RNR wait running: each spends an RNR retry and begins a wait "
+     "(or fails the QP when none is left)"},
 };
 
 struct RxStat {

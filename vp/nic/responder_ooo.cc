@@ -108,10 +108,10 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     if (recv_for(qp, x.msn, wqe) == Step::stall) return Step::stall;
     if (!wqe && psn_diff(x.msn, qp.recv_msn_base) >= 0) {
       // No RECV posted for this message: drop the packet (the bitmap does
-      // not see it). MP-RDMA answers with an RNR NAK whose trailer NACKs
-      // this packet: its sender waits the QP's RNR timer and resends from
-      // there (every packet of the message is NACKed so; the first starts
-      // the wait). Otherwise the sender's timeout recovers it.
+      // not see it) and answer with an RNR NAK whose trailer NACKs it: the
+      // sender waits the QP's RNR timer and resends from snd_una (every
+      // packet of the message is NACKed so; the first starts the wait).
+      // An engine without rnr_nacks() leaves it to the sender's timeout.
       ++rnr_drops_;
       if (engine.rnr_nacks()) {
         const mpr_qpc* q = core_.contexts.qp(qp.qpn);

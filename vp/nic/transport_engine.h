@@ -210,8 +210,9 @@ class TransportEngine {
   // Out-of-order engines: a packet of a message whose RECV is not posted is
   // dropped, and true: answered with an RNR NAK that carries the ACK
   // trailer (its NACK names the packet; on_ack gets nak_rnr with `ext`),
-  // so that the sender waits the RNR timer and resends from there (MP-RDMA);
-  // false: nothing is answered, the sender's timeout recovers it (IRN).
+  // so that the sender waits the RNR timer and resends from snd_una
+  // (MP-RDMA, IRN); false: nothing is answered, the sender's timeout
+  // recovers it.
   virtual bool rnr_nacks() const { return false; }
   // Out-of-order engines: whether a WRITE packet without immediate carries
   // the data trailer (MP-RDMA: its ReTx and synchronise bits and message
