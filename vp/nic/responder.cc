@@ -926,7 +926,8 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
   ++read_retransmits_;
   read_response_left(qp, psn);
-  if (requester_) requester_->paced_sent(qp.qpn, net::roce_wire_bytes(f.opcode, plen), core_.now_cycle());
+  if (requester_)
+    requester_->paced_sent(qp.qpn, net::roce_wire_bytes(f.opcode, plen), core_.now_cycle());
   std::vector<Segment> segs;
   slice_segments(d->segs, offset, plen, segs);
   fill_read_response(qp, f, slot, segs);

@@ -309,6 +309,23 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
   for (size_t i = 0; i < cfg_.jobs.size(); ++i) outcomes_[i].name = cfg_.jobs[i].name;
   runner_ = std::make_unique<JobRunner>("jobs", *this);
 
+  // What the metric terms read beyond the usual series, looked at only where
+  // a term names it (a large fabric has hundreds of ports): the NIC
+  // counters of rate() terms and RED's verdicts on the ports of windowed
+  // ecn_mark_ratio terms (both sampled), and the histograms of windowed
+  // pct() terms (tallied at the windows' edges).
+  std::set<std::string> rate_counters, ecn_ports;
+  hist_windows_ = std::make_unique<HistogramWindows>(env_.stats);
+  for (const auto& [name, expr] : cfg_.metrics) {
+    if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
+    for (const MetricTerm& t : parse_metric(expr)) {
+      if (t.kind == MetricTerm::Kind::kCounterRate) rate_counters.insert(t.counter);
+      if (t.kind == MetricTerm::Kind::kEcnRatio && t.windowed && fabric_)
+        ecn_ports.insert(fabric::link_egress_stat_prefix(*fabric_, t.link, t.dir));
+      if (t.kind == MetricTerm::Kind::kHistPct && t.windowed)
+        hist_windows_->add(t.counter, t.from.ps, t.to.ps);
+    }
+  }
   if (cfg_.sample_interval.ps) {
     // Throughput over time of every link direction, NIC port and PCIe
     // direction, in Gb/s.
@@ -347,19 +364,6 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
                             [mp] { return double(mp->recovering()); });
       }
     }
-    // What the metric terms read beyond the series above, sampled only where
-    // a term names it (a large fabric has hundreds of ports): the NIC
-    // counters of rate() terms, and RED's verdicts on the ports of windowed
-    // ecn_mark_ratio terms.
-    std::set<std::string> rate_counters, ecn_ports;
-    for (const auto& [name, expr] : cfg_.metrics) {
-      if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
-      for (const MetricTerm& t : parse_metric(expr)) {
-        if (t.kind == MetricTerm::Kind::kCounterRate) rate_counters.insert(t.counter);
-        if (t.kind == MetricTerm::Kind::kEcnRatio && t.windowed && fabric_)
-          ecn_ports.insert(fabric::link_egress_stat_prefix(*fabric_, t.link, t.dir));
-      }
-    }
     for (const std::string& c : rate_counters)
       if (env_.stats.find_counter(c))  // else the metric is missing
         sampler_->add(c, c + ".per_s", "1/s", 1.0, "Growth of the counter per second");
@@ -392,14 +396,6 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     observers_.add(sampler_.get());
   }
   if (fabric_ && fabric_->deadlock_detector()) observers_.add(fabric_->deadlock_detector());
-  // Windowed percentiles: the histograms' tallies at each window's edges.
-  hist_windows_ = std::make_unique<HistogramWindows>(env_.stats);
-  for (const auto& [name, expr] : cfg_.metrics) {
-    if (parse_metric_aggregate(expr) || parse_bottleneck_metric(expr)) continue;
-    for (const MetricTerm& t : parse_metric(expr))
-      if (t.kind == MetricTerm::Kind::kHistPct && t.windowed)
-        hist_windows_->add(t.counter, t.from.ps, t.to.ps);
-  }
   if (!hist_windows_->empty()) observers_.add(hist_windows_.get());
   for (const auto& [name, expr] : cfg_.metrics) {
     std::optional<BottleneckSpec> spec = parse_bottleneck_metric(expr);
