@@ -66,28 +66,55 @@ def measured_text(name, m):
     return text
 
 
+def metric_groups(metrics, published):
+    """Metrics grouped by stem (the name up to its first dot: one quantity, one
+    unit), stems with a published figure first, then in the results' order."""
+    groups = {}
+    for name, m in metrics:
+        stem, _, rest = name.partition(".")
+        groups.setdefault(stem, []).append((rest or stem, name, m))
+    first_seen = list(groups)
+    order = sorted(first_seen, key=lambda s: (not any(n in published for _, n, _ in groups[s]),
+                                              first_seen.index(s)))
+    return [(stem, groups[stem]) for stem in order]
+
+
 def plot_row(row_id, res, path):
-    """Bars: each sweep metric's reduced value, whiskers min..max, dots per seed."""
+    """One panel per metric stem (so a panel shares a unit): bars of each
+    sweep metric's reduced value, whiskers min..max, dots per seed; bars of
+    metrics with a published figure in orange."""
     metrics = [(k, v) for k, v in res["metrics"].items()
                if v.get("measured") and not isinstance(v.get("value"), str)]
     if not metrics:
         return False
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(metrics) + 1.5), 3.6))
-    xs = list(range(len(metrics)))
-    values = [m["value"] for _, m in metrics]
-    # Clamped: a mean of identical values may differ from them in the last bit.
-    lo = [max(0.0, m["value"] - m["min"]) for _, m in metrics]
-    hi = [max(0.0, m["max"] - m["value"]) for _, m in metrics]
-    ax.bar(xs, values, color="#4c72b0", alpha=0.8, yerr=[lo, hi], capsize=4,
-           label="reduced over seeds (whiskers: min..max)")
-    for x, (_, m) in zip(xs, metrics):
-        ax.plot([x] * len(m["values"]), m["values"], "o", color="black", markersize=3)
-    ax.set_xticks(xs)
-    ax.set_xticklabels([k for k, _ in metrics], rotation=30, ha="right", fontsize=8)
-    ax.set_title(f"{row_id}: {res.get('name', '')} (verdict: {res.get('verdict', '?')})",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    published = res.get("published") or {}
+    groups = metric_groups(metrics, published)
+    widest = max(len(g) for _, g in groups)
+    # Narrow panels go two abreast.
+    cols = 2 if widest <= 8 and len(groups) > 2 else 1
+    rows = (len(groups) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, squeeze=False,
+                             figsize=(cols * max(4.5, 0.5 * widest + 2.0), 1.0 + 2.6 * rows))
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    for ax, (stem, group) in zip(axes.flat, groups):
+        xs = list(range(len(group)))
+        values = [m["value"] for _, _, m in group]
+        # Clamped: a mean of identical values may differ from them in the last bit.
+        lo = [max(0.0, m["value"] - m["min"]) for _, _, m in group]
+        hi = [max(0.0, m["max"] - m["value"]) for _, _, m in group]
+        colours = ["#dd8452" if name in published else "#4c72b0" for _, name, _ in group]
+        ax.bar(xs, values, color=colours, alpha=0.85, yerr=[lo, hi], capsize=3)
+        for x, (_, _, m) in zip(xs, group):
+            ax.plot([x] * len(m["values"]), m["values"], "o", color="black", markersize=2.5)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([label for label, _, _ in group], rotation=30, ha="right", fontsize=7)
+        ax.set_title(stem, fontsize=8, loc="left")
+        ax.tick_params(axis="y", labelsize=7)
+    fig.suptitle(f"{row_id}: {res.get('name', '')} (verdict: {res.get('verdict', '?')})\n"
+                 "orange: has a published figure; whiskers: min..max over seeds; dots: seeds",
+                 fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     # No creation date or version in the file: the same results give the same PNG.
     fig.savefig(path, dpi=100, metadata={"Software": None})

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""tools/report/reproduction.py's row plot: metrics are grouped into one panel
+per stem (a quantity, one unit), stems with a published figure first; a row
+with no numeric measurement draws nothing."""
+import argparse
+import importlib.util
+import os
+import sys
+
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL:", msg)
+
+
+def metric(value, seeds=(1, 2)):
+    vals = [value] * len(seeds)
+    return {"measured": True, "value": value, "min": value, "max": value, "values": vals}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--script", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    spec = importlib.util.spec_from_file_location("reproduction", a.script)
+    rep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rep)
+
+    metrics = [("retransmits_per_ms.a", metric(900.0)),
+               ("throughput.a.x", metric(0.9)),
+               ("retransmits_per_ms.b", metric(3.0)),
+               ("throughput.b.x", metric(0.5)),
+               ("jain_min", metric(0.99))]
+    groups = rep.metric_groups(metrics, {"throughput.b.x": "0.325"})
+    stems = [stem for stem, _ in groups]
+    check(stems == ["throughput", "retransmits_per_ms", "jain_min"],
+          f"stems with a published figure first, then in order: {stems}")
+    labels = {stem: [label for label, _, _ in g] for stem, g in groups}
+    check(labels.get("throughput") == ["a.x", "b.x"], f"labels drop the stem: {labels}")
+    check(labels.get("jain_min") == ["jain_min"], f"a bare stem is its own label: {labels}")
+
+    os.makedirs(a.work, exist_ok=True)
+    png = os.path.join(a.work, "row.png")
+    if os.path.exists(png):
+        os.remove(png)
+    res = {"name": "t", "verdict": "partial", "published": {"throughput.b.x": "0.325"},
+           "metrics": dict(metrics)}
+    check(rep.plot_row("X1", res, png) and os.path.getsize(png) > 0, "a row with metrics is drawn")
+    empty = os.path.join(a.work, "empty.png")
+    res_text = {"metrics": {"bottleneck.a": {"measured": True, "value": "pcie"}}}
+    check(not rep.plot_row("X2", res_text, empty) and not os.path.exists(empty),
+          "a row with only text metrics draws nothing")
+
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
