@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "vp/net/crc32_clmul.h"
+
 namespace mprdma::net {
 namespace {
 
@@ -41,6 +43,12 @@ constexpr size_t kMaxIpv4HeaderBytes = 60;
 }  // namespace
 
 uint32_t crc32_update(uint32_t reg, const uint8_t* data, size_t len) {
+  if (len >= kCrc32ClmulMinBytes && crc32_clmul_available())
+    return crc32_update_clmul(reg, data, len);
+  return crc32_update_table(reg, data, len);
+}
+
+uint32_t crc32_update_table(uint32_t reg, const uint8_t* data, size_t len) {
   const auto& t = kTables;
   while (len >= 8) {
     const uint32_t a = reg ^ load_le32(data);

@@ -19,8 +19,11 @@ constexpr size_t kIcrcBytes = 4;
 
 // Advances a reflected CRC-32 register (polynomial 0xEDB88320) over `len`
 // bytes without the initial or final inversion, so that segments can be
-// chained: crc32(d) == ~crc32_update(0xFFFFFFFF, d). Slicing-by-8 tables.
+// chained: crc32(d) == ~crc32_update(0xFFFFFFFF, d). Carry-less
+// multiplication where the CPU has it (crc32_clmul.h), else the tables.
 uint32_t crc32_update(uint32_t reg, const uint8_t* data, size_t len);
+// The same with slicing-by-8 tables only, on any CPU.
+uint32_t crc32_update_table(uint32_t reg, const uint8_t* data, size_t len);
 
 // The standard CRC-32 (initial value and final XOR 0xFFFFFFFF), as zlib.
 inline uint32_t crc32(const uint8_t* data, size_t len) {
