@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/report/reproduction.py's row plot: metrics are grouped into one panel
-per stem (a quantity, one unit), stems with a published figure first; a row
-with no numeric measurement draws nothing."""
+per stem (a quantity, one unit), stems with a published figure first; the
+figures `== <number>` checks compare with are marked; a row with no numeric
+measurement draws nothing."""
 import argparse
 import importlib.util
 import os
@@ -42,6 +43,14 @@ def main():
     labels = {stem: [label for label, _, _ in g] for stem, g in groups}
     check(labels.get("throughput") == ["a.x", "b.x"], f"labels drop the stem: {labels}")
     check(labels.get("jain_min") == ["jain_min"], f"a bare stem is its own label: {labels}")
+
+    targets = rep.published_targets({"checks": [
+        {"metric": "throughput.b.x", "check": "== 0.325", "tolerance": 0.1},
+        {"metric": "throughput.a.x", "check": ">= 0.95", "tolerance": 0.02},
+        {"metric": "mops.b", "check": "== 1.54 * mops.a", "tolerance": 0.1},
+        {"metric": "rate", "check": "== 2.5e-3"}]})
+    check(targets == {"throughput.b.x": (0.325, 0.1), "rate": (2.5e-3, 0.0)},
+          f"only `== <number>` checks are targets: {targets}")
 
     os.makedirs(a.work, exist_ok=True)
     png = os.path.join(a.work, "row.png")

@@ -13,6 +13,7 @@ with the issue that brings it. Runs no simulation.
 import argparse
 import json
 import os
+import re
 import sys
 
 import matplotlib
@@ -79,6 +80,18 @@ def metric_groups(metrics, published):
     return [(stem, groups[stem]) for stem in order]
 
 
+def published_targets(res):
+    """metric -> (value, tolerance) for every check `== <number>`: the
+    published figure a row compares with (checks against other metrics or
+    with bounds are left out)."""
+    targets = {}
+    for c in res.get("checks") or []:
+        m = re.fullmatch(r"==\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)", str(c.get("check", "")).strip())
+        if m and c.get("metric"):
+            targets[c["metric"]] = (float(m.group(1)), float(c.get("tolerance") or 0.0))
+    return targets
+
+
 def plot_row(row_id, res, path):
     """One panel per metric stem (so a panel shares a unit): bars of each
     sweep metric's reduced value, whiskers min..max, dots per seed; bars of
@@ -89,6 +102,7 @@ def plot_row(row_id, res, path):
         return False
     published = res.get("published") or {}
     groups = metric_groups(metrics, published)
+    targets = published_targets(res)
     widest = max(len(g) for _, g in groups)
     # Narrow panels go two abreast.
     cols = 2 if widest <= 8 and len(groups) > 2 else 1
@@ -107,12 +121,18 @@ def plot_row(row_id, res, path):
         ax.bar(xs, values, color=colours, alpha=0.85, yerr=[lo, hi], capsize=3)
         for x, (_, _, m) in zip(xs, group):
             ax.plot([x] * len(m["values"]), m["values"], "o", color="black", markersize=2.5)
+        for x, (_, name, _) in zip(xs, group):
+            if name in targets:
+                value, tol = targets[name]
+                ax.errorbar([x], [value], yerr=[[abs(value) * tol], [abs(value) * tol]],
+                            fmt="_", color="#c44e52", markersize=22, capsize=6, elinewidth=1)
         ax.set_xticks(xs)
         ax.set_xticklabels([label for label, _, _ in group], rotation=30, ha="right", fontsize=7)
         ax.set_title(stem, fontsize=8, loc="left")
         ax.tick_params(axis="y", labelsize=7)
     fig.suptitle(f"{row_id}: {res.get('name', '')} (verdict: {res.get('verdict', '?')})\n"
-                 "orange: has a published figure; whiskers: min..max over seeds; dots: seeds",
+                 "orange: has a published figure; red: the figure a check compares with, and "
+                 "its tolerance; whiskers: min..max over seeds; dots: seeds",
                  fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     os.makedirs(os.path.dirname(path), exist_ok=True)
