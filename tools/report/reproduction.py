@@ -84,9 +84,10 @@ def published_targets(res):
     """metric -> (value, tolerance) for every check `== <number>`: the
     published figure a row compares with (checks against other metrics or
     with bounds are left out)."""
+    number = re.compile(r"==\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)")
     targets = {}
     for c in res.get("checks") or []:
-        m = re.fullmatch(r"==\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)", str(c.get("check", "")).strip())
+        m = number.fullmatch(str(c.get("check", "")).strip())
         if m and c.get("metric"):
             targets[c["metric"]] = (float(m.group(1)), float(c.get("tolerance") or 0.0))
     return targets
@@ -95,7 +96,8 @@ def published_targets(res):
 def plot_row(row_id, res, path):
     """One panel per metric stem (so a panel shares a unit): bars of each
     sweep metric's reduced value, whiskers min..max, dots per seed; bars of
-    metrics with a published figure in orange."""
+    metrics with a published figure in orange, the figure an `== <number>`
+    check compares with in red."""
     metrics = [(k, v) for k, v in res["metrics"].items()
                if v.get("measured") and not isinstance(v.get("value"), str)]
     if not metrics:
