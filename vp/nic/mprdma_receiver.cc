@@ -5,7 +5,8 @@
 
 namespace mprdma::nic {
 
-MpReceiver::MpReceiver(uint32_t slots, uint32_t epsn) : nxt_(epsn & kPsnMask) {
+MpReceiver::MpReceiver(uint32_t slots, uint32_t epsn, MpOverflowNack overflow_nack)
+    : nxt_(epsn & kPsnMask), overflow_nack_(overflow_nack) {
   // A power of two divides the 2^24 PSN space, so slot = PSN mod L stays
   // continuous across the PSN wrap.
   if (slots == 0 || slots > (1u << 20) || (slots & (slots - 1)))
@@ -14,9 +15,12 @@ MpReceiver::MpReceiver(uint32_t slots, uint32_t epsn) : nxt_(epsn & kPsnMask) {
   map_.assign(slots, MpSlot::empty);
 }
 
-std::vector<StateField> MpReceiver::extra_state(uint32_t slots) {
-  return {{"tracking bitmap (2 bits per slot)", (slots * 2 + 7) / 8},
-          {"rcv_nxt of the last synchronise NACK and its flag", 3}};
+std::vector<StateField> MpReceiver::extra_state(uint32_t slots, MpOverflowNack overflow_nack) {
+  std::vector<StateField> f = {{"tracking bitmap (2 bits per slot)", (slots * 2 + 7) / 8},
+                               {"rcv_nxt of the last synchronise NACK and its flag", 3}};
+  if (overflow_nack == MpOverflowNack::once_per_head)
+    f.push_back({"rcv_nxt of the last overflow NACK and its flag", 3});
+  return f;
 }
 
 MpSlot MpReceiver::slot(uint32_t psn) const {
@@ -47,15 +51,21 @@ MpRxResult MpReceiver::on_data(const MpData& d) {
   }
   if (static_cast<uint32_t>(ood) > counters_.max_ood) counters_.max_ood = static_cast<uint32_t>(ood);
   if (static_cast<uint32_t>(ood) >= map_.size()) {
-    // Beyond the bitmap: the head-of-line packet is most likely lost. Every
-    // such drop is answered with a NACK naming rcv_nxt: the dropped packet
-    // has left the network, and its NACK keeps the sender's ACK clock going
-    // (with one NACK per rcv_nxt, a window that overflowed entirely left
-    // the sender with no ACK to clock out the retransmission, and only the
-    // RTO recovered). The sender rewinds on the first one only.
+    // Beyond the bitmap: the head-of-line packet is most likely lost. By
+    // default every such drop is answered with a NACK naming rcv_nxt: the
+    // dropped packet has left the network, and its NACK keeps the sender's
+    // ACK clock going on its path (the sender rewinds on the first one
+    // only). once_per_head NACKs the first drop per rcv_nxt: the paths of
+    // the others lose their clock, and what they carried waits for the
+    // burst timer or the RTO.
     ++counters_.overflow_drops;
-    ++counters_.nacks;
     r.verdict = MpRxResult::Verdict::drop;
+    if (overflow_nack_ == MpOverflowNack::once_per_head) {
+      if (overflow_nacked_ && overflow_nacked_for_ == nxt_) return r;
+      overflow_nacked_ = true;
+      overflow_nacked_for_ = nxt_;
+    }
+    ++counters_.nacks;
     ack_for(nxt_, true);
     return r;
   }

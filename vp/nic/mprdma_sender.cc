@@ -216,6 +216,7 @@ bool MpSender::pick(MpTx& tx, uint64_t now) {
     ++counters_.retransmits;
     return true;
   }
+  if (recovering_ && p_.strict_recovery) return false;
   if (psn_diff(nxt_, max_) < 0) {
     if (sync_blocked(nxt_, now)) {
       sync_armed_ = true;  // wake at its release time

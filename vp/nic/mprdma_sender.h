@@ -41,6 +41,13 @@ struct MpSenderParams {
   uint32_t iw = 64;             // initial window, packets (one BDP)
   uint32_t delta = 32;          // target out-of-order level (<= the receiver's L)
   bool ooo_control = true;      // false: no pruning of slow paths (M8 baseline)
+  // Recovery mode once its retransmissions have reached `recovery`: false
+  // (default), ACKs clock out new data while the retransmissions travel;
+  // true (§3.4 read strictly: "an incoming ACK clocks out a retransmission
+  // ... instead of a new packet"), nothing new leaves until snd_una passes
+  // `recovery`, and an ACK that finds nothing to send shrinks cwnd by one
+  // (use it or lose it). transport.md, "Recovery", compares the two.
+  bool strict_recovery = false;
   uint32_t probe_ppm = 10000;   // probability of probing a new VP, per RTT (1 %)
   uint32_t max_per_ack = 2;     // burst control: packets one ACK may clock out
   uint64_t rtt_cycles = 3000;   // base RTT estimate (burst timer, idle, probing, sync)

@@ -194,7 +194,7 @@ void MprdmaTransport::log_tx(uint32_t qpn, const Conn& c, const char* what,
 size_t MprdmaTransport::state_bytes() const {
   size_t n = GbnTransport::kStateBytes;
   for (const StateField& f : MpSender::extra_state()) n += f.bytes;
-  for (const StateField& f : MpReceiver::extra_state(p_.bitmap_slots)) n += f.bytes;
+  for (const StateField& f : MpReceiver::extra_state(p_.bitmap_slots, p_.overflow_nack)) n += f.bytes;
   return n;
 }
 
@@ -202,7 +202,7 @@ void MprdmaTransport::open(const ConnParams& params) {
   conns_.erase(params.qpn);
   Conn& c = conns_[params.qpn];
   c.params = params;
-  c.rx.emplace(p_.bitmap_slots, params.rq_psn);
+  c.rx.emplace(p_.bitmap_slots, params.rq_psn, p_.overflow_nack);
 }
 
 void MprdmaTransport::set_requester(const ConnParams& params) {

@@ -33,6 +33,7 @@ namespace mprdma::nic {
 struct MprdmaEngineParams {
   MpSenderParams sender;
   uint32_t bitmap_slots = 64;  // L
+  MpOverflowNack overflow_nack = MpOverflowNack::every_drop;
   uint32_t rng_seed = 1;       // the NIC's path LFSR
 };
 

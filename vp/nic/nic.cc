@@ -35,6 +35,9 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
     p.sender.vp_base = 0xC000;
     p.sender.vp_mask = static_cast<uint16_t>(m.virtual_paths - 1);
     p.bitmap_slots = static_cast<uint32_t>(m.bitmap_slots);
+    p.overflow_nack = m.overflow_nack == "once_per_head" ? MpOverflowNack::once_per_head
+                                                         : MpOverflowNack::every_drop;
+    p.sender.strict_recovery = m.recovery_new_data == "after_recovery";
     // The NIC's path LFSR is seeded from the scenario's stream of this name.
     p.rng_seed = static_cast<uint32_t>(
         env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());

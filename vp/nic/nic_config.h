@@ -82,6 +82,9 @@ struct MprdmaConfig {
   int64_t delta = 32;              // Δ: target out-of-order degree, packets
   int64_t bitmap_slots = 64;       // L: receive bitmap slots (power of two)
   bool ooo_control = true;         // prune paths whose SACK is below snd_ool
+  // Loss-recovery readings the paper leaves open (transport.md):
+  std::string overflow_nack = "every_drop";                // or once_per_head
+  std::string recovery_new_data = "after_retransmissions";  // or after_recovery
   double probe_probability = 0.01; // p: probe a new virtual path, per RTT
   int64_t max_packets_per_ack = 2; // burst control
   core::Duration base_rtt = core::Duration::from_us(16);

@@ -235,6 +235,57 @@ TEST(MpSender, LaterOverflowNacksClockOutRetransmissionsWithoutRewinding) {
   EXPECT_EQ(s.counters().nacks, 4u);
 }
 
+// A NACK for PSN 2 (0 and 1 in) with 10 packets out, then the ACKs of the
+// originals 3..9: what they clock out.
+std::vector<MpTx> recovery_walk(MpSender& s) {
+  std::vector<MpTx> out, all;
+  s.set_snd_max(100, 0, out);
+  out.clear();
+  MpAck n = ack(2, 1);
+  n.nack = true;
+  s.on_ack(n, 50, all);
+  for (uint32_t k = 3; k < 10; ++k) s.on_ack(ack(k, 1), 50 + k, all);
+  return all;
+}
+
+TEST(MpSender, NewDataFollowsOnceTheRetransmissionsOfARecoveryAreOut) {
+  MpRandom rng(1);
+  MpSender s(params(10), 0, rng);
+  const std::vector<MpTx> all = recovery_walk(s);
+  EXPECT_TRUE(s.in_recovery());
+  EXPECT_EQ(s.snd_retx(), 10u);  // 2..9 went again
+  size_t fresh = 0;
+  for (const MpTx& t : all) fresh += !t.retx && t.psn >= 10;
+  EXPECT_GT(fresh, 0u);
+}
+
+TEST(MpSender, StrictRecoverySendsNothingNewUntilSndUnaPassesRecovery) {
+  MpRandom rng(1);
+  MpSenderParams p = params(10);
+  p.strict_recovery = true;
+  MpSender s(p, 0, rng);
+  const std::vector<MpTx> all = recovery_walk(s);
+  EXPECT_TRUE(s.in_recovery());
+  EXPECT_EQ(s.snd_retx(), 10u);
+  for (const MpTx& t : all) {
+    EXPECT_TRUE(t.retx) << t.psn;
+    EXPECT_LT(t.psn, 10u);
+  }
+  EXPECT_EQ(s.snd_nxt(), 10u);
+  // The ACKs that found nothing to send gave up window (use it or lose it).
+  EXPECT_GE(s.counters().window_reductions, 1u);
+  // PSN 2's retransmission arrives; the receiver held 3..9: recovery ends
+  // and the same ACK clocks out new data.
+  std::vector<MpTx> out;
+  MpAck a = ack(2, 9);
+  a.retx = true;
+  s.on_ack(a, 70, out);
+  EXPECT_FALSE(s.in_recovery());
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0].psn, 10u);
+  EXPECT_FALSE(out[0].retx);
+}
+
 TEST(MpSender, WithNoNewDataUnacknowledgedPacketsGoAgainEarly) {
   MpRandom rng(1);
   MpSender s(params(4), 0, rng);
@@ -455,6 +506,34 @@ TEST(MpReceiver, BitmapOverflowDropsAndNacksTheHeadForEveryDrop) {
   EXPECT_EQ(r.on_data(data(107, true)).verdict, MpRxResult::Verdict::place);
 }
 
+TEST(MpReceiver, OncePerHeadNacksOnlyTheFirstDropForEachRcvNxt) {
+  MpReceiver r(8, 100, MpOverflowNack::once_per_head);
+  const MpRxResult a = r.on_data(data(108, true));
+  EXPECT_EQ(a.verdict, MpRxResult::Verdict::drop);
+  ASSERT_TRUE(a.send_ack);
+  EXPECT_TRUE(a.ack.nack);
+  EXPECT_EQ(a.ack.sack, 100u);
+  // The next drop for the same head goes unanswered.
+  const MpRxResult b = r.on_data(data(109, true));
+  EXPECT_EQ(b.verdict, MpRxResult::Verdict::drop);
+  EXPECT_FALSE(b.send_ack);
+  EXPECT_EQ(r.counters().overflow_drops, 2u);
+  EXPECT_EQ(r.counters().nacks, 1u);
+  // The head moves: the next drop names the new head.
+  EXPECT_EQ(r.on_data(data(100, true)).verdict, MpRxResult::Verdict::place);
+  const MpRxResult c = r.on_data(data(110, true));
+  EXPECT_EQ(c.verdict, MpRxResult::Verdict::drop);
+  ASSERT_TRUE(c.send_ack);
+  EXPECT_TRUE(c.ack.nack);
+  EXPECT_EQ(c.ack.sack, 101u);
+  // Remembering the NACKed head is receiver state the default does not need.
+  uint32_t every = 0, once = 0;
+  for (const StateField& f : MpReceiver::extra_state(64)) every += f.bytes;
+  for (const StateField& f : MpReceiver::extra_state(64, MpOverflowNack::once_per_head))
+    once += f.bytes;
+  EXPECT_EQ(once, every + 3);
+}
+
 TEST(MpReceiver, AMessageLongerThanTheBitmapCompletesAndTheHeadMovesPerPacket) {
   // L = 8, one message of 20 packets: the head must move over packets
   // that arrived in order before the tail exists, or the message could
@@ -628,6 +707,8 @@ struct Net {
   bool ooo_control;
   uint32_t slots;
   double ack_loss = 0;
+  MpOverflowNack overflow_nack = MpOverflowNack::every_drop;
+  bool strict_recovery = false;
 };
 
 void run_network(const Net& n) {
@@ -638,11 +719,12 @@ void run_network(const Net& n) {
   p.iw = 16;
   p.delta = std::min<uint32_t>(32, n.slots / 2);
   p.ooo_control = n.ooo_control;
+  p.strict_recovery = n.strict_recovery;
   p.rtt_cycles = 2000;
   p.rto_cycles = 40000;
   const uint32_t isn = static_cast<uint32_t>(gen() & kPsnMask);
   MpSender s(p, isn, rng);
-  MpReceiver r(n.slots, isn);
+  MpReceiver r(n.slots, isn, n.overflow_nack);
 
   // Messages: [first PSN, count), tail needs completion or not, sync.
   struct Msg {
@@ -771,6 +853,19 @@ TEST(MpProperty, SoWithoutOutOfOrderControl) {
     SCOPED_TRACE(seed);
     run_network({seed, 4, 0.0, false, 64});
     run_network({seed, 4, 0.02, false, 16});
+  }
+}
+
+TEST(MpProperty, SoWithEitherReadingOfOverflowNacksAndRecovery) {
+  const MpOverflowNack once = MpOverflowNack::once_per_head;
+  const MpOverflowNack every = MpOverflowNack::every_drop;
+  for (uint64_t seed = 301; seed <= 315; ++seed) {
+    SCOPED_TRACE(seed);
+    run_network({seed, 4, 0.01, true, 64, 0, once, false});
+    run_network({seed, 4, 0.02, false, 16, 0, once, false});
+    run_network({seed, 4, 0.01, true, 64, 0, every, true});
+    run_network({seed, 4, 0.02, false, 16, 0.02, every, true});
+    run_network({seed, 8, 0.05, true, 32, 0, once, true});
   }
 }
 
