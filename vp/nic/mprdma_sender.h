@@ -46,7 +46,8 @@ struct MpSenderParams {
   // true (§3.4 read strictly: "an incoming ACK clocks out a retransmission
   // ... instead of a new packet"), nothing new leaves until snd_una passes
   // `recovery`, and an ACK that finds nothing to send shrinks cwnd by one
-  // (use it or lose it). transport.md, "Recovery", compares the two.
+  // (use it or lose it). transport.md, "Two readings of §3.4's loss
+  // recovery", compares them.
   bool strict_recovery = false;
   uint32_t probe_ppm = 10000;   // probability of probing a new VP, per RTT (1 %)
   uint32_t max_per_ack = 2;     // burst control: packets one ACK may clock out

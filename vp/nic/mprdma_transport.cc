@@ -194,7 +194,8 @@ void MprdmaTransport::log_tx(uint32_t qpn, const Conn& c, const char* what,
 size_t MprdmaTransport::state_bytes() const {
   size_t n = GbnTransport::kStateBytes;
   for (const StateField& f : MpSender::extra_state()) n += f.bytes;
-  for (const StateField& f : MpReceiver::extra_state(p_.bitmap_slots, p_.overflow_nack)) n += f.bytes;
+  for (const StateField& f : MpReceiver::extra_state(p_.bitmap_slots, p_.overflow_nack))
+    n += f.bytes;
   return n;
 }
 

@@ -120,14 +120,14 @@ void MprdmaConfig::bind(core::Binder& b) {
            "How the receiver answers packets it drops beyond its bitmap (the paper: \"a NACK "
            "will be generated\", not how many): every_drop NACKs each one, naming rcv_nxt, so "
            "the dropped packet's path keeps its ACK clock; once_per_head NACKs the first drop "
-           "per rcv_nxt only (3 more bytes of receiver state). vp/nic/transport.md, \"Overflow "
-           "NACKs and strict recovery\", has what each does to rows M2 and M8.");
+           "per rcv_nxt only (3 more bytes of receiver state). vp/nic/transport.md, \"Two "
+           "readings of section 3.4's loss recovery\", has what each does to rows M2 and M8.");
   b.choice("recovery_new_data", recovery_new_data, {"after_retransmissions", "after_recovery"},
            "When new data may follow in recovery mode: after_retransmissions, once the "
            "retransmissions from snd_retx have reached `recovery` (ACKs then clock out new "
            "data while they travel); after_recovery, only once snd_una passes `recovery` "
            "(section 3.4 read strictly; an ACK that finds nothing to send meanwhile shrinks "
-           "cwnd by one, use it or lose it).");
+           "cwnd by one, use it or lose it). Same section of vp/nic/transport.md.");
   b.field("probe_probability", probe_probability,
           "p: per RTT, the probability of sending one packet to a new random virtual path "
           "instead of the ACK's (the paper gives no value; 1 %).",
