@@ -97,34 +97,6 @@ void Append(std::vector<uint8_t>& v, const T& seg) {
   v.insert(v.end(), p, p + sizeof seg);
 }
 
-// A WRITE and a SEND over a healthy pair, byte-exact, both successful.
-void ExpectHealthy(QpPair& p, uint64_t seed) {
-  SCOPED_TRACE("healthy pair");
-  const std::vector<uint8_t> a0 = p.a.prefill(seed), b0 = p.b.prefill(seed + 1);
-  mpr_sge r = p.b.sge(8192, 512);
-  ASSERT_EQ(p.b.ctx->post_recv(p.b.qp, RecvWr(1, &r, 1)), 0);
-  mpr_sge s = p.a.sge(0, 3000);
-  ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                               RemoteWr(1, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(100), p.b.mr.key)),
-            0);
-  mpr_sge s2 = p.a.sge(4000, 300);
-  ASSERT_EQ(p.a.ctx->post_send(p.a.qp, SendWr(2, MPR_WQE_SEND, &s2, 1)), 0);
-  const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 2);
-  ASSERT_EQ(sc.size(), 2u);
-  EXPECT_EQ(sc[0].status, MPR_CQE_SUCCESS);
-  EXPECT_EQ(sc[0].byte_len, 3000u);
-  EXPECT_EQ(sc[1].status, MPR_CQE_SUCCESS);
-  const mpr_wc rc = WaitWc(*p.b.ctx, p.b.rcq);
-  EXPECT_EQ(rc.status, MPR_CQE_SUCCESS);
-  EXPECT_EQ(rc.byte_len, 300u);
-  std::vector<uint8_t> want = b0;
-  std::copy(a0.begin(), a0.begin() + 3000, want.begin() + 100);
-  std::copy(a0.begin() + 4000, a0.begin() + 4300, want.begin() + 8192);
-  EXPECT_TRUE(SameBytes(p.b.get(0, p.b.len), want));
-  EXPECT_EQ(QpState(p.a), MPR_QPS_RTS);
-  EXPECT_EQ(QpState(p.b), MPR_QPS_RTS);
-}
-
 // ---------------------------------------------------- local WQE checks --
 
 TEST_F(TwoHostsTest, InvalidLkeyFailsWithBadLkeyAndFlushesTheRestInOrder) {

@@ -428,6 +428,33 @@ inline mpr_recv_wr RecvWr(uint64_t wr_id, const mpr_sge* sg, uint32_t nsge) {
   return wr;
 }
 
+// A WRITE and a SEND over a healthy pair, byte-exact, both successful: the
+// check that bad input on other queues left this pair alone. In a thread.
+inline void ExpectHealthy(QpPair& p, uint64_t seed) {
+  SCOPED_TRACE("healthy pair");
+  const std::vector<uint8_t> a0 = p.a.prefill(seed), b0 = p.b.prefill(seed + 1);
+  mpr_sge r = p.b.sge(8192, 512);
+  ASSERT_EQ(p.b.ctx->post_recv(p.b.qp, RecvWr(1, &r, 1)), 0);
+  mpr_sge s = p.a.sge(0, 3000);
+  ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_WRITE, &s, p.b, 100)), 0);
+  mpr_sge s2 = p.a.sge(4000, 300);
+  ASSERT_EQ(p.a.ctx->post_send(p.a.qp, SendWr(2, MPR_WQE_SEND, &s2, 1)), 0);
+  const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 2);
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[0].status, MPR_CQE_SUCCESS);
+  EXPECT_EQ(sc[0].byte_len, 3000u);
+  EXPECT_EQ(sc[1].status, MPR_CQE_SUCCESS);
+  const mpr_wc rc = WaitWc(*p.b.ctx, p.b.rcq);
+  EXPECT_EQ(rc.status, MPR_CQE_SUCCESS);
+  EXPECT_EQ(rc.byte_len, 300u);
+  std::vector<uint8_t> want = b0;
+  std::copy(a0.begin(), a0.begin() + 3000, want.begin() + 100);
+  std::copy(a0.begin() + 4000, a0.begin() + 4300, want.begin() + 8192);
+  EXPECT_TRUE(SameBytes(p.b.get(0, p.b.len), want));
+  EXPECT_EQ(p.a.query().qp_state, MPR_QPS_RTS);
+  EXPECT_EQ(p.b.query().qp_state, MPR_QPS_RTS);
+}
+
 // Fixture: a fresh kernel and SimEnv per test (SimTest), the bench built by
 // Build() and destroyed before the next test's kernel reset.
 class TwoHostsTest : public SimTest {
