@@ -28,6 +28,7 @@
 #include <mprdma/hw.h>
 
 #include "support/sim_test.h"
+#include "tests/vp/host/relay.h"
 #include "vp/core/sim_env.h"
 #include "vp/fabric/eth_link.h"
 #include "vp/host/host_config.h"
@@ -182,6 +183,8 @@ class TwoHosts {
     core::Duration go_back_delay{};  // nic.gbn.go_back_delay of both NICs
     core::Bandwidth rate{40e9};
     std::string transport = "gbn";  // nic.transport of both NICs
+    // Two links with a Relay between them instead of one cable (relay.h).
+    bool relay = false;
   };
 
   TwoHosts(core::SimEnv& env, const Options& opt) : env_(env) {
@@ -204,7 +207,15 @@ class TwoHosts {
                                                       nic_cfg_[i], pcie_cfg_, env_);
     link_ = std::make_unique<fabric::EthLink>("link", link_cfg_, env_);
     hosts_[0]->nic().attach(link_.get(), 0);
-    hosts_[1]->nic().attach(link_.get(), 1);
+    if (!opt.relay) {
+      hosts_[1]->nic().attach(link_.get(), 1);
+      return;
+    }
+    fabric::LinkConfig second = link_cfg_;
+    second.name = "relay-h1";
+    link2_ = std::make_unique<fabric::EthLink>("link2", second, env_);
+    relay_ = std::make_unique<Relay>("relay", *link_, *link2_);
+    hosts_[1]->nic().attach(link2_.get(), 1);
   }
 
   // Verbs contexts go first: their destructors talk to the hosts.
@@ -214,6 +225,7 @@ class TwoHosts {
   host::ModeledHost& h0() { return *hosts_[0]; }
   host::ModeledHost& h1() { return *hosts_[1]; }
   fabric::EthLink& link() { return *link_; }
+  Relay& relay() { return *relay_; }  // with Options::relay only
   core::SimEnv& env() { return env_; }
 
   // Value of a statistics counter; a missing counter fails the test.
@@ -319,6 +331,8 @@ class TwoHosts {
   fabric::LinkConfig link_cfg_;
   std::unique_ptr<host::ModeledHost> hosts_[2];
   std::unique_ptr<fabric::EthLink> link_;
+  std::unique_ptr<fabric::EthLink> link2_;
+  std::unique_ptr<Relay> relay_;
   std::vector<std::unique_ptr<host::VerbsContext>> contexts_;
 };
 
