@@ -102,6 +102,7 @@ Responder::Qp* Responder::find(uint32_t qpn) {
 
 void Responder::reset() {
   if (np_) np_->reset();
+  ++reset_epoch_;
   ++generation_;
   qps_.clear();
   atomics_.clear();
@@ -682,10 +683,10 @@ void Responder::run_atomics() {
 }
 
 void Responder::start_rmw(const AtomicJob& job) {
-  const uint64_t gen = generation_;
+  const uint64_t epoch = reset_epoch_;
   const sc_core::sc_time granted = sc_core::sc_time_stamp();
-  core_.dma.read(job.pa, 8, DmaPurpose::atomic, [this, job, gen, granted](bool ok, std::vector<uint8_t>&& data) {
-    if (gen != generation_) return;
+  core_.dma.read(job.pa, 8, DmaPurpose::atomic, [this, job, epoch, granted](bool ok, std::vector<uint8_t>&& data) {
+    if (epoch != reset_epoch_) return;  // the lock table and counts were reset
     Qp* qp = find(job.qpn);
     const bool live = qp && qp->generation == job.generation && !qp->error;
     if (!ok) {

@@ -245,7 +245,12 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   std::unordered_map<uint32_t, uint64_t> lock_held_ps_;
   int64_t atomics_active_ = 0;            // taken up: running or waiting for a lock
   uint64_t next_atomic_op_ = 0;
-  uint64_t generation_ = 0;
+  uint64_t generation_ = 0;  // hands out QP generations; bumped by every QP event
+  // Device resets only: what a callback in flight across a reset must check.
+  // (Not generation_: a QP created or failed elsewhere while an atomic's
+  // read-modify-write was in flight made that atomic drop out without
+  // releasing its lock, and later atomics on the bucket waited for ever.)
+  uint64_t reset_epoch_ = 0;
 
   core::Counter& packets_;
   core::Counter& bytes_;

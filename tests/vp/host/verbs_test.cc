@@ -293,6 +293,59 @@ TEST_F(TwoHostsTest, AtomicCompareSwapAndFetchAdd) {
   });
 }
 
+// Found by the wire fuzz test: QP events elsewhere on the responder's NIC
+// (a QP created, connected, failed) while an atomic's read-modify-write is
+// in flight must not lose that atomic. They used to make it drop out
+// holding its lock bucket, so that every later atomic on the same address
+// waited for ever.
+class AtomicsAcrossQpEventsTest : public TwoHostsTest,
+                                  public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    TwoHostsTest::SetUp();
+    TwoHosts::Options o;
+    o.transport = GetParam();
+    Build(o);
+  }
+};
+
+TEST_P(AtomicsAcrossQpEventsTest, FetchAddsSurviveQpsComingAndGoing) {
+  Run([&] {
+    QpPair p = bench->make_pair();
+    Store64(p.b, 4096, 1000);
+    uint64_t expected = 1000;
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      // QPs on h1, made ready before; their state changes come while eight
+      // FETCH_ADDs on one address run one after the other (one bucket).
+      std::vector<Endpoint> others;
+      for (int k = 0; k < 4; ++k) others.push_back(bench->make_endpoint(1, PairOptions()));
+      for (int i = 0; i < 8; ++i) {
+        mpr_sge s = p.a.sge(64 + 8 * i, 8);
+        mpr_send_wr fa = RemoteWr(i, MPR_WQE_ATOMIC_FA, &s, 1, p.b, 4096);
+        fa.compare_add = 1 + i;
+        expected += 1 + i;
+        ASSERT_EQ(p.a.ctx->post_send(p.a.qp, fa), 0);
+      }
+      for (Endpoint& e : others) {
+        mpr_qp_attr err{};
+        err.attr_mask = MPR_QP_ATTR_STATE;
+        err.qp_state = MPR_QPS_ERR;
+        ASSERT_TRUE(e.ctx->modify_qp(e.qp, err).ok());
+      }
+      const std::vector<mpr_wc> wcs = WaitWcs(*p.a.ctx, p.a.scq, 8);
+      ASSERT_EQ(wcs.size(), 8u);
+      for (const mpr_wc& wc : wcs) EXPECT_EQ(wc.status, MPR_CQE_SUCCESS);
+      EXPECT_EQ(Load64(p.b, 4096), expected);
+    }
+    EXPECT_EQ(bench->counter("nic.h1.responder.atomics"), 24u);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Transport, AtomicsAcrossQpEventsTest,
+                         ::testing::Values("gbn", "mprdma", "irn"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
 // --------------------------------------------------------------- inline --
 
 TEST_F(TwoHostsTest, InlineSendWriteAndWriteImmCopyAtPostTime) {
