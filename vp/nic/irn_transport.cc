@@ -277,9 +277,48 @@ AckResult IrnTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
         r.tx_ready = r.progress;
         return r;
       }
-      a.nack = true;
-      a.sack = psn_add(a.cum, -1);
-      a.cum = ev.ack_limit;
+      // An atomic's answer is missing (or READ responses without explicit
+      // READ acknowledgements): those requests must go again, so none of
+      // their PSNs may count as SACKed. Acknowledge up to the first,
+      // SACK the PSNs the ACK covers whose answers are here, and recover
+      // from the first on, up to the ACK's own out-of-order PSN if it
+      // names one. (Taking the ACK's last PSN as the SACK marked an
+      // atomic whose answer was lost as arrived when it was that last PSN:
+      // it was never sent again, and the QP failed on retries.)
+      const uint32_t end = a.cum;
+      const bool nacked = a.nack;
+      const uint32_t nacked_psn = a.sack;
+      auto missing = [&](uint32_t p) {
+        return std::find(ev.missing_responses.begin(), ev.missing_responses.end(), p) !=
+               ev.missing_responses.end();
+      };
+      const IrnSender::Counters before = c.tx->counters();
+      IrnAck cum;
+      cum.cum = ev.ack_limit;
+      c.tx->on_ack(cum, now);
+      bool arrived = false;
+      uint32_t highest = 0;
+      for (uint32_t p = psn_add(ev.ack_limit, 1); p != end; p = psn_add(p, 1))
+        if (!missing(p)) {
+          c.tx->sack(p, now);
+          arrived = true;
+          highest = p;
+        }
+      if (nacked && psn_diff(nacked_psn, end) >= 0 && !missing(nacked_psn)) {
+        arrived = true;
+        highest = nacked_psn;
+      }
+      if (arrived) {
+        a.cum = ev.ack_limit;
+        a.nack = true;
+        a.sack = highest;
+        c.tx->on_ack(a, now);
+      }
+      account(before, c.tx->counters());
+      log_sender(qpn, c, before, recovering, "an ACK past a missing answer");
+      note_progress(c, una, r);
+      r.tx_ready = r.progress || (c.tx->in_recovery() && !recovering);
+      return r;
     }
   } else {
     return r;

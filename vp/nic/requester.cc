@@ -855,8 +855,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
       ev.has_ext = true;
       ev.ext = ext;
       const uint32_t end = psn_add(ext.aack, 1);
-      if (f.opcode == Opcode::ACKNOWLEDGE && core_.engine.explicit_read_acks(qpn) &&
-          psn_diff(end, ev.ack_limit) > 0)
+      if (f.opcode == Opcode::ACKNOWLEDGE && psn_diff(end, ev.ack_limit) > 0)
         ev.missing_atomic = missing_responses(*q, end, ev.missing_responses);
     }
     Message* subject = nullptr;
@@ -881,6 +880,17 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
               ev.kind = AckEvent::Kind::nak_fatal;
               nak_status(f.aeth_syndrome & 0x1f, fatal_status, fatal_syn);
               subject = message_at(*q, f.psn);
+              // A fatal NAK names the request it refuses. One that names no
+              // outstanding request (already acknowledged, or never sent: a
+              // stale duplicate or a forged frame) is a response to nothing,
+              // dropped like a READ response for no READ; taking it would
+              // fail the QP with flushes only, no error and no event.
+              if (!subject) {
+                ++bad_responses_;
+                MPR_LOG(log_, debug, "QP " << qpn << ": fatal NAK for PSN " << f.psn
+                                           << ", no outstanding request: dropped");
+                return;
+              }
             }
             break;
           default:

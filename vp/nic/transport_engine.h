@@ -85,9 +85,9 @@ struct AckEvent {
   // The message layer's limit: the first PSN whose READ or atomic response
   // has not arrived. A plain ACK beyond it implies that response was lost.
   uint32_t ack_limit = 0;
-  // Engines with explicit READ acknowledgements, an ACK beyond ack_limit:
-  // the PSNs up to the ACK's whose responses have not arrived, and whether
-  // an atomic's is among them.
+  // An ACK with the out-of-order trailer beyond ack_limit: the PSNs up to
+  // the ACK's whose responses have not arrived, and whether an atomic's is
+  // among them.
   std::vector<uint32_t> missing_responses;
   bool missing_atomic = false;
 };
