@@ -1031,7 +1031,10 @@ void Requester::retire(Qp& qp) {
       retired = true;
       continue;
     }
-    if (m.data_left) break;  // READ as data: responses still missing
+    if (m.data_left) {  // READ as data: responses still missing
+      watch_answers(qp, m.first_psn, false);
+      break;
+    }
     if (m.flags & MPR_WQE_F_SIGNALED) complete(qp, m, MPR_CQE_SUCCESS, MPR_SYN_NONE);
     if (m.is_read_or_atomic()) --qp.rd_atomic_out;
     ++wqes_;
@@ -1170,6 +1173,46 @@ void Requester::schedule_wake(Qp& qp) {
     core_.tx.activate(qpn);
     schedule_wake(*q);
   });
+}
+
+void Requester::watch_answers(Qp& qp, uint32_t head_psn, bool progress) {
+  // The QP's transport retry budget, as for an unacknowledged request: the
+  // local ACK timeout once per try. (MP-RDMA recovers lost answers in the
+  // peer's stream; this only bounds a READ whose request the peer took for
+  // something else, e.g. a frame corrupted with valid checksums.)
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  const uint64_t timeout_ps = q ? ack_timeout_ps(q->attr.timeout) : 0;
+  if (timeout_ps == 0) return;  // timeout 0: wait for ever, as for ACKs
+  const uint64_t budget = timeout_ps * (uint64_t{q->attr.retry_cnt} + 1) / core_.cfg.period_ps();
+  const uint64_t now = core_.now_cycle();
+  if (qp.answers_due == kNever || progress || qp.answers_for != head_psn)
+    qp.answers_due = now + budget;
+  qp.answers_for = head_psn;
+  if (qp.answers_check_at != kNever) return;  // the pending check re-reads the due time
+  qp.answers_check_at = qp.answers_due;
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  const uint64_t at = qp.answers_check_at;
+  calendar_.at(core_.clock.cycles(at), [this, qpn, gen, at] { check_answers(qpn, gen, at); });
+}
+
+void Requester::check_answers(uint32_t qpn, uint64_t gen, uint64_t at) {
+  Qp* q = find(qpn);
+  if (!q || q->generation != gen || q->answers_check_at != at) return;
+  q->answers_check_at = kNever;
+  if (q->error || q->inflight.empty() || !q->inflight.front().data_left) {
+    q->answers_due = kNever;  // answered (or failed) meanwhile
+    return;
+  }
+  if (q->answers_due > at || q->answers_for != q->inflight.front().first_psn) {
+    // Answers arrived since, or this is a later WQE: look again then.
+    watch_answers(*q, q->inflight.front().first_psn, false);
+    return;
+  }
+  const Message& m = q->inflight.front();
+  MPR_LOG(log_, info, "QP " << qpn << ": " << m.data_left << " answers of WQE " << m.index
+                            << " (PSN " << m.first_psn << ") never came; retries exhausted");
+  fail(*q, &m, MPR_CQE_RETRY_EXC_ERR, MPR_SYN_RETRY_EXCEEDED);
 }
 
 }  // namespace mprdma::nic

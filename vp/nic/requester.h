@@ -183,6 +183,12 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
     net::RoceFields base;
     uint64_t wake_at = kNever;
     uint64_t generation = 0;
+    // READ and atomics as data (MP-RDMA): the oldest WQE's request is
+    // acknowledged and its answers are due by this cycle (kNever: none
+    // awaited), and the cycle a check of it is scheduled for.
+    uint64_t answers_due = kNever;
+    uint64_t answers_check_at = kNever;
+    uint32_t answers_for = 0;  // first PSN of the WQE the due time is for
     // Explicit READ acknowledgements: Read (N)ACKs waiting to be sent.
     std::deque<AckExt> read_acks;
     // DCQCN (congestion_control: dcqcn): the QP's rate controller, its
@@ -234,6 +240,12 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   void complete(const Qp& qp, const Message& m, uint8_t status, uint8_t syndrome);
   void handle(Qp& qp, const AckResult& r, const Message* subject);
   void schedule_wake(Qp& qp);
+  // READ/atomics as data: the oldest WQE's request was acknowledged, its
+  // answers come in the peer's stream. Answers that stop coming for the
+  // QP's retry budget fail it (watch_answers arms or refreshes the due
+  // time, check_answers runs when it passes).
+  void watch_answers(Qp& qp, uint32_t head_psn, bool progress);
+  void check_answers(uint32_t qpn, uint64_t gen, uint64_t at);
   // DCQCN: the QP's one pacing wake-up (for its requests and its
   // responder's READ responses alike), counted in dcqcn.paced.
   void schedule_pace(Qp& qp, uint64_t at);

@@ -117,6 +117,8 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
   }
   ++read_data_rx_;
   m->resp_got[k] = true;
+  if (qp->answers_due != kNever && !qp->inflight.empty())  // answers still coming
+    watch_answers(*qp, qp->inflight.front().first_psn, true);
   if (--m->data_left == 0) {
     m->resp_next = psn_add(m->first_psn, 1);
     retire(*qp);

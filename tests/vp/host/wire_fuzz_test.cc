@@ -415,6 +415,66 @@ TEST_P(WireFuzzTest, LostAtomicAnswerAndLostNextRequestAreRecovered) {
   });
 }
 
+// Found by the fuzzing above (MP-RDMA): a READ request that reaches the
+// responder as something else (here a zero-length WRITE, forged with valid
+// checksums) is acknowledged like one, and no answer ever comes. Transports that see the
+// missing answer behind the ACK ask again and complete the READ; MP-RDMA,
+// whose answers travel in the responder's own stream, cannot tell, and
+// gives up after the QP's retry budget (timeout x (retry_cnt + 1)) with a
+// retry-exceeded error instead of waiting for ever.
+TEST_P(WireFuzzTest, ReadTurnedIntoAWriteNeverHangs) {
+  bool armed = false;
+  int forged = 0;
+  bench->relay().set_filter([&](net::Packet& f, int from) {
+    uint8_t& op = f.data[kBthOff];
+    if (armed && from == 0 && !forged && op == uint8_t(net::Opcode::RDMA_READ_REQUEST)) {
+      // A zero-length WRITE to the same place: RETH kept, DMA length 0.
+      op = uint8_t(net::Opcode::RDMA_WRITE_ONLY);
+      uint8_t* dma_len = f.data.data() + kBthOff + net::kBthBytes + 12;
+      std::fill(dma_len, dma_len + 4, uint8_t{0});
+      Reseal(f);
+      ++forged;
+    }
+    return Relay::Verdict::forward;
+  });
+  Run([&] {
+    PairOptions o;
+    o.timeout = 8;  // 1 ms
+    o.retry_cnt = 3;
+    QpPair p = bench->make_pair(o);
+    const std::vector<uint8_t> a0 = p.a.prefill(41), b0 = p.b.prefill(42);
+    mpr_sge r = p.b.sge(60000, 4096);
+    ASSERT_EQ(p.b.ctx->post_recv(p.b.qp, RecvWr(9, &r, 1)), 0);
+    armed = true;
+    mpr_sge s = p.a.sge(0, 3000);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_READ, &s, p.b, 10000)), 0);
+    mpr_sge w = p.a.sge(5000, 100);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(2, MPR_WQE_RDMA_WRITE, &w, p.b, 20000)), 0);
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const std::vector<mpr_wc> wcs = WaitWcs(*p.a.ctx, p.a.scq, 2, Ms(50));
+    ASSERT_EQ(wcs.size(), 2u) << "the READ hangs";
+    EXPECT_EQ(forged, 1);
+    if (GetParam() == "mprdma") {
+      EXPECT_EQ(wcs[0].status, MPR_CQE_RETRY_EXC_ERR) << Describe(wcs);
+      EXPECT_EQ(wcs[0].syndrome, MPR_SYN_RETRY_EXCEEDED);
+      EXPECT_EQ(wcs[1].status, MPR_CQE_WR_FLUSH_ERR);
+      // Not before the budget: 4 tries of 1.05 ms.
+      EXPECT_GE(sc_core::sc_time_stamp() - t0, Us(4 * 1048.576));
+    } else {
+      // The others see the ACK pass the READ without its answer, ask again
+      // and get it. (The WRITE may then fail on retries: the forged WRITE
+      // took one PSN where the READ's three answers were due, so the
+      // responder expects the next request two PSNs early.)
+      EXPECT_EQ(wcs[0].status, MPR_CQE_SUCCESS) << Describe(wcs);
+      std::vector<uint8_t> want = a0;
+      std::copy(b0.begin() + 10000, b0.begin() + 13000, want.begin());
+      EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), want));
+      EXPECT_TRUE(wcs[1].status == MPR_CQE_SUCCESS || wcs[1].status == MPR_CQE_RETRY_EXC_ERR)
+          << Describe(wcs);
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Transport, WireFuzzTest,
                          ::testing::Values("gbn", "dcqcn", "mprdma", "irn"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
