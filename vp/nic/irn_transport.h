@@ -54,6 +54,7 @@ class IrnTransport : public TransportEngine {
   bool write_trailer() const override { return false; }
   bool carries_read_atomic() const override { return true; }
   bool rnr_nacks() const override { return true; }
+  uint32_t rx_window(uint32_t) const override { return p_.bdp_packets; }
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 
   bool explicit_read_acks(uint32_t) const override { return p_.read_acks; }

@@ -53,6 +53,22 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   const bool read_req = (op == Opcode::RDMA_READ_REQUEST || atomic_op) && engine.read_as_data();
   const bool read_resp =
       (is_read_response(op) || op == Opcode::ATOMIC_ACKNOWLEDGE) && engine.read_as_data();
+  // A packet the engine could not place as new (behind epsn, or beyond its
+  // window) is not checked as a request: what fails a check there is
+  // dropped, not a reason to fail the QP (a stale duplicate, a stray frame).
+  const int32_t ahead = psn_diff(f.psn, core_.engine.epsn(qp.qpn));
+  const bool fresh = ahead >= 0 && static_cast<uint32_t>(ahead) < engine.rx_window(qp.qpn);
+  auto refuse = [&](net::NakCode code, uint8_t event, const char* why,
+                    uint8_t syndrome = MPR_SYN_NONE) {
+    if (!fresh) {
+      ++ooo_drops_;
+      MPR_LOG(log_, debug, "QP " << qp.qpn << " PSN " << f.psn << ": " << why
+                                 << ", outside the window: dropped");
+      return Step::done;
+    }
+    fatal(qp, code, f.psn, event, why, syndrome);
+    return Step::done;
+  };
   net::MpDataExt x;
   const bool has_trailer =
       net::mp_trailer_bytes(op, engine.write_trailer(), engine.read_as_data()) != 0;
@@ -64,9 +80,8 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   if (!(is_send(op) || is_write(op) || read_req || read_resp) ||
       (has_trailer && (f.trailer_len != net::kMpDataExtBytes ||
                        !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x)))) {
-    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
-          "request the out-of-order transport does not carry, or without its trailer");
-    return Step::done;
+    return refuse(net::NakCode::invalid_request, MPR_EQE_QP_REQ_ERR,
+                  "request the out-of-order transport does not carry, or without its trailer");
   }
   const uint32_t plen = f.payload_len;
   const bool consumes = is_send(op) || carries_imm(op);
@@ -85,22 +100,19 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   // a peer that frames WRITEs otherwise (another out-of-order engine, with or
   // without the trailer), whose bytes must not be placed.
   if (is_write(op) && f.reth_dma_len != plen) {
-    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
-          "WRITE packet's RETH length is not its payload's (a peer on another transport?)");
-    return Step::done;
+    return refuse(net::NakCode::invalid_request, MPR_EQE_QP_REQ_ERR,
+                  "WRITE packet's RETH length is not its payload's (a peer on another transport?)");
   }
   if (!opcode_ok || plen > qp.mtu || (!x.tail && plen != qp.mtu)) {
-    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
-          "opcode, tail flag and payload length inconsistent");
-    return Step::done;
+    return refuse(net::NakCode::invalid_request, MPR_EQE_QP_REQ_ERR,
+                  "opcode, tail flag and payload length inconsistent");
   }
   // Where the data goes, checked before the engine records the packet, so
   // that a packet held for its RECV WQE is seen again unchanged.
   std::vector<Segment> segs;
   if (is_write(op) && !check_rkey(qp, f.reth_rkey, f.reth_va, plen, MPR_ACCESS_REMOTE_WRITE, segs)) {
-    fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
-          "WRITE rkey check failed");
-    return Step::done;
+    return refuse(net::NakCode::remote_access_error, MPR_EQE_QP_ACCESS_ERR,
+                  "WRITE rkey check failed");
   }
   const bool old = psn_diff(f.psn, core_.engine.epsn(qp.qpn)) < 0;
   if (consumes && !old) {
@@ -139,17 +151,15 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
       for (const mpr_wqe_data& d : wqe->sges) {
         if (core_.translation.translate(d.lkey, qp.pdn, d.addr, d.byte_count,
                                         MPR_ACCESS_LOCAL_WRITE, bufs) != AccessStatus::ok) {
-          fatal(qp, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
-                "RECV buffer fails its lkey check", MPR_SYN_BAD_LKEY);
-          return Step::done;
+          return refuse(net::NakCode::remote_operational_error, MPR_EQE_QP_FATAL,
+                        "RECV buffer fails its lkey check", MPR_SYN_BAD_LKEY);
         }
         cap += d.byte_count;
       }
       const uint64_t offset = uint64_t(x.ipsn) * qp.mtu;
       if (offset + plen > cap) {
-        fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
-              "SEND longer than the RECV buffers");
-        return Step::done;
+        return refuse(net::NakCode::invalid_request, MPR_EQE_QP_REQ_ERR,
+                      "SEND longer than the RECV buffers");
       }
       slice_segments(bufs, offset, plen, segs);
     }

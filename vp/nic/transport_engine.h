@@ -214,6 +214,12 @@ class TransportEngine {
   // (MP-RDMA, IRN); false: nothing is answered, the sender's timeout
   // recovers it.
   virtual bool rnr_nacks() const { return false; }
+  // Out-of-order engines: how far from epsn on a packet may be placed (the
+  // receive bitmap). The responder checks a request as new only inside
+  // [epsn, epsn + rx_window): what it cannot parse outside (a stale
+  // duplicate, a stray or forged frame) is dropped instead of failing the
+  // QP, as an in-order responder checks a request only at epsn.
+  virtual uint32_t rx_window(uint32_t /*qpn*/) const { return 1; }
   // Out-of-order engines: whether a WRITE packet without immediate carries
   // the data trailer (MP-RDMA: its ReTx and synchronise bits and message
   // number; IRN: no, vp/net/mp_ext.h).

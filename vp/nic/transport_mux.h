@@ -77,6 +77,7 @@ class TransportMux : public TransportEngine {
   bool write_trailer() const override { return default_->write_trailer(); }
   bool read_as_data() const override { return default_->read_as_data(); }
   bool rnr_nacks() const override { return default_->rnr_nacks(); }
+  uint32_t rx_window(uint32_t qpn) const override { return route(qpn).rx_window(qpn); }
   bool own_congestion_control() const override { return default_->own_congestion_control(); }
   void mark_sync(uint32_t qpn, uint32_t psn) override { route(qpn).mark_sync(qpn, psn); }
   bool explicit_read_acks(uint32_t qpn) const override {

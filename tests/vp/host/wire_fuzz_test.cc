@@ -200,8 +200,10 @@ TEST_P(WireFuzzTest, TamperedFramesNeitherCrashNorHangTheNic) {
           }
           SCOPED_TRACE(what.str());
 
-          // Every request completes, in order, within the retries' bound.
-          const std::vector<mpr_wc> wcs = WaitWcs(*p.a.ctx, p.a.scq, n, Ms(100));
+          // Every request completes, in order, within the retries' bound:
+          // 8 tries of 1 ms, or a forged RNR NAK's longest timer (491.52 ms,
+          // code 31) twice (rnr_retry 1).
+          const std::vector<mpr_wc> wcs = WaitWcs(*p.a.ctx, p.a.scq, n, Ms(1100));
           ASSERT_EQ(wcs.size(), size_t(n)) << "requests that never completed";
           int failed_at = -1, errors = 0;
           for (int i = 0; i < n; ++i) {
@@ -472,6 +474,53 @@ TEST_P(WireFuzzTest, ReadTurnedIntoAWriteNeverHangs) {
       EXPECT_TRUE(wcs[1].status == MPR_CQE_SUCCESS || wcs[1].status == MPR_CQE_RETRY_EXC_ERR)
           << Describe(wcs);
     }
+  });
+}
+
+// Found by the fuzzing above (MP-RDMA, IRN): a malformed request whose PSN
+// lies far outside the receive window (a stray or forged frame; here a
+// WRITE whose RETH length is not its payload's) failed a healthy QP. A
+// responder checks a request as new only where the engine could place it;
+// elsewhere such a frame is dropped, and the connection carries on.
+TEST_P(WireFuzzTest, MalformedRequestOutsideTheWindowIsDropped) {
+  bool armed = false;
+  int strays = 0;
+  bench->relay().set_filter([&](net::Packet& f, int from) {
+    uint8_t* bth = f.data.data() + kBthOff;
+    if (armed && from == 0 && !strays && bth[0] == uint8_t(net::Opcode::RDMA_WRITE_ONLY)) {
+      auto stray = std::make_unique<net::Packet>(f);
+      uint8_t* b = stray->data.data() + kBthOff;
+      const uint32_t psn = ((b[9] << 16 | b[10] << 8 | b[11]) + 0x400000) & 0xffffff;
+      b[9] = uint8_t(psn >> 16);
+      b[10] = uint8_t(psn >> 8);
+      b[11] = uint8_t(psn);
+      b[net::kBthBytes + 15] ^= 1;  // RETH DMA length, lowest byte
+      Reseal(*stray);
+      bench->relay().inject(0, std::move(stray));
+      ++strays;
+    }
+    return Relay::Verdict::forward;
+  });
+  Run([&] {
+    QpPair p = bench->make_pair();
+    const std::vector<uint8_t> a0 = p.a.prefill(51), b0 = p.b.prefill(52);
+    std::vector<uint8_t> want = b0;
+    for (int i = 0; i < 2; ++i) {
+      armed = i == 0;
+      mpr_sge s = p.a.sge(0, 600);
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(i, MPR_WQE_RDMA_WRITE, &s, p.b, 1000 * i)),
+                0);
+      const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
+      EXPECT_EQ(wc.status, MPR_CQE_SUCCESS) << "WRITE " << i << ", syndrome " << wc.syndrome;
+      std::copy(a0.begin(), a0.begin() + 600, want.begin() + 1000 * i);
+      sc_core::wait(Us(20));
+    }
+    EXPECT_EQ(strays, 1);
+    EXPECT_EQ(p.b.query().qp_state, MPR_QPS_RTS);
+    EXPECT_EQ(p.a.query().qp_state, MPR_QPS_RTS);
+    EXPECT_TRUE(SameBytes(p.b.get(0, p.b.len), want));
+    for (const host::AsyncEvent& e : bench->h(1).driver().async_events())
+      EXPECT_NE(e.data0, p.b.qpn()) << "event " << int(e.type) << " on the responder's QP";
   });
 }
 
