@@ -15,7 +15,13 @@
 //     transport must recover from loss and ignore duplicates;
 //   - keep serving a healthy QP pair once the relay forwards faithfully.
 // After a round with corrupted frames both QPs are reset and connected
-// again, so that the next round starts from a known state.
+// again, so that the next round starts from a known state. What it found
+// (fixed; each has its own test below or in verbs_test.cc): a fatal NAK for
+// no outstanding request failed the QP silently; atomics hung after a QP
+// event elsewhere on the responder; IRN never asked again for a lost atomic
+// answer at the end of an ACK; an MP-RDMA READ the peer took for something
+// else waited for ever; a malformed frame far outside the window failed an
+// out-of-order QP.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "tests/vp/host/fuzz_support.h"
 
