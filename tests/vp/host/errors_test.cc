@@ -405,14 +405,8 @@ TEST_F(TwoHostsTest, RecvBufferFailingItsLkeyCheckNamesTheReason) {
 // answer a packet without a RECV with an RNR NAK carrying the ACK trailer,
 // wait the RNR timer and resend from snd_una: transport.md, "Receiver not
 // ready"): the same verbs outcome, and no retransmission timeout on the way.
-class RnrTest : public TwoHostsTest, public ::testing::WithParamInterface<std::string> {
+class RnrTest : public PerTransportTest {
  protected:
-  void SetUp() override {
-    TwoHostsTest::SetUp();
-    TwoHosts::Options o;
-    o.transport = GetParam();
-    Build(o);
-  }
   bool mprdma() const { return GetParam() == "mprdma"; }
   bool out_of_order() const { return GetParam() != "gbn"; }
   uint64_t timeouts() const {
@@ -495,7 +489,7 @@ TEST_P(RnrTest, InfiniteRnrRetryWaitsForTheRecv) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, RnrTest, ::testing::Values("gbn", "mprdma", "irn"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+                         TransportName);
 
 class DeadPeerTest : public TwoHostsTest, public ::testing::WithParamInterface<bool> {};
 

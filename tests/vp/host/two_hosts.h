@@ -488,4 +488,23 @@ class TwoHostsTest : public SimTest {
   std::unique_ptr<TwoHosts> bench;
 };
 
+// A bench per transport engine, the test's parameter ("gbn", "dcqcn",
+// "mprdma", "irn"); a derived fixture sets `relay_` in its constructor for a
+// Relay between the hosts. TransportName names the instances after it.
+class PerTransportTest : public TwoHostsTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    TwoHostsTest::SetUp();
+    TwoHosts::Options o;
+    o.transport = GetParam();
+    o.relay = relay_;
+    Build(o);
+  }
+  bool relay_ = false;
+};
+
+inline std::string TransportName(const ::testing::TestParamInfo<std::string>& i) {
+  return i.param;
+}
+
 }  // namespace mprdma::test

@@ -298,16 +298,7 @@ TEST_F(TwoHostsTest, AtomicCompareSwapAndFetchAdd) {
 // in flight must not lose that atomic. They used to make it drop out
 // holding its lock bucket, so that every later atomic on the same address
 // waited for ever.
-class AtomicsAcrossQpEventsTest : public TwoHostsTest,
-                                  public ::testing::WithParamInterface<std::string> {
- protected:
-  void SetUp() override {
-    TwoHostsTest::SetUp();
-    TwoHosts::Options o;
-    o.transport = GetParam();
-    Build(o);
-  }
-};
+class AtomicsAcrossQpEventsTest : public PerTransportTest {};
 
 TEST_P(AtomicsAcrossQpEventsTest, FetchAddsSurviveQpsComingAndGoing) {
   Run([&] {
@@ -344,7 +335,7 @@ TEST_P(AtomicsAcrossQpEventsTest, FetchAddsSurviveQpsComingAndGoing) {
 
 INSTANTIATE_TEST_SUITE_P(Transport, AtomicsAcrossQpEventsTest,
                          ::testing::Values("gbn", "mprdma", "irn"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+                         TransportName);
 
 // --------------------------------------------------------------- inline --
 

@@ -108,15 +108,9 @@ size_t QpErrorEvents(TwoHosts& bench, uint32_t qpn) {
   return n;
 }
 
-class WireFuzzTest : public TwoHostsTest, public ::testing::WithParamInterface<std::string> {
+class WireFuzzTest : public PerTransportTest {
  protected:
-  void SetUp() override {
-    TwoHostsTest::SetUp();
-    TwoHosts::Options o;
-    o.transport = GetParam();
-    o.relay = true;
-    Build(o);
-  }
+  WireFuzzTest() { relay_ = true; }
 };
 
 TEST_P(WireFuzzTest, TamperedFramesNeitherCrashNorHangTheNic) {
@@ -532,7 +526,7 @@ TEST_P(WireFuzzTest, MalformedRequestOutsideTheWindowIsDropped) {
 
 INSTANTIATE_TEST_SUITE_P(Transport, WireFuzzTest,
                          ::testing::Values("gbn", "dcqcn", "mprdma", "irn"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+                         TransportName);
 
 }  // namespace
 }  // namespace mprdma::test

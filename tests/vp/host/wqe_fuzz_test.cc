@@ -34,15 +34,7 @@ namespace {
 
 using namespace fuzz;  // NOLINT: the fuzz helpers are this file's vocabulary
 
-class WqeFuzzTest : public TwoHostsTest, public ::testing::WithParamInterface<std::string> {
- protected:
-  void SetUp() override {
-    TwoHostsTest::SetUp();
-    TwoHosts::Options o;
-    o.transport = GetParam();
-    Build(o);
-  }
-};
+class WqeFuzzTest : public PerTransportTest {};
 
 TEST_P(WqeFuzzTest, CorruptedWqesCompleteOnceInOrderAndTouchOnlyTheirRegions) {
   std::mt19937_64 rng = Stream("wqe-" + GetParam());
@@ -255,7 +247,7 @@ TEST_P(WqeFuzzTest, CorruptedWqesCompleteOnceInOrderAndTouchOnlyTheirRegions) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, WqeFuzzTest, ::testing::Values("gbn", "mprdma", "irn"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+                         TransportName);
 
 }  // namespace
 }  // namespace mprdma::test
