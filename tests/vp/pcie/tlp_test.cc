@@ -3,6 +3,7 @@
 
 #include "support/recording_binder.h"
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -206,6 +207,25 @@ TEST(PcieConfigTest, LaneAndLinkRates) {
   PcieConfig d;
   EXPECT_EQ(d.serialize_ps(150), 9522u);  // 9521.48 rounded up
   EXPECT_EQ(d.serialize_ps(128), 8125u);  // exact
+}
+
+// serialize_ps is exact integer arithmetic: the exact time rounded up, for
+// every generation and width, and the same values as the long double formula
+// it replaced (so every run and every quoted figure is unchanged).
+TEST(PcieConfigTest, SerializeIsTheExactTimeRoundedUp) {
+  for (int gen = 1; gen <= 5; ++gen)
+    for (uint32_t lanes : {1u, 2u, 3u, 4u, 8u, 12u, 16u, 32u}) {
+      PcieConfig c;
+      c.gen = gen;
+      c.lanes = lanes;
+      SCOPED_TRACE("gen " + std::to_string(gen) + " x" + std::to_string(lanes));
+      const long double bps = static_cast<long double>(c.link_bytes_per_sec());
+      for (uint64_t bytes = 0; bytes <= 9000; ++bytes) {
+        const long double ps = static_cast<long double>(bytes) * 1e12L / bps;
+        const uint64_t before = static_cast<uint64_t>(std::ceil(ps - 1e-9L));
+        ASSERT_EQ(c.serialize_ps(bytes), before) << bytes << " bytes";
+      }
+    }
 }
 
 // A binder that records keys, overrides integer and byte fields from a map,
