@@ -855,7 +855,10 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
       ev.has_ext = true;
       ev.ext = ext;
       const uint32_t end = psn_add(ext.aack, 1);
-      if (f.opcode == Opcode::ACKNOWLEDGE && psn_diff(end, ev.ack_limit) > 0)
+      // Only engines that answer READ/atomics themselves read it (IRN),
+      // with or without explicit READ acknowledgements.
+      if (f.opcode == Opcode::ACKNOWLEDGE && core_.engine.engine_of(qpn).carries_read_atomic() &&
+          psn_diff(end, ev.ack_limit) > 0)
         ev.missing_atomic = missing_responses(*q, end, ev.missing_responses);
     }
     Message* subject = nullptr;

@@ -57,10 +57,9 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   // window) is not checked as a request: what fails a check there is
   // dropped, not a reason to fail the QP (a stale duplicate, a stray frame).
   const int32_t ahead = psn_diff(f.psn, core_.engine.epsn(qp.qpn));
-  const bool fresh = ahead >= 0 && static_cast<uint32_t>(ahead) < engine.rx_window(qp.qpn);
   auto refuse = [&](net::NakCode code, uint8_t event, const char* why,
                     uint8_t syndrome = MPR_SYN_NONE) {
-    if (!fresh) {
+    if (ahead < 0 || static_cast<uint32_t>(ahead) >= engine.rx_window(qp.qpn)) {
       ++ooo_drops_;
       MPR_LOG(log_, debug, "QP " << qp.qpn << " PSN " << f.psn << ": " << why
                                  << ", outside the window: dropped");
@@ -114,7 +113,7 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     return refuse(net::NakCode::remote_access_error, MPR_EQE_QP_ACCESS_ERR,
                   "WRITE rkey check failed");
   }
-  const bool old = psn_diff(f.psn, core_.engine.epsn(qp.qpn)) < 0;
+  const bool old = ahead < 0;
   if (consumes && !old) {
     const RecvWqe* wqe = nullptr;
     if (recv_for(qp, x.msn, wqe) == Step::stall) return Step::stall;
