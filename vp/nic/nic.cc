@@ -305,6 +305,7 @@ void Nic::on_qp_destroyed(uint32_t qpn) {
 bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
   // Every packet needs its QP's context (a packet for no QP goes on to be
   // dropped and counted by the responder or requester).
+  rx_parked_range_ = {};
   if (!contexts_ready(*pkt, f, &rx_stall_cause_)) {
     rx_parked_ = std::move(pkt);
     rx_parked_f_ = f;
@@ -350,7 +351,8 @@ bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f,
     if (net::has_reth(f.opcode)) {
       const uint64_t len =
           f.opcode == net::Opcode::RDMA_READ_REQUEST ? f.reth_dma_len : f.payload_len;
-      note(tcache_.access(f.reth_rkey, f.reth_va, len, qpn, [this] { resume_parked(); }),
+      note(tcache_.access(f.reth_rkey, f.reth_va, len, qpn, [this] { resume_parked(); },
+                          &rx_parked_range_),
            StallCause::mpt_mtt);
     } else if (f.opcode == net::Opcode::COMPARE_SWAP || f.opcode == net::Opcode::FETCH_ADD) {
       note(tcache_.access(f.atomic_rkey, f.atomic_va, 8, qpn, [this] { resume_parked(); }),

@@ -101,6 +101,8 @@ class Nic : public sc_core::sc_module {
   // pipeline is stalled behind it).
   net::PacketPtr rx_parked_;
   net::RoceFields rx_parked_f_;
+  // The parked packet's way through a range larger than the MTT cache.
+  TranslationCache::RangeProgress rx_parked_range_;
   // Why and since when the receive stage is stalled: the first cache of
   // contexts_ready() that missed for the parked packet; the stall time is
   // added to rx.stall_ps.<cache> when the packet moves on.

@@ -381,32 +381,41 @@ void Requester::on_wqes(uint32_t qpn, uint64_t gen, uint32_t first, uint32_t cou
     Qp* q = find(qpn);
     if (!q || q->generation != gen || q->error) return;
     const uint32_t stride = static_cast<uint32_t>(data.size() / count);
-    auto batch = std::make_shared<std::vector<Message>>(count);
+    auto batch = std::make_shared<Batch>();
+    batch->messages.resize(count);
     for (uint32_t i = 0; i < count; ++i)
-      parse(*q, data.data() + size_t(i) * stride, first + i, (*batch)[i]);
+      parse(*q, data.data() + size_t(i) * stride, first + i, batch->messages[i]);
     admit(qpn, gen, batch, first + count);
   });
 }
 
-void Requester::admit(uint32_t qpn, uint64_t gen, std::shared_ptr<std::vector<Message>> batch,
+void Requester::admit(uint32_t qpn, uint64_t gen, std::shared_ptr<Batch> batch,
                       uint32_t next_fetch_idx) {
-  if (batch->empty()) return;  // admitted already (another line's fill called back)
+  if (batch->messages.empty()) return;
   Qp* q = find(qpn);
   if (!q || q->generation != gen || q->error) return;
   // The translations the batch used must be on chip; a miss delays the
-  // whole batch (and the next fetch) until the lines have arrived.
-  bool ready = true;
-  for (const Message& m : *batch)
-    for (const Message::Sge& s : m.sges)
-      if (!core_.tcache.access(s.lkey, s.addr, s.len, qpn,
-                               [this, qpn, gen, batch, next_fetch_idx] {
-                                 admit(qpn, gen, batch, next_fetch_idx);
-                               }))
-        ready = false;
-  if (!ready) return;
+  // whole batch (and the next fetch) until the lines have arrived. The batch
+  // looks again once every lookup that missed has its lines (one wait at a
+  // time: a look per fill would pile up waiters for every SGE still
+  // missing). An SGE whose lines were all there once is not looked up
+  // again: the other SGEs' fills may have evicted them since, and a batch
+  // needing more lines than the cache holds would never go.
+  for (Message& m : batch->messages)
+    for (Message::Sge& s : m.sges) {
+      if (s.translated) continue;
+      s.translated = core_.tcache.access(s.lkey, s.addr, s.len, qpn,
+                                         [this, qpn, gen, batch, next_fetch_idx] {
+                                           if (--batch->waiting == 0)
+                                             admit(qpn, gen, batch, next_fetch_idx);
+                                         },
+                                         &s.progress);
+      if (!s.translated) ++batch->waiting;
+    }
+  if (batch->waiting > 0) return;
   q->fetching = false;
-  for (Message& m : *batch) q->pending.push_back(std::move(m));
-  batch->clear();
+  for (Message& m : batch->messages) q->pending.push_back(std::move(m));
+  batch->messages.clear();
   q->fetch_idx = next_fetch_idx;
   assign(*q);
   retire(*q);
@@ -492,7 +501,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
     mpr_wqe_data d;
     std::memcpy(&d, seg, sizeof d);
     ++nsge;
-    m.sges.push_back({d.lkey, d.addr, d.byte_count});
+    m.sges.push_back({d.lkey, d.addr, d.byte_count, false, {}});
     const AccessStatus st =
         core_.translation.translate(d.lkey, q->pdn, d.addr, d.byte_count, need, m.local);
     switch (st) {

@@ -33,6 +33,7 @@
 #include "vp/nic/nic_core.h"
 #include "vp/nic/qp_sides.h"
 #include "vp/nic/translation.h"
+#include "vp/nic/translation_cache.h"
 #include "vp/nic/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
 
@@ -112,11 +113,16 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
     uint64_t length = 0;
     std::vector<Segment> local;  // gather list (send/write) or scatter list (read/atomic)
     // The SGEs as posted (lkey, address, length): what the MPT/MTT caches
-    // must hold before the message can go.
+    // must have held before the message can go; `translated` once they have
+    // (later evictions do not take it back, so a batch whose lines exceed
+    // the cache still goes), `progress` through a range larger than the
+    // cache meanwhile.
     struct Sge {
       uint32_t lkey;
       uint64_t addr;
       uint32_t len;
+      bool translated = false;
+      TranslationCache::RangeProgress progress;
     };
     std::vector<Sge> sges;
     std::vector<uint8_t> inline_data;
@@ -229,10 +235,15 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   // and new WQEs may be fetched.
   Qp* accept_sq_pi(uint32_t qpn, uint16_t pi16);
   void parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m);
+  // A parsed batch of fetched WQEs on its way in: `waiting` counts its
+  // translation lookups still waiting for fills.
+  struct Batch {
+    std::vector<Message> messages;
+    int waiting = 0;
+  };
   // Makes a parsed batch visible once the MPT/MTT lines of its SGEs are on
   // chip (now, or when their fills arrive).
-  void admit(uint32_t qpn, uint64_t gen, std::shared_ptr<std::vector<Message>> batch,
-             uint32_t next_fetch_idx);
+  void admit(uint32_t qpn, uint64_t gen, std::shared_ptr<Batch> batch, uint32_t next_fetch_idx);
   void assign(Qp& qp);
   void retire(Qp& qp);
   void fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syndrome);

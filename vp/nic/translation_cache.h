@@ -7,6 +7,15 @@
 // from ICM (one DMA read each) and `ready` is called once all of them have
 // arrived, after which the caller asks again.
 //
+// A range whose MTT lines could not all be on chip at once (more than the
+// cache holds, as a multi-megabyte message with a small cache) is taken in
+// windows of half the MTT cache's lines, one after the other: the caller
+// keeps a RangeProgress for the range across its retries, and lines of
+// windows already passed are not looked up again (the translation engine
+// uses them as they come, it does not keep the whole message's pages).
+// Ranges within one window behave as without it. A caller without a
+// RangeProgress needs every line at once.
+//
 // A key or range that does not translate (no such MR, out of bounds) needs
 // only the MPT line: the check that fails reads nothing else.
 #pragma once
@@ -28,7 +37,14 @@ class TranslationCache {
   TranslationCache(const NicConfig& cfg, ContextMemory& contexts, DmaEngine& dma,
                    core::SimEnv& env);
 
-  bool access(uint32_t key, uint64_t va, uint64_t len, uint32_t owner, ContextCache::Ready ready);
+  // Where a retried access of one range has got to: MTT lines before
+  // `lines_done` (from the range's first) were on chip once.
+  struct RangeProgress {
+    uint64_t lines_done = 0;
+  };
+
+  bool access(uint32_t key, uint64_t va, uint64_t len, uint32_t owner, ContextCache::Ready ready,
+              RangeProgress* progress = nullptr);
   void invalidate_mr(uint32_t key);  // DEREG_MR: its MPT line
   void reset();
 
@@ -39,6 +55,7 @@ class TranslationCache {
   ContextMemory& contexts_;
   ContextCache mpt_;
   ContextCache mtt_;
+  uint64_t window_lines_;  // MTT lines looked up together (half the cache, at least 1)
 };
 
 }  // namespace mprdma::nic

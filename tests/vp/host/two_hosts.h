@@ -185,6 +185,8 @@ class TwoHosts {
     std::string transport = "gbn";  // nic.transport of both NICs
     // Two links with a Relay between them instead of one cable (relay.h).
     bool relay = false;
+    // Applied to both NICs' configurations last (e.g. smaller caches).
+    std::function<void(nic::NicConfig&)> nic;
   };
 
   TwoHosts(core::SimEnv& env, const Options& opt) : env_(env) {
@@ -201,6 +203,7 @@ class TwoHosts {
       n.port_speed_mbps = static_cast<uint32_t>(opt.rate.bps / 1e6);
       n.gbn.go_back_delay = opt.go_back_delay;
       n.transport = opt.transport;
+      if (opt.nic) opt.nic(n);
     }
     for (int i = 0; i < 2; ++i)
       hosts_[i] = std::make_unique<host::ModeledHost>(nic_cfg_[i].name.c_str(), host_cfg_,
