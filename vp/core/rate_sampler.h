@@ -32,6 +32,8 @@ class RateSampler : public Observer {
                  std::function<double()> probe);
   // Starts the intervals now: the first sample is due one interval later.
   void start();
+  size_t series_count() const { return probes_.size() + gauges_.size(); }
+  Duration interval() const { return interval_; }
 
   sc_core::sc_time next_due() const override;
   void observe() override;

@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <cmath>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "vp/nic/irn.h"
@@ -121,6 +123,27 @@ struct Platform::JobRunner : sc_core::sc_module {
 };
 
 namespace {
+
+// Time series are kept in memory until the run ends: refuse a sample
+// interval that would fill it long before (e.g. 10 ps over 3 ms for a few
+// hundred series is hundreds of GiB), saying what would fit.
+void check_series_memory(const core::RateSampler& sampler, core::Duration end_time) {
+  constexpr double kMaxBytes = 4.0 * (uint64_t{1} << 30);
+  const double per_point = sizeof(core::TimeSeries::Point);
+  const double samples = double(end_time.ps) / double(sampler.interval().ps);
+  const double bytes = samples * double(sampler.series_count()) * per_point;
+  if (bytes <= kMaxBytes) return;
+  const double min_ps =
+      double(end_time.ps) * double(sampler.series_count()) * per_point / kMaxBytes;
+  std::ostringstream m;
+  m << "sample_interval " << core::to_string(sampler.interval()) << ": " << sampler.series_count()
+    << " time series sampled over end_time " << core::to_string(end_time) << " would take "
+    << std::lround(bytes / double(uint64_t{1} << 30))
+    << " GiB (at most 4 GiB): use an interval of at least "
+    << core::to_string(core::Duration{static_cast<uint64_t>(std::ceil(min_ps))})
+    << ", a shorter end_time, or 0 (no time series)";
+  throw std::invalid_argument(m.str());
+}
 
 // A UDP port on the loopback that is free now (the kernel picks it). QEMU
 // binds it a moment later; another process taking it in between would make
@@ -392,6 +415,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
                             "Shared buffer in use", [sw] { return double(sw->buffer_used()); });
       }
     }
+    check_series_memory(*sampler_, cfg_.end_time);
     sampler_->start();
     observers_.add(sampler_.get());
   }
