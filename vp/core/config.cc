@@ -803,11 +803,11 @@ void DocBinder::field(const char* key, Duration& v, const char* doc, Duration mi
 }
 
 void DocBinder::field(const char* key, Bandwidth& v, const char* doc) {
-  impl_->row(key, "rate", to_string(v), "> 0", doc);
+  impl_->row(key, "rate", to_string(v), "1bps to 100Tbps", doc);
 }
 
 void DocBinder::field(const char* key, Frequency& v, const char* doc) {
-  impl_->row(key, "frequency", to_string(v), "> 0", doc);
+  impl_->row(key, "frequency", to_string(v), "1Hz to 100GHz", doc);
 }
 
 void DocBinder::field(const char* key, Bytes& v, const char* doc, uint64_t min, uint64_t max) {

@@ -65,8 +65,15 @@ Bandwidth parse_bandwidth(const std::string& text) {
       {"bps", 1.0}, {"Kbps", 1e3}, {"Mbps", 1e6}, {"Gbps", 1e9}, {"Tbps", 1e12}};
   for (const auto& [u, scale] : kUnits)
     if (unit == u) {
+      // 1 bps .. 100 Tbps: the fastest Ethernet is 1.6 Tbps, and beyond
+      // the bound frames serialise in under a picosecond (PFC's pause
+      // quanta too: a pause refreshed every picosecond runs for ever);
+      // below it a jumbo frame would take longer than a run can count.
+      const double bps = v * scale;
       if (v == 0) throw UnitError("'" + text + "': a rate must be positive");
-      return Bandwidth{v * scale};
+      if (bps < 1.0 || bps > 100e12)
+        throw UnitError("'" + text + "' is out of range: a rate is 1bps to 100Tbps");
+      return Bandwidth{bps};
     }
   throw UnitError("'" + text + "' needs a rate unit: bps, Kbps, Mbps, Gbps or Tbps (e.g. 40Gbps)");
 }
@@ -77,8 +84,14 @@ Frequency parse_frequency(const std::string& text) {
       {"Hz", 1.0}, {"KHz", 1e3}, {"kHz", 1e3}, {"MHz", 1e6}, {"GHz", 1e9}};
   for (const auto& [u, scale] : kUnits)
     if (unit == u) {
+      // At most 100 GHz (a 10 ps cycle): cycles are whole picoseconds, and
+      // a clock whose cycle rounds to nothing would run a pipeline in zero
+      // time.
+      const double hz = v * scale;
       if (v == 0) throw UnitError("'" + text + "': a frequency must be positive");
-      return Frequency{v * scale};
+      if (hz < 1.0 || hz > 100e9)
+        throw UnitError("'" + text + "' is out of range: a frequency is 1Hz to 100GHz");
+      return Frequency{hz};
     }
   throw UnitError("'" + text + "' needs a frequency unit: Hz, kHz, MHz or GHz (e.g. 250MHz)");
 }

@@ -43,6 +43,22 @@ TEST(Units, ParseBandwidthAndFrequency) {
   EXPECT_DOUBLE_EQ(parse_frequency("32kHz").hz, 32e3);
   EXPECT_THROW(parse_frequency("250"), UnitError);
   EXPECT_THROW(parse_frequency("0MHz"), UnitError);
+  // Bounds: beyond them frames or cycles take less than a picosecond (or a
+  // frame longer than a run can count).
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100Tbps").bps, 100e12);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1bps").bps, 1.0);
+  EXPECT_THROW(parse_bandwidth("100.1Tbps"), UnitError);
+  EXPECT_THROW(parse_bandwidth("0.5bps"), UnitError);
+  EXPECT_DOUBLE_EQ(parse_frequency("100GHz").hz, 100e9);
+  EXPECT_THROW(parse_frequency("101GHz"), UnitError);
+  EXPECT_THROW(parse_frequency("0.5Hz"), UnitError);
+  try {
+    parse_bandwidth("40000000000Gbps");
+    FAIL();
+  } catch (const UnitError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "'40000000000Gbps' is out of range: a rate is 1bps to 100Tbps");
+  }
 }
 
 TEST(Units, ParseBytes) {
