@@ -145,6 +145,38 @@ void check_series_memory(const core::RateSampler& sampler, core::Duration end_ti
   throw std::invalid_argument(m.str());
 }
 
+// The jobs' buffers live in the modeled hosts' memory, which is this
+// process's: each connection has a send and a receive half on both hosts,
+// written in full (source pattern, cleared destination). Refuse, before the
+// run, jobs that need more than this machine has available, rather than be
+// killed by the kernel part-way (the estimate leaves out the hosts' own
+// tables, a few tens of MiB each).
+void check_job_memory(const std::vector<host::JobConfig>& jobs) {
+  double need = 0, largest = 0;
+  std::string largest_job;
+  for (const host::JobConfig& j : jobs) {
+    uint64_t size = 0;
+    for (const core::Bytes& b : j.sizes) size = std::max(size, b.n);
+    const double bytes = 4.0 * double(size) * double(std::max<int64_t>(j.qps, 1));
+    need += bytes;
+    if (bytes > largest) largest = bytes, largest_job = j.name;
+  }
+  std::ifstream meminfo("/proc/meminfo");  // lines "MemAvailable:   22946920 kB"
+  std::string line;
+  uint64_t kib = 0;
+  while (std::getline(meminfo, line))
+    if (line.rfind("MemAvailable:", 0) == 0) kib = std::strtoull(line.c_str() + 13, nullptr, 10);
+  if (!kib || need <= 0.9 * double(kib) * 1024) return;
+  const double gib = double(uint64_t{1} << 30);
+  std::ostringstream m;
+  m.precision(3);
+  m << "the jobs' buffers need about " << need / gib << " GiB of this machine's memory (job '"
+    << largest_job << "' alone " << largest / gib << " GiB: 2 halves of its largest message "
+    << "on both hosts per connection), more than the " << double(kib) * 1024 / gib
+    << " GiB available: use smaller sizes, fewer connections or fewer jobs";
+  throw std::invalid_argument(m.str());
+}
+
 // A UDP port on the loopback that is free now (the kernel picks it). QEMU
 // binds it a moment later; another process taking it in between would make
 // QEMU fail to start, which is reported by name.
@@ -235,6 +267,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env) : Platform(cfg,
 
 Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::string& shell_host)
     : cfg_(cfg), env_(env), shell_host_(shell_host) {
+  check_job_memory(cfg_.jobs);
   if (cfg_.has_fabric()) {
     // The fabric makes the hosts: their order, names and addresses.
     fabric_ = std::make_unique<fabric::Fabric>("fabric", cfg_.fabric, env_);

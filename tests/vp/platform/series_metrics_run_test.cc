@@ -270,5 +270,24 @@ TEST_F(SeriesMetricsRun, SampleIntervalThatWouldFillMemoryIsRefused) {
   EXPECT_NO_THROW(Platform(cfg, *env));
 }
 
+// The jobs' buffers are this process's memory: jobs that need more than the
+// machine has (here 4 TiB: 16 connections of 1 GiB messages per job, 64
+// jobs) are refused before the run instead of being killed by the kernel.
+TEST_F(SeriesMetricsRun, JobsNeedingMoreMemoryThanTheMachineHasAreRefused) {
+  std::string text = std::string(kBase) + "jobs:\n";
+  for (int j = 0; j < 64; ++j)
+    text += "  - {name: j" + std::to_string(j) +
+            ", app: write_bw, client: t0h0, server: t1h0, sizes: [1GiB], qps: 16}\n";
+  cfg = load_scenario(test::write_temp("huge_jobs.yaml", text));
+  try {
+    Platform p(cfg, *env);
+    FAIL() << "4 TiB of buffers were accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("the jobs' buffers need about 4.1e+03 GiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("job 'j0' alone 64 GiB"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace mprdma::platform
