@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Seeded fuzzing of scenario files against the simulator.
 
-Each round takes one scenario of the tree, changes one to three of its
-values and runs it for a few milliseconds of simulated time. Two kinds of
-change: a value of the right kind scaled far up or down (0, 1e-9 .. 1e9
-times, integer extremes), which the simulator must either refuse with a
-clear error or run; and a value of the wrong kind (a duration where a size
-belongs, negative, NaN-like, empty), which it must refuse.
+Each round takes one scenario of the tree, changes it and runs it for a
+few milliseconds of simulated time. The changes: one to three values of the
+right kind scaled far up or down (0, 1e-9 .. 1e9 times, integer extremes),
+which the simulator must either refuse with a clear error or run; values of
+the wrong kind (a duration where a size belongs, negative, NaN-like,
+empty), which it must refuse; or, one round in five, the structure: a key
+the simulator does not know (which it must refuse by name), a key deleted
+(a default or a refusal) or a list item doubled (duplicate names, links,
+jobs).
 
 What every round must show ("bad input gets a clear error and loses
 nothing"):
@@ -75,8 +78,47 @@ def scaled(rng, v):
     return text + m.group(2)
 
 
+def containers(node, path):
+    """Every mapping and list under node, with its path."""
+    if isinstance(node, (dict, list)):
+        yield path, node
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for k, v in items:
+            yield from containers(v, path + [k])
+
+
+def restructure(rng, doc, kind):
+    """A key added (unknown to the simulator), deleted, or a list item
+    doubled; returns the change as text and, for an unknown key, its name."""
+    spots = [(p, n) for p, n in containers(doc, []) if p and p[0] not in SKIP_TOP]
+    maps = [(p, n) for p, n in spots if isinstance(n, dict) and n]
+    lists = [(p, n) for p, n in spots if isinstance(n, list) and n]
+    if kind == "unknown" and maps:
+        path, node = rng.choice(maps)
+        key = "fuzz_unknown_%d" % rng.randrange(1000)
+        node[key] = 1
+        return "+" + ".".join(map(str, path + [key])), key
+    if kind == "delete" and maps:
+        path, node = rng.choice(maps)
+        key = rng.choice(list(node))
+        del node[key]
+        return "-" + ".".join(map(str, path + [key])), None
+    if lists:
+        path, node = rng.choice(lists)
+        i = rng.randrange(len(node))
+        node.insert(i, yaml.safe_load(yaml.safe_dump(node[i])))
+        return "2x" + ".".join(map(str, path + [i])), None
+    return "(nothing)", None
+
+
 def mutate(rng, doc):
-    """Changes 1-3 values of doc in place; returns 'key=value' strings."""
+    """Changes doc in place: 1-3 values, or its structure once. Returns the
+    changes as text and the name of an added unknown key (or None)."""
+    r = rng.random()
+    if r < 0.2:
+        change, unknown = restructure(rng, doc, "unknown" if r < 0.08 else
+                                      "delete" if r < 0.15 else "duplicate")
+        return [change], unknown
     candidates = [(p, v) for p, v in leaves(doc, []) if p[0] not in SKIP_TOP]
     # Values with a magnitude (numbers, quantities such as 40Gbps, flags).
     quantities = [(p, v) for p, v in candidates
@@ -94,7 +136,7 @@ def mutate(rng, doc):
             node = node[k]
         node[path[-1]] = new
         changes.append(".".join(map(str, path)) + "=" + json.dumps(new))
-    return changes
+    return changes, None
 
 
 def run_sim(sim, scenario, out, timeout):
@@ -122,7 +164,7 @@ def metrics_of(out):
         return json.load(f).get("metrics")
 
 
-def one_round(args, index, scenario, changes, doc_text, repeat):
+def one_round(args, index, scenario, changes, unknown, doc_text, repeat):
     work = os.path.join(args.work, "round-%d" % index)
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "scenario.yaml")
@@ -138,6 +180,8 @@ def one_round(args, index, scenario, changes, doc_text, repeat):
         problems.append("exit status %d (signal %d)" % (rc, -rc) if rc < 0 else "exit status %d" % rc)
     elif rc == 2 and not last_err.startswith("error: " + path):
         problems.append("refused without naming the file: %r" % last_err)
+    elif unknown and (rc != 2 or unknown not in stderr):
+        problems.append("the unknown key %s was not refused by name" % unknown)
     elif rc == 1 and "error" not in (stdout + stderr).lower():
         problems.append("exit status 1 without an error message")
     elif rc == 0:
@@ -187,12 +231,12 @@ def main():
         scenario = rng.choice(files)
         with open(scenario) as f:
             doc = yaml.safe_load(f)
-        changes = mutate(rng, doc)
+        changes, unknown = mutate(rng, doc)
         for k in ("metrics", "sweep", "checks", "published", "row"):
             doc.pop(k, None)
         doc["end_time"] = args.end_time
         repeat = args.repeat_every > 0 and i % args.repeat_every == 0
-        rounds.append((i, scenario, changes, yaml.safe_dump(doc, sort_keys=False), repeat))
+        rounds.append((i, scenario, changes, unknown, yaml.safe_dump(doc, sort_keys=False), repeat))
     failed = 0
     exits = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
