@@ -246,13 +246,13 @@ bool PerfTest::failed() const {
   return results_.size() != cfg_.sizes.size();
 }
 
-uint64_t PerfTest::buffer_bytes() const {
+uint64_t PerfTest::buffer_bytes(const JobConfig& cfg) {
   uint64_t m = 8;
-  for (const core::Bytes& s : cfg_.sizes) m = std::max(m, s.n);
-  if (cfg_.app == "atomic_bw")
-    m = std::max(m, static_cast<uint64_t>(cfg_.counters - 1) * cfg_.counter_stride.n + 8);
-  if (cfg_.transport == "ud") m = std::max<uint64_t>(m, MPR_UD_GRH_BYTES);  // GRH space
-  if (cfg_.app == "rpc_bw") m = std::max<uint64_t>(m, static_cast<uint64_t>(cfg_.rx_depth) * 64);
+  for (const core::Bytes& s : cfg.sizes) m = std::max(m, s.n);
+  if (cfg.app == "atomic_bw")
+    m = std::max(m, static_cast<uint64_t>(cfg.counters - 1) * cfg.counter_stride.n + 8);
+  if (cfg.transport == "ud") m = std::max<uint64_t>(m, MPR_UD_GRH_BYTES);  // GRH space
+  if (cfg.app == "rpc_bw") m = std::max<uint64_t>(m, static_cast<uint64_t>(cfg.rx_depth) * 64);
   return m;
 }
 
@@ -277,7 +277,7 @@ void PerfTest::setup() {
   for (Side* s : {client_.get(), server_.get()}) {
     s->ctx = std::make_unique<VerbsContext>(s->host.driver(), s->as, s->host.config());
     s->pd = s->ctx->alloc_pd();
-    s->half = buffer_bytes();
+    s->half = buffer_bytes(cfg_);
     s->buf = s->as.alloc(2 * s->half);
     s->mr = s->ctx->reg_mr(s->pd, s->buf, 2 * s->half, access);
     const uint32_t cq_entries = static_cast<uint32_t>(caps.max_send_wr + caps.max_recv_wr);

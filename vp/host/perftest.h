@@ -137,6 +137,9 @@ struct SizeResult {
 
 class PerfTest {
  public:
+  // Bytes of each half (send, receive) of one connection's buffer on each
+  // host: the largest message, or what the app needs beside it.
+  static uint64_t buffer_bytes(const JobConfig& cfg);
   // `copy` numbers the connections of a job with qps > 1; copy 0 draws
   // from the streams job.<name>.*, copy k > 0 from job.<name>.qp<k>.*.
   PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server, core::SimEnv& env,
@@ -168,7 +171,6 @@ class PerfTest {
   int wait_completions_until(Side& s, CompletionQueue* cq, int n, mpr_wc* wc,
                              const sc_core::sc_time& until);
   void finish_latency(SizeResult& r, std::vector<double>& samples_us);
-  uint64_t buffer_bytes() const;
   core::RandomStream& stream(const std::string& what);
 
   JobConfig cfg_;

@@ -155,9 +155,8 @@ void check_job_memory(const std::vector<host::JobConfig>& jobs) {
   double need = 0, largest = 0;
   std::string largest_job;
   for (const host::JobConfig& j : jobs) {
-    uint64_t size = 0;
-    for (const core::Bytes& b : j.sizes) size = std::max(size, b.n);
-    const double bytes = 4.0 * double(size) * double(std::max<int64_t>(j.qps, 1));
+    const double bytes = 4.0 * double(host::PerfTest::buffer_bytes(j)) *
+                         double(std::max<int64_t>(j.qps, 1));
     need += bytes;
     if (bytes > largest) largest = bytes, largest_job = j.name;
   }
@@ -171,8 +170,8 @@ void check_job_memory(const std::vector<host::JobConfig>& jobs) {
   std::ostringstream m;
   m.precision(3);
   m << "the jobs' buffers need about " << need / gib << " GiB of this machine's memory (job '"
-    << largest_job << "' alone " << largest / gib << " GiB: 2 halves of its largest message "
-    << "on both hosts per connection), more than the " << double(kib) * 1024 / gib
+    << largest_job << "' alone " << largest / gib << " GiB: a send and a receive half per "
+    << "connection on both hosts), more than the " << double(kib) * 1024 / gib
     << " GiB available: use smaller sizes, fewer connections or fewer jobs";
   throw std::invalid_argument(m.str());
 }

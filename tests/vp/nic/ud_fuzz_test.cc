@@ -72,23 +72,6 @@ class UdFuzzTest : public TwoHostsTest {
     }
   }
   host::QpCaps caps;
-  // Completions of `cq` until `n` or `timeout` of simulated time; UD
-  // receive completions carry the source QP, so no raw-CQE check here.
-  static std::vector<mpr_wc> Collect(Endpoint& e, host::CompletionQueue* cq, size_t n,
-                                     sc_core::sc_time timeout) {
-    std::vector<mpr_wc> out;
-    const sc_core::sc_time end = sc_core::sc_time_stamp() + timeout;
-    while (out.size() < n) {
-      mpr_wc wc{};
-      if (e.ctx->poll_cq(cq, 1, &wc) == 1) {
-        out.push_back(wc);
-        continue;
-      }
-      if (sc_core::sc_time_stamp() >= end) break;
-      sc_core::wait(end - sc_core::sc_time_stamp(), cq->written);
-    }
-    return out;
-  }
 };
 
 TEST_F(UdFuzzTest, RandomDatagramsCompleteAsTheirWqesSayAndLandExactly) {
@@ -180,7 +163,8 @@ TEST_F(UdFuzzTest, RandomDatagramsCompleteAsTheirWqesSayAndLandExactly) {
               ++sent_ok;
             }
           }
-          const std::vector<mpr_wc> sc = Collect(p.a, p.a.scq, want.size(), Ms(5));
+          const std::vector<mpr_wc> sc =
+              WaitWcs(*p.a.ctx, p.a.scq, int(want.size()), Ms(5), false);
           ASSERT_EQ(sc.size(), want.size()) << "sender completions";
           for (size_t i = 0; i < want.size(); ++i) {
             EXPECT_EQ(sc[i].wr_id, want[i].first) << "sender completion " << i;
@@ -191,7 +175,8 @@ TEST_F(UdFuzzTest, RandomDatagramsCompleteAsTheirWqesSayAndLandExactly) {
           std::vector<const Datagram*> arrive;
           for (const Datagram& g : d)
             if (g.to_receiver) arrive.push_back(&g);
-          const std::vector<mpr_wc> rc = Collect(p.b, p.b.rcq, arrive.size(), Ms(5));
+          const std::vector<mpr_wc> rc =
+              WaitWcs(*p.b.ctx, p.b.rcq, int(arrive.size()), Ms(5), false);
           ASSERT_EQ(rc.size(), arrive.size()) << "receiver completions";
           EXPECT_TRUE(StaysEmpty(*p.b.ctx, p.b.rcq, Us(20)));
           std::vector<uint8_t> b_want = b0;
