@@ -1,6 +1,6 @@
 // RoCEv2 codec: byte layout, round trips, validation, ICRC against external
 // reference values.
-#include <cstring>
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -418,7 +418,7 @@ TEST(RoceParse, RoundTripEveryOpcodeAndPayloadLength) {
       EXPECT_EQ(out.payload_offset, 54 + ext_header_bytes(op));
       EXPECT_EQ(out.payload_len, len);
       ASSERT_LE(out.payload_offset + out.payload_len, pkt->data.size());
-      EXPECT_EQ(0, std::memcmp(pkt->data.data() + out.payload_offset, pay.data(), len));
+      EXPECT_TRUE(std::equal(pay.begin(), pay.end(), pkt->data.begin() + out.payload_offset));
     }
   }
 }
