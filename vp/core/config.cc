@@ -177,7 +177,9 @@ struct YamlBinder::Impl {
     f.mark = node.IsMap() ? node.Mark() : fallback;
     if (node.IsMap()) {
       for (auto it = node.begin(); it != node.end(); ++it) {
-        const YAML::Node& k = it->first;
+        // By value: yaml-cpp's operator-> hands out a temporary, and a
+        // reference into it dangles at the end of this statement.
+        const YAML::Node k = it->first;
         if (!k.IsScalar()) {
           add_error(k.Mark(), path, "keys must be plain names, got " + std::string(kind_name(k)));
           continue;
@@ -532,8 +534,9 @@ void YamlBinder::field(const char* key, std::map<std::string, std::string>& v, c
   std::map<std::string, std::string> out;
   bool ok = true;
   for (auto it = e->value.begin(); it != e->value.end(); ++it) {
-    const YAML::Node& k = it->first;
-    const YAML::Node& val = it->second;
+    // By value: a reference into yaml-cpp's temporary from operator-> dangles.
+    const YAML::Node k = it->first;
+    const YAML::Node val = it->second;
     if (!k.IsScalar()) {
       impl_->add_error(k.Mark(), path,
                        "keys must be plain names, got " + std::string(kind_name(k)));
