@@ -154,13 +154,19 @@ TEST_F(QemuGuestTest, KilledQemuIsReportedWithItsSignal) {
   ASSERT_NE(nic_resets, nullptr);
   // Let QEMU's DEVICE_RESETs land in the NIC. QEMU may send another one at
   // any wall-clock moment (it sent two in one CI run): take the counts
-  // once no new one arrived over a 10 us step, and count later ones below.
+  // once no new one arrived over a 10 us step and the NIC has taken every
+  // one the proxy received (the proxy injects each at the simulated time
+  // its arrival maps to, which on a loaded machine can lie beyond the
+  // step), and count later ones below.
   uint64_t proxy_before = 0, resets_before = 0;
+  int steps = 0;
   do {
     proxy_before = host_->proxy().counts().resets;
     sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
     resets_before = nic_resets->value();
-  } while (host_->proxy().counts().resets != proxy_before);
+    ASSERT_LT(++steps, 100000) << "the NIC took " << resets_before << " of the proxy's "
+                               << proxy_before << " DEVICE_RESETs in 1 s of simulated time";
+  } while (host_->proxy().counts().resets != proxy_before || resets_before < proxy_before);
   ::kill(host_->process().pid(), SIGKILL);
   ASSERT_TRUE(run_to_exit(30));
   EXPECT_NE(host_->exit_report().find("QEMU g0 (pid "), std::string::npos);
