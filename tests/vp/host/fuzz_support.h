@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/fuzz_stream.h"
 #include "tests/vp/host/two_hosts.h"
 
 namespace mprdma::test::fuzz {
@@ -34,21 +35,9 @@ constexpr uint64_t kSentinelOff = 48 << 10;
 constexpr uint32_t kMaxInline = 128;
 constexpr uint32_t kMaxSge = 4;
 
-// The test's random stream: fixed per test name, so every run makes the same
-// requests. For a longer hunt MPRDMA_FUZZ_SEED (mixed into the seed) and
-// MPRDMA_FUZZ_ROUNDS change both; MPRDMA_FUZZ_TRACE=1 prints every round
-// (and what the relay did to each frame); MPRDMA_FUZZ_LOG=<log spec>, e.g.
-// "nic.h*=trace", prints the whole log of a failing wire fuzz run.
-inline std::mt19937_64 Stream(std::string name) {
-  if (const char* extra = std::getenv("MPRDMA_FUZZ_SEED")) name += extra;
-  std::seed_seq seq(name.begin(), name.end());
-  return std::mt19937_64(seq);
-}
-inline int Rounds(int fallback) {
-  const char* env = std::getenv("MPRDMA_FUZZ_ROUNDS");
-  return env ? std::atoi(env) : fallback;
-}
-inline bool Trace() { return std::getenv("MPRDMA_FUZZ_TRACE") != nullptr; }
+// Stream, Rounds and Trace: tests/support/fuzz_stream.h. MPRDMA_FUZZ_TRACE=1
+// also prints what the relay did to each frame; MPRDMA_FUZZ_LOG=<log spec>,
+// e.g. "nic.h*=trace", prints the whole log of a failing wire fuzz run.
 
 inline const char* OpName(uint8_t op) {
   switch (op) {

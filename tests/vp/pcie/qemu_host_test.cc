@@ -6,7 +6,9 @@
 #include <sys/un.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -18,6 +20,7 @@
 #include <systemc>
 
 #include "qemu_test_util.h"
+#include "support/fuzz_stream.h"
 #include "support/log_capture.h"
 #include "support/sim_test.h"
 #include "vp/host/qemu_host.h"
@@ -276,6 +279,109 @@ TEST_F(QemuHostTest, DeviceResetResetsConfigSpaceAndTheNic) {
   });
   EXPECT_EQ(host_->proxy().counts().resets, 1u);
   EXPECT_EQ(counter("nic.nic0.hostif.resets"), 1u) << "the NIC saw RESET written once";
+}
+
+// What a faulty or hostile guest driver can do through QEMU: random config
+// space and BAR accesses of every size, resets, the register file and the
+// doorbell pages hit at random, the admin queue enabled over rings of random
+// bytes (guest RAM is filled with them) and rung. The NIC must answer every
+// access (a hang or a crash fails the test) and, after a DEVICE_RESET, work
+// as new: its admin queue completes a NOP.
+TEST_F(QemuHostTest, RandomGuestRegisterTrafficNeitherHangsNorBreaksTheNic) {
+  test::LogCapture log("");  // thousands of warnings about bad accesses
+  auto rng = test::fuzz::Stream("qemu_register_fuzz");
+  const int rounds = test::fuzz::Rounds(3000);
+  const uint64_t bar2_size = 4 * kMiB;  // QemuProxyConfig's BAR sizes
+  const uint64_t regs = sizeof(mprdma_bar0_t), ram_size = 2 * kMiB;
+  MemFile ram(ram_size);
+  for (uint64_t off = 0; off < ram_size; off += 8) {
+    const uint64_t v = rng();
+    std::memcpy(ram.at(off), &v, sizeof v);
+  }
+  // Mostly what a driver writes (a register, 32 bits: a small number, one
+  // bit, an address in guest RAM), sometimes anything anywhere.
+  auto reg_value = [&]() -> uint64_t {
+    switch (rng() % 4) {
+      case 0: return rng() % 16;
+      case 1: return uint64_t{1} << (rng() % 32);
+      case 2: return (rng() % ram_size) & ~uint64_t{63};
+      default: return rng();
+    }
+  };
+  std::map<std::string, int> kinds;
+  with_qemu([&](FakeQemu& q) {
+    ASSERT_TRUE(q.sync_sysmem({{0, ram_size, 0, ram.fd()}}));
+    program_bars(q);
+    for (int i = 0; i < rounds && !::testing::Test::HasFailure(); ++i) {
+      const unsigned pick = rng() % 100;
+      if (pick < 40) {
+        ++kinds["register write"];
+        q.bar_write(kBar0 + ((rng() % regs) & ~uint64_t{3}), reg_value(), 4);
+      } else if (pick < 48) {
+        ++kinds["admin queue enabled over random rings and rung"];
+        const uint64_t asq = (rng() % ram_size) & ~uint64_t{63};
+        const uint64_t acq = (rng() % ram_size) & ~uint64_t{63};
+        q.bar_write(reg(MPR_BAR0_OFF(AQ_BASE_LO)), asq, 4);
+        q.bar_write(reg(MPR_BAR0_OFF(ACQ_BASE_LO)), acq, 4);
+        q.bar_write(reg(MPR_BAR0_OFF(AQ_CFG)),
+                    MPR_SET(AQ_CFG, SQ_LOG_SIZE, rng() % 8) |
+                        MPR_SET(AQ_CFG, CQ_LOG_SIZE, rng() % 8) | MPR_SET(AQ_CFG, ENABLE, 1),
+                    4);
+        q.bar_write(reg(MPR_BAR0_OFF(AQ_PI)), rng() % 256, 4);
+      } else if (pick < 63) {
+        ++kinds["doorbell write"];
+        q.bar_write(kBar2 + ((rng() % (64 * MPR_UAR_PAGE_SIZE)) & ~uint64_t{7}),
+                    rng() % 2 ? rng() % 4096 : rng(), 8);
+      } else if (pick < 70) {
+        ++kinds["access of any size anywhere"];
+        const uint64_t at = rng() % 2 ? kBar0 + rng() % (64 * 1024) : kBar2 + rng() % bar2_size;
+        const uint32_t size = 1u << (rng() % 4);
+        if (rng() % 2)
+          q.bar_write(at, rng(), size);
+        else
+          q.bar_read(at, size);
+      } else if (pick < 82) {
+        ++kinds["register read"];
+        q.bar_read(kBar0 + ((rng() % regs) & ~uint64_t{3}), 4);
+      } else if (pick < 88) {
+        ++kinds["config write"];  // may move the BARs or turn decoding off
+        q.cfg_write(static_cast<uint32_t>(rng() % 256), static_cast<uint32_t>(rng()),
+                    1 << (rng() % 3));
+      } else if (pick < 91) {
+        ++kinds["config read"];
+        q.cfg_read(static_cast<uint32_t>(rng() % 4096), 1 << (rng() % 3));
+      } else if (pick < 98) {
+        ++kinds["BARs programmed again"];
+        program_bars(q);
+      } else {
+        ++kinds["device reset"];
+        EXPECT_EQ(q.device_reset(), 0u);
+        program_bars(q);
+      }
+    }
+    if (::testing::Test::HasFailure()) return;
+    // As new after a reset: the ID register, then a NOP through the admin
+    // queue, its rings cleaned first (a driver's first steps after probe).
+    EXPECT_EQ(q.device_reset(), 0u);
+    program_bars(q);
+    EXPECT_EQ(q.bar_read(reg(MPR_BAR0_OFF(ID)), 4), 0x4D50C0DEu);
+    std::memset(ram.at(0x10000), 0, 4 * MPR_CMD_SIZE);
+    std::memset(ram.at(0x20000), 0, 4 * sizeof(mpr_cmd_comp));
+    put_nop(ram, 0x10000, 0x77);
+    enable_aq(q, 0x10000, 0x20000);
+    q.bar_write(reg(MPR_BAR0_OFF(AQ_PI)), 1, 4);
+    EXPECT_TRUE(poll_reg(q, MPR_BAR0_OFF(ACQ_PI), 0xffff, 1)) << "no admin completion";
+  });
+  for (const auto& [kind, n] : kinds) std::printf("  %5d x %s\n", n, kind.c_str());
+  std::printf("  %llu admin commands taken, %llu doorbells refused, %llu accesses refused\n",
+              static_cast<unsigned long long>(counter("nic.nic0.firmware.commands")),
+              static_cast<unsigned long long>(counter("nic.nic0.hostif.bad_doorbells")),
+              static_cast<unsigned long long>(counter("nic.nic0.hostif.bad_accesses")));
+  ASSERT_TRUE(run_until([&] { return ram.load<mpr_cmd_comp>(0x20000).owner != 0; }));
+  const auto c = ram.load<mpr_cmd_comp>(0x20000);
+  EXPECT_EQ(c.cmd_id, 0x77);
+  EXPECT_EQ(c.status, MPR_CMD_OK);
+  EXPECT_GT(counter("nic.nic0.firmware.commands"), 1u) << "random admin commands were taken";
 }
 
 // A fake ivshmem client (QEMU's ivshmem-doorbell end).
