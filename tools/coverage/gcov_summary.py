@@ -23,7 +23,7 @@ from collections import defaultdict
 
 
 def gcov_json(gcda, build_dir):
-    """gcov's JSON record of one object file, or None when gcov refuses it."""
+    """gcov's JSON records of one object file (a list), or None when gcov refuses it."""
     run = subprocess.run(
         ["gcov", "--json-format", "--stdout", gcda],
         cwd=build_dir,
