@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""tools/report/reproduction.py's row plot: metrics are grouped into one panel
-per stem (a quantity, one unit), stems with a published figure first; the
-figures `== <number>` checks compare with are marked; a row with no numeric
-measurement draws nothing."""
+"""tools/report/reproduction.py's row plot and summary: metrics are grouped
+into one panel per stem (a quantity, one unit), stems with a published figure
+first; the figures `== <number>` checks compare with are marked; a row with no
+numeric measurement draws nothing; the summary table names the metrics a row
+is judged by (published or named by a check, on either side), in the results'
+order."""
 import argparse
 import importlib.util
 import os
@@ -51,6 +53,28 @@ def main():
         {"metric": "rate", "check": "== 2.5e-3"}]})
     check(targets == {"throughput.b.x": (0.325, 0.1), "rate": (2.5e-3, 0.0)},
           f"only `== <number>` checks are targets: {targets}")
+
+    judged = rep.headline_metrics({
+        "published": {"throughput.b.x": "0.325"},
+        "checks": [{"metric": "jain_min", "check": ">= 1.4 * retransmits_per_ms.b"},
+                   {"metric": "throughput.b.x", "check": "== 0.325"},
+                   {"metric": "jain_min", "check": "<= nonexistent.metric"}],
+        "metrics": dict(metrics)})
+    check(judged == ["retransmits_per_ms.b", "throughput.b.x", "jain_min"],
+          f"judged metrics in the results' order, unknown names ignored: {judged}")
+    check(rep.headline_metrics({"metrics": dict(metrics)}) == [],
+          "a row without published figures or checks has no headline")
+
+    mean = dict(metric(2.0), stat="mean", stddev=0.5)
+    check(rep.measured_value(mean) == "2 ± 0.5", f"mean ± stddev: {rep.measured_value(mean)}")
+    low = dict(metric(1.0, seeds=(1, 2, 3)), stat="min", mean=1.25)
+    check(rep.measured_value(low) == "1 (min, mean 1.25)", f"min: {rep.measured_value(low)}")
+    named = {"measured": True, "value": "pcie", "values": ["pcie", "pu", "pcie"]}
+    check(rep.measured_value(named) == "pcie (2 of 3)", f"a name: {rep.measured_value(named)}")
+    gone = dict(mean, missing_seeds=[3])
+    check(rep.measured_value(gone) == "2 ± 0.5, 1 seed(s) missing",
+          f"missing seeds are named: {rep.measured_value(gone)}")
+    check(rep.measured_value({"measured": False}) == "no measurement", "unmeasured")
 
     os.makedirs(a.work, exist_ok=True)
     png = os.path.join(a.work, "row.png")

@@ -67,6 +67,35 @@ def measured_text(name, m):
     return text
 
 
+def measured_value(m):
+    """A reduced metric's value for a table cell: mean ± stddev, a named
+    bottleneck with how many seeds agree, or min/max with the mean."""
+    if not m.get("measured"):
+        return "no measurement"
+    n = len(m["values"])
+    if isinstance(m["value"], str):
+        same = sum(1 for v in m["values"] if v == m["value"])
+        text = f"{m['value']} ({same} of {n})"
+    elif m["stat"] == "mean":
+        text = f"{fmt(m['value'])} ± {fmt(m['stddev'])}"
+    else:
+        text = f"{fmt(m['value'])} ({m['stat']}, mean {fmt(m['mean'])})"
+    if m.get("missing_seeds"):
+        text += f", {len(m['missing_seeds'])} seed(s) missing"
+    return text
+
+
+def headline_metrics(res):
+    """The metrics a row is judged by, in the results' order: those with a
+    published figure and those a check names (on either side)."""
+    names = set(res.get("published") or {})
+    word = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+    for c in res.get("checks") or []:
+        names.add(c.get("metric"))
+        names.update(w for w in word.findall(str(c.get("check", ""))) if w in res["metrics"])
+    return [k for k in res["metrics"] if k in names]
+
+
 def metric_groups(metrics, published):
     """Metrics grouped by stem (the name up to its first dot: one quantity, one
     unit), stems with a published figure first, then in the results' order."""
@@ -198,7 +227,13 @@ def main():
                 continue
             with open(res_path, encoding="utf-8") as fh:
                 res = json.load(fh)
-            measured = "<br>".join(md(measured_text(k, v)) for k, v in res["metrics"].items())
+            # The summary names only what the row is judged by; every metric
+            # is in the row's details (a sweep can export a hundred).
+            head = headline_metrics(res) or list(res["metrics"])
+            measured = "<br>".join(md(measured_text(k, res["metrics"][k])) for k in head)
+            others = len(res["metrics"]) - len(head)
+            if others:
+                measured += f"<br>{others} more in [{rid}](#{rid.lower()})"
             if row.get("note"):
                 measured = f"*{md(row['note'])}*<br>" + measured
             plot = os.path.join(plots_dir, f"{rid}.png")
@@ -221,6 +256,12 @@ def main():
             if res.get("published"):
                 d += ["Published, per metric: " + "; ".join(
                     f"{md(k)}: {md(v)}" for k, v in res["published"].items()), ""]
+            seeds = len(res["seeds"])
+            d += [f"All metrics (over {seeds} seed{'' if seeds == 1 else 's'}; mean ± sample "
+                  "standard deviation unless named):", "",
+                  "| metric | measured |", "|---|---|"]
+            d += [f"| {md(k)} | {md(measured_value(v))} |" for k, v in res["metrics"].items()]
+            d.append("")
             if res.get("failed_runs"):
                 d += ["Failed runs: " + "; ".join(md(f) for f in res["failed_runs"]), ""]
             details += d
