@@ -208,6 +208,33 @@ TEST(MpSender, ANackStartsRecoveryThatRetransmitsUntilSndUnaPassesRecovery) {
   for (const MpTx& t : out) EXPECT_FALSE(t.retx) << t.psn;
 }
 
+TEST(MpSender, ANackOrTheAckOfARetransmissionClocksOutOnePacketOnly) {
+  // Each stands for one packet that left the network without opening the
+  // window, so each clocks out one packet even when awnd allows more (with
+  // two, the virtual path of a NACK storm multiplied itself).
+  MpRandom rng(1);
+  MpSender s(params(10), 0, rng);
+  std::vector<MpTx> out;
+  s.set_snd_max(100, 0, out);
+  out.clear();
+  MpAck n = ack(2, 1, 0xC0AA);  // PSN 2 lost; 0 and 1 in
+  n.nack = true;
+  s.on_ack(n, 50, out);
+  EXPECT_EQ(s.awnd(), 3);  // 10 + 1 - 8: a retransmission leaves snd_nxt where it is
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].psn, 2u);
+  EXPECT_EQ(out[0].vp, 0xC0AA);
+  out.clear();
+  MpAck r = ack(2, 2, 0xC0BB);  // the resent 2 arrived; 3 still missing
+  r.retx = true;
+  s.on_ack(r, 60, out);
+  EXPECT_EQ(s.awnd(), 3);  // 10 + 0 - 7
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].psn, 3u);
+  EXPECT_TRUE(out[0].retx);
+  EXPECT_EQ(out[0].vp, 0xC0BB);
+}
+
 TEST(MpSender, LaterOverflowNacksClockOutRetransmissionsWithoutRewinding) {
   MpRandom rng(1);
   MpSender s(params(10), 0, rng);
@@ -332,6 +359,36 @@ TEST(MpSender, RtoRetransmitsEveryUnacknowledgedPacket) {
     psns.push_back(t.psn);
   }
   EXPECT_EQ(psns, (std::vector<uint32_t>{1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(MpSender, RtoRestartsTheAckClockFromTheInitialWindowOnRandomPaths) {
+  MpRandom rng(1);
+  MpSenderParams p = params(4);
+  MpSender s(p, 0, rng);
+  std::vector<MpTx> out;
+  s.set_snd_max(1000, 0, out);
+  // Forty ACKs on one path grow the window well past IW (+1/cwnd each).
+  for (uint32_t k = 0; k < 40; ++k) s.on_ack(ack(k, k, 0xC0CC), 10 + k, out);
+  ASSERT_GE(s.cwnd(), 8.0);
+  const uint32_t una = s.snd_una();
+  ASSERT_LT(una, s.snd_nxt());
+  // Then nothing comes back: the burst timer sends what the window allows,
+  // then the RTO fires.
+  for (int i = 0; i < 10 && s.counters().rtos == 0; ++i) {
+    out.clear();
+    s.on_timer(s.wake_at(), out);
+  }
+  ASSERT_EQ(s.counters().rtos, 1u);
+  EXPECT_EQ(s.cwnd(), 4.0);
+  ASSERT_EQ(out.size(), 4u);  // what the initial window allows
+  std::set<uint16_t> vps;
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].psn, una + i);
+    EXPECT_TRUE(out[i].retx);
+    EXPECT_NE(out[i].vp, 0xC0CC);
+    vps.insert(out[i].vp);
+  }
+  EXPECT_GE(vps.size(), 3u);  // 4 draws from 16384 paths
 }
 
 // An RNR NACK (no RECV for the message of PSN 5; PSN 3 was lost on the
@@ -485,6 +542,30 @@ TEST(MpReceiver, OutOfOrderPacketsArePlacedAndTheMessageCompletesOnce) {
   EXPECT_TRUE(d.send_ack);
 }
 
+TEST(MpReceiver, EachAckEchoesTheCongestionMarkOfItsOwnPacket) {
+  // Per-ACK ECN (section 3.2.1): the ACK of a CE-marked packet carries ECE,
+  // whatever the packet's fate (placed, duplicate, dropped beyond the
+  // bitmap); the ACK of an unmarked packet does not.
+  MpReceiver r(8, 0);
+  MpData marked = data(1);
+  marked.ce = true;
+  const MpRxResult a = r.on_data(marked);
+  ASSERT_EQ(a.verdict, MpRxResult::Verdict::place);
+  EXPECT_TRUE(a.ack.ece);
+  const MpRxResult b = r.on_data(data(2));
+  ASSERT_TRUE(b.send_ack);
+  EXPECT_FALSE(b.ack.ece);
+  const MpRxResult dup = r.on_data(marked);
+  ASSERT_EQ(dup.verdict, MpRxResult::Verdict::duplicate);
+  EXPECT_TRUE(dup.ack.ece);
+  MpData beyond = data(9);
+  beyond.ce = true;
+  const MpRxResult nack = r.on_data(beyond);
+  ASSERT_EQ(nack.verdict, MpRxResult::Verdict::drop);
+  ASSERT_TRUE(nack.ack.nack);
+  EXPECT_TRUE(nack.ack.ece);
+}
+
 TEST(MpReceiver, BitmapOverflowDropsAndNacksTheHeadForEveryDrop) {
   MpReceiver r(8, 100);
   const MpRxResult a = r.on_data(data(108, true));  // rcv_nxt + L
@@ -561,6 +642,14 @@ TEST(MpReceiver, ASynchroniseMessageThatOvertakesIsNackedThenAcceptedInTurn) {
   ASSERT_TRUE(early.send_ack);
   EXPECT_TRUE(early.ack.nack);
   EXPECT_EQ(early.ack.sack, 2u);  // resend the synchronise message
+  // A copy that overtakes again while rcv_nxt has not moved is dropped
+  // without another NACK: one per rcv_nxt, or the sender would rewind for
+  // every copy in flight.
+  const MpRxResult again = r.on_data(sync);
+  EXPECT_EQ(again.verdict, MpRxResult::Verdict::drop);
+  EXPECT_FALSE(again.send_ack);
+  EXPECT_EQ(r.counters().sync_drops, 2u);
+  EXPECT_EQ(r.counters().nacks, 1u);
   r.on_data(data(0));
   r.on_data(data(1, true));
   ASSERT_EQ(r.rcv_nxt(), 2u);
