@@ -213,6 +213,27 @@ TEST(SetAssocCache, RandomReplacementIsSeededAndStaysInTheSet) {
   EXPECT_NE(a, lru_order);
 }
 
+TEST(SetAssocCache, RandomReplacementFillsFreeWaysBeforeEvicting) {
+  // Under either policy a miss takes a free way while the set has one:
+  // evicting a live line then would only cost a needless miss later.
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    core::RandomStream rng(seed, "cache.replacement");
+    SetAssocCacheParams p = small(4, 8);
+    p.replacement = Replacement::random;
+    SetAssocCache c(p, &rng);
+    for (uint64_t k = 0; k < 32; ++k) EXPECT_FALSE(c.lookup(k, false).evicted) << k;
+    EXPECT_EQ(c.valid_lines(), 32u);
+    EXPECT_EQ(c.counters().evictions, 0u);
+    // Freed ways are taken again before anything live goes.
+    c.invalidate(5);
+    c.invalidate(13);
+    EXPECT_FALSE(c.lookup(101, false).evicted);  // set 1, like 5 and 13
+    EXPECT_FALSE(c.lookup(109, false).evicted);
+    EXPECT_TRUE(c.lookup(117, false).evicted);  // set 1 is full now
+  }
+}
+
 TEST(SetAssocCache, SramBytesCountTagsStateAndData) {
   // 256 sets x 4 ways of 256 B QP contexts keyed by 24-bit QPNs:
   // tag 24 - 8 = 16 bits, + valid + dirty + 2 LRU bits = 20 bits per line.
