@@ -110,14 +110,14 @@ void VerbsContext::dereg_mr(const MemoryRegion& mr) {
 }
 
 CompletionQueue* VerbsContext::create_cq(uint32_t entries, uint8_t log_cqe_size,
-                                         bool inline_recv) {
+                                         bool inline_recv, bool consumer_record) {
   auto cq = std::make_unique<CompletionQueue>();
   const uint32_t log_size = std::max<uint32_t>(1, log2_ceil(entries));
   const uint32_t log_slot = log_cqe_size ? log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN;
   const uint64_t bytes = uint64_t{1} << (log_size + log_slot);
   SparseMemory& mem = driver_.memory();
   cq->ring_pa = mem.alloc_contiguous(bytes);
-  cq->dbrec_pa = mem.alloc_contiguous(64);
+  cq->dbrec_pa = consumer_record ? mem.alloc_contiguous(64) : 0;
   mpr_cmd cmd{};
   cmd.hdr.opcode = MPR_CMD_CREATE_CQ;
   cmd.u.create_cq.base = cq->ring_pa;
@@ -131,7 +131,9 @@ CompletionQueue* VerbsContext::create_cq(uint32_t entries, uint8_t log_cqe_size,
   if (!r.ok()) fail("CREATE_CQ", r);
   cq->cqn = r.out0;
   cq->dp.buf = mem.ptr(cq->ring_pa, bytes);
-  cq->dp.dbrec = reinterpret_cast<volatile uint32_t*>(mem.ptr(cq->dbrec_pa, 4));
+  cq->dp.dbrec = consumer_record
+                     ? reinterpret_cast<volatile uint32_t*>(mem.ptr(cq->dbrec_pa, 4))
+                     : nullptr;
   cq->dp.cqn = cq->cqn;
   cq->dp.log_size = log_size;
   cq->dp.log_cqe_size = log_slot;

@@ -81,9 +81,11 @@ class VerbsContext {
   void dereg_mr(const MemoryRegion& mr);
   // log_cqe_size: CQE slots of 2^log_cqe_size bytes (0 = 32); inline_recv:
   // receives that fit the slot before the CQE are placed in it
-  // (MPR_CQ_F_INLINE_RECV; needs 64-byte slots or larger).
+  // (MPR_CQ_F_INLINE_RECV; needs 64-byte slots or larger); consumer_record:
+  // give the NIC a consumer-index record to refresh from before it declares
+  // the CQ full (false: none, as a CQ whose consumer the NIC cannot see).
   CompletionQueue* create_cq(uint32_t entries, uint8_t log_cqe_size = 0,
-                             bool inline_recv = false);
+                             bool inline_recv = false, bool consumer_record = true);
   QueuePair* create_qp(uint32_t pd, CompletionQueue* send_cq, CompletionQueue* recv_cq,
                        const QpCaps& caps);
   // Returns the command result; on success updates the QP's software state.

@@ -295,6 +295,9 @@ TEST_F(TwoHostsTest, WriteWithAnRkeyOfAnotherPdOrWithoutRightsIsRejected) {
         rkey = other.mr.key;
       } else if (k == 1) {
         rkey = p.b.ctx->reg_mr(p.b.pd, p.b.buf, 4096, MPR_ACCESS_REMOTE_READ).key;
+      } else {
+        // The MR allows the WRITE; only the QP does not.
+        rkey = p.b.ctx->reg_mr(p.b.pd, p.b.buf, 4096, kAllAccess).key;
       }
       mpr_sge s = p.a.sge(0, 100);
       ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(5, MPR_WQE_RDMA_WRITE, &s, 1, addr, rkey)), 0);
@@ -663,6 +666,35 @@ TEST_F(TwoHostsTest, CqOverflowRaisesAnEventAndSparesOtherQueues) {
     EXPECT_EQ(sc[1].wr_id, 1u);
     StaysEmpty(*p.a.ctx, p.a.scq);
     ExpectHealthy(healthy, 250);
+  });
+}
+
+TEST_F(TwoHostsTest, CqWithoutAConsumerRecordOverflowsOnceItsRingIsFull) {
+  // Without a consumer-index record the NIC cannot learn that CQEs were
+  // polled: the third CQE into a ring of two overflows the CQ, which raises
+  // the CQ error event without a DMA read of a record.
+  Run([&] {
+    QpPair healthy = bench->make_pair();
+    PairOptions o;
+    o.send_cq_entries = 2;
+    o.send_cq_record = false;
+    QpPair p = bench->make_pair(o);
+    const uint64_t reads = bench->counter("nic.h0.cq.dbrec_reads");
+    mpr_sge s = p.a.sge(0, 16);
+    for (int i = 0; i < 3; ++i)
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
+                                                    p.b.mr.key)),
+                0);
+    EXPECT_NE(nullptr, WaitAsync(p.a.host->driver(), MPR_EQE_CQ_ERROR, p.a.scq->cqn));
+    sc_core::wait(Us(50));
+    EXPECT_EQ(bench->counter("nic.h0.cq.cq_overflows"), 1u);
+    EXPECT_EQ(bench->counter("nic.h0.cq.dbrec_reads"), reads);
+    const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 2);
+    ASSERT_EQ(sc.size(), 2u);
+    EXPECT_EQ(sc[0].wr_id, 0u);
+    EXPECT_EQ(sc[1].wr_id, 1u);
+    StaysEmpty(*p.a.ctx, p.a.scq);
+    ExpectHealthy(healthy, 255);
   });
 }
 

@@ -120,6 +120,7 @@ struct PairOptions {
   host::QpCaps caps;
   uint32_t send_cq_entries = 256;
   uint32_t recv_cq_entries = 256;
+  bool send_cq_record = true;  // the send CQ has a consumer-index record
   uint64_t buf_bytes = 256 << 10;
   uint32_t access = kAllAccess;  // MR access and the QPs' remote access
   uint8_t path_mtu = MPR_MTU_1024;
@@ -301,7 +302,7 @@ class TwoHosts {
     e.len = o.buf_bytes;
     e.buf = e.as().alloc(o.buf_bytes);
     e.mr = e.ctx->reg_mr(e.pd, e.buf, o.buf_bytes, o.access);
-    e.scq = e.ctx->create_cq(o.send_cq_entries);
+    e.scq = e.ctx->create_cq(o.send_cq_entries, 0, false, o.send_cq_record);
     e.rcq = e.ctx->create_cq(o.recv_cq_entries);
     e.qp = e.ctx->create_qp(e.pd, e.scq, e.rcq, o.caps);
     e.psn = i == 0 ? o.psn0 : o.psn1;
