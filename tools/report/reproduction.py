@@ -50,39 +50,31 @@ def scenario_rows(scenarios_dir, root):
     return out
 
 
-def measured_text(name, m):
-    if not m.get("measured"):
-        return f"{name}: no measurement"
-    n = len(m["values"])
-    seeds = f"{n} seed" + ("" if n == 1 else "s")
-    if isinstance(m["value"], str):  # a name (a bottleneck), not a number
-        same = sum(1 for v in m["values"] if v == m["value"])
-        text = f"{name} = {m['value']} ({same} of {seeds})"
-    elif m["stat"] == "mean":
-        text = f"{name} = {fmt(m['value'])} ± {fmt(m['stddev'])} ({seeds})"
-    else:
-        text = f"{name} = {fmt(m['value'])} ({m['stat']} over {seeds}, mean {fmt(m['mean'])})"
-    if m.get("missing_seeds"):
-        text += f", {len(m['missing_seeds'])} missing"
-    return text
-
-
-def measured_value(m):
-    """A reduced metric's value for a table cell: mean ± stddev, a named
-    bottleneck with how many seeds agree, or min/max with the mean."""
+def measured_value(m, seeds=False):
+    """A reduced metric's value: mean ± stddev, a named bottleneck with how
+    many seeds agree, or min/max with the mean; seeds: say over how many."""
     if not m.get("measured"):
         return "no measurement"
     n = len(m["values"])
-    if isinstance(m["value"], str):
+    over = f"{n} seed" + ("" if n == 1 else "s")
+    if isinstance(m["value"], str):  # a name (a bottleneck), not a number
         same = sum(1 for v in m["values"] if v == m["value"])
-        text = f"{m['value']} ({same} of {n})"
+        text = f"{m['value']} ({same} of {over if seeds else n})"
     elif m["stat"] == "mean":
-        text = f"{fmt(m['value'])} ± {fmt(m['stddev'])}"
+        text = f"{fmt(m['value'])} ± {fmt(m['stddev'])}" + (f" ({over})" if seeds else "")
     else:
-        text = f"{fmt(m['value'])} ({m['stat']}, mean {fmt(m['mean'])})"
+        text = (f"{fmt(m['value'])} ({m['stat']}" + (f" over {over}" if seeds else "")
+                + f", mean {fmt(m['mean'])})")
     if m.get("missing_seeds"):
-        text += f", {len(m['missing_seeds'])} seed(s) missing"
+        text += f", {len(m['missing_seeds'])} " + ("missing" if seeds else "seed(s) missing")
     return text
+
+
+def measured_text(name, m):
+    """One metric for the summary table: its name, value and seeds."""
+    if not m.get("measured"):
+        return f"{name}: no measurement"
+    return f"{name} = {measured_value(m, seeds=True)}"
 
 
 def headline_metrics(res):

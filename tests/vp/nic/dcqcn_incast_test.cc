@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/incast_window.h"
 #include "support/sim_test.h"
-#include "vp/core/log.h"
 #include "vp/platform/platform.h"
 #include "vp/platform/scenario.h"
 
@@ -35,26 +35,17 @@ std::string scenario_path(const std::string& rel) {
   return std::string(src ? src : ".") + "/scenarios/" + rel;
 }
 
-struct Figures {
-  uint64_t cnp_tx = 0;                     // receiver
-  std::vector<uint64_t> cuts;              // per sender
-  std::vector<uint64_t> paced;             // per sender: waits for the rate
-  double window_s = 0;
-  double rx_bps = 0;                       // receiver frame bits / window
-  std::vector<double> flow_bps;            // per sender, frame bits / window
-  uint64_t queue_max = 0;                  // bottleneck egress, in the window
-  uint64_t pauses = 0;                     // PAUSE frames to the senders, in the window
-  uint64_t pauses_total = 0;               // over the whole run
+struct Figures : test::IncastWindow {
+  uint64_t cnp_tx = 0;         // receiver
+  std::vector<uint64_t> cuts;  // per sender
+  std::vector<uint64_t> paced; // per sender: waits for the rate
 };
 
 class DcqcnIncast : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
 
-  core::Counter& counter(const std::string& path) {
-    // Existing counters are returned as they are (unit and text unused).
-    return env->stats.counter(path, "", "");
-  }
+  uint64_t counter(const std::string& path) { return env->stats.counter(path, "", "").value(); }
 
   Figures run(const std::string& cc, bool read = false, const std::string& transport = "gbn") {
     ScenarioConfig cfg = load_scenario(scenario_path("mp-rdma/dcqcn-incast.yaml"));
@@ -74,54 +65,22 @@ class DcqcnIncast : public test::SimTest {
     platform = std::make_unique<Platform>(cfg, *env);
 
     Figures f;
-    uint64_t t0 = 0, rx0 = 0, pause0 = 0;
-    std::vector<uint64_t> tx0(kSenders);
-    auto pauses = [this] {
-      uint64_t n = 0;
-      for (int i = 1; i <= kSenders; ++i)
-        n += counter("switch.l0.port" + std::to_string(i) + ".pause_tx").value();
-      return n;
-    };
-    platform->run([&](uint64_t now_ps) {
-      if (t0 || now_ps < kWarmupPs) return;
-      t0 = now_ps;
-      rx0 = counter("nic.l0h0.mac.rx_bytes").value();
-      for (int i = 0; i < kSenders; ++i)
-        tx0[i] = counter("nic.l0h" + std::to_string(i + 1) + ".mac.tx_bytes").value();
-      pause0 = pauses();
-      counter("switch.l0.port0.queue_max_bytes").set(0);  // the peak after the warm-up
-    });
-    const uint64_t t1 = static_cast<uint64_t>(sc_core::sc_time_stamp().value());
-    EXPECT_GT(t0, 0u) << "the run ended before the warm-up";
-    f.window_s = static_cast<double>(t1 - t0) * 1e-12;
-    f.rx_bps = static_cast<double>(counter("nic.l0h0.mac.rx_bytes").value() - rx0) * 8 / f.window_s;
-    for (int i = 0; i < kSenders; ++i) {
-      const std::string h = "nic.l0h" + std::to_string(i + 1);
-      f.flow_bps.push_back(static_cast<double>(counter(h + ".mac.tx_bytes").value() - tx0[i]) *
-                           8 / f.window_s);
-      if (cc == "dcqcn") {
-        f.cuts.push_back(counter(h + ".dcqcn.rate_cuts").value());
-        f.paced.push_back(counter(h + ".dcqcn.paced").value());
+    static_cast<test::IncastWindow&>(f) =
+        test::run_incast_window(*platform, *env, kSenders, kWarmupPs);
+    EXPECT_TRUE(f.warmed_up) << "the run ended before the warm-up";
+    if (cc == "dcqcn") {
+      f.cnp_tx = counter("nic.l0h0.dcqcn.cnp_tx");
+      for (int i = 1; i <= kSenders; ++i) {
+        const std::string h = "nic.l0h" + std::to_string(i);
+        f.cuts.push_back(counter(h + ".dcqcn.rate_cuts"));
+        f.paced.push_back(counter(h + ".dcqcn.paced"));
       }
     }
-    if (cc == "dcqcn") f.cnp_tx = counter("nic.l0h0.dcqcn.cnp_tx").value();
-    f.queue_max = counter("switch.l0.port0.queue_max_bytes").value();
-    f.pauses_total = pauses();
-    f.pauses = f.pauses_total - pause0;
     return f;
   }
 
   std::unique_ptr<Platform> platform;
 };
-
-double jain(const std::vector<double>& x) {
-  double s = 0, s2 = 0;
-  for (double v : x) {
-    s += v;
-    s2 += v * v;
-  }
-  return s2 > 0 ? s * s / (static_cast<double>(x.size()) * s2) : 0;
-}
 
 // (READ?, engine): DCQCN beside go-back-N, and beside IRN for READs (its
 // READ responses, resent by its own recovery, are paced the same way).
@@ -160,7 +119,7 @@ TEST_P(DcqcnIncastOp, CutsRatesAndKeepsTheQueueShortWithFairHighThroughput) {
   // The bottleneck stays busy (frame bits, FCS/preamble/gap excluded) and
   // the four flows share it near fairly.
   EXPECT_GT(d.rx_bps, 0.85 * kBottleneckBps);
-  EXPECT_GT(jain(d.flow_bps), 0.95);
+  EXPECT_GT(test::jain_index(d.flow_bps), 0.95);
   RecordProperty("figures", trace);
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "support/files.h"
+#include "support/incast_window.h"
 #include "support/sim_test.h"
 #include "vp/platform/platform.h"
 #include "vp/platform/scenario.h"
@@ -52,23 +53,16 @@ std::string scenario_text(bool marking) {
          "jobs:\n" + jobs;
 }
 
-struct Figures {
+struct Figures : test::IncastWindow {
   std::vector<uint64_t> ece_acks;  // per sender, whole run
   uint64_t marks = 0;              // bottleneck egress, whole run
-  double rx_bps = 0;               // receiver frame bits / window
-  std::vector<double> flow_bps;    // per sender, frame bits / window
-  uint64_t queue_max = 0;          // bottleneck egress, in the window
-  uint64_t pauses = 0;             // PAUSE frames to the senders, in the window
 };
 
 class MprdmaIncast : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
 
-  core::Counter& counter(const std::string& path) {
-    // Existing counters are returned as they are (unit and text unused).
-    return env->stats.counter(path, "", "");
-  }
+  uint64_t counter(const std::string& path) { return env->stats.counter(path, "", "").value(); }
 
   Figures run(bool marking) {
     ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", scenario_text(marking)));
@@ -77,51 +71,18 @@ class MprdmaIncast : public test::SimTest {
     env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
     platform = std::make_unique<Platform>(cfg, *env);
 
-    uint64_t t0 = 0, rx0 = 0, pause0 = 0;
-    std::vector<uint64_t> tx0(kSenders);
-    auto pauses = [this] {
-      uint64_t n = 0;
-      for (int i = 1; i <= kSenders; ++i)
-        n += counter("switch.l0.port" + std::to_string(i) + ".pause_tx").value();
-      return n;
-    };
-    platform->run([&](uint64_t now_ps) {
-      if (t0 || now_ps < kWarmupPs) return;
-      t0 = now_ps;
-      rx0 = counter("nic.l0h0.mac.rx_bytes").value();
-      for (int i = 0; i < kSenders; ++i)
-        tx0[i] = counter("nic.l0h" + std::to_string(i + 1) + ".mac.tx_bytes").value();
-      pause0 = pauses();
-      counter("switch.l0.port0.queue_max_bytes").set(0);  // the peak after the warm-up
-    });
-    const uint64_t t1 = static_cast<uint64_t>(sc_core::sc_time_stamp().value());
-    EXPECT_GT(t0, 0u) << "the run ended before the warm-up";
     Figures f;
-    const double window_s = static_cast<double>(t1 - t0) * 1e-12;
-    f.rx_bps = static_cast<double>(counter("nic.l0h0.mac.rx_bytes").value() - rx0) * 8 / window_s;
-    for (int i = 0; i < kSenders; ++i) {
-      const std::string h = "nic.l0h" + std::to_string(i + 1);
-      f.flow_bps.push_back(static_cast<double>(counter(h + ".mac.tx_bytes").value() - tx0[i]) *
-                           8 / window_s);
-      f.ece_acks.push_back(counter(h + ".transport.ece_acks").value());
-    }
-    f.marks = counter("switch.l0.port0.ecn_marks").value();
-    f.queue_max = counter("switch.l0.port0.queue_max_bytes").value();
-    f.pauses = pauses() - pause0;
+    static_cast<test::IncastWindow&>(f) =
+        test::run_incast_window(*platform, *env, kSenders, kWarmupPs);
+    EXPECT_TRUE(f.warmed_up) << "the run ended before the warm-up";
+    for (int i = 1; i <= kSenders; ++i)
+      f.ece_acks.push_back(counter("nic.l0h" + std::to_string(i) + ".transport.ece_acks"));
+    f.marks = counter("switch.l0.port0.ecn_marks");
     return f;
   }
 
   std::unique_ptr<Platform> platform;
 };
-
-double jain(const std::vector<double>& x) {
-  double s = 0, s2 = 0;
-  for (double v : x) {
-    s += v;
-    s2 += v * v;
-  }
-  return s2 > 0 ? s * s / (static_cast<double>(x.size()) * s2) : 0;
-}
 
 TEST_F(MprdmaIncast, EcnMarksComeBackAsEceAndKeepTheQueueNearTheThreshold) {
   const Figures off = run(false);
@@ -152,7 +113,7 @@ TEST_F(MprdmaIncast, EcnMarksComeBackAsEceAndKeepTheQueueNearTheThreshold) {
 
   // The bottleneck stays busy (frame bits) and the four share it near fairly.
   EXPECT_GT(on.rx_bps, 0.85 * kBottleneckBps);
-  EXPECT_GT(jain(on.flow_bps), 0.95);
+  EXPECT_GT(test::jain_index(on.flow_bps), 0.95);
   RecordProperty("figures", trace);
 }
 
