@@ -2,7 +2,8 @@
 """tools/mutation/mutate.py on a tree whose answers are known: a source file
 and a "test" that passes only while the file says GOOD. A mutation that
 removes GOOD is killed, one that changes something else survives, one whose
-build fails is reported as such; the file is restored after each; --check
+build fails is reported as such; the file is restored after each; a tree
+that fails its tests unmutated stops the run before any mutation; --check
 refuses entries whose text no longer occurs exactly once, unknown keys and
 repeated ids, naming the entry."""
 import argparse
@@ -67,6 +68,12 @@ def main():
           f"--only runs one, all killed: exit {r.returncode}: {r.stdout}")
     r = mutate(a.script, root, listing, "--only", "nonexistent")
     check(r.returncode != 0 and "nonexistent" in r.stderr, f"--only names an unknown id: {r.stderr}")
+
+    r = mutate(a.script, root, listing, "--build", build, "--test", "grep -q NEVER src/block.txt")
+    check(r.returncode != 0 and "the unmutated tree fails its test command" in r.stderr,
+          f"a failing baseline stops the run: exit {r.returncode}: {r.stderr}")
+    with open(os.path.join(root, "src", "block.txt"), encoding="utf-8") as fh:
+        check(fh.read() == source, "a stopped run leaves the source as it was")
 
     r = mutate(a.script, root, listing, "--check")
     check(r.returncode == 0 and "3 mutation(s) apply, 0 do not" in r.stdout, f"check: {r.stdout}")

@@ -126,6 +126,8 @@ def main():
                     "-L 'unit|integration|scenario' -E '^tools[.]mutations_apply$' --timeout 600",
                     help="test command (run in ROOT); non-zero exit = the mutation was caught")
     ap.add_argument("--work", default="/tmp/mprdma-mutation", help="directory for the logs")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip building and testing the unmutated tree first")
     ap.add_argument("--report", help="write the verdicts as JSON here")
     args = ap.parse_args()
     path = args.list or os.path.join(here, "mutations.yaml")
@@ -142,6 +144,13 @@ def main():
         sys.exit(1 if problems else 0)
 
     os.makedirs(args.work, exist_ok=True)
+    if not args.no_baseline:
+        # Without a clean baseline every mutation would look caught.
+        for what, cmd in (("build", args.build), ("test", args.test)):
+            log = os.path.join(args.work, f"baseline.{what}.log")
+            if run(cmd, args.root, log) != 0:
+                sys.exit(f"error: the unmutated tree fails its {what} command (see {log}); "
+                         "fix that first, or every mutation would count as caught")
     results = {}
     for i, m in enumerate(entries, 1):
         r = mutate_one(m, args.root, args.build, args.test, args.work)

@@ -36,16 +36,21 @@ std::string scenario_path(const std::string& rel) {
 }
 
 struct Figures : test::IncastWindow {
-  uint64_t cnp_tx = 0;         // receiver
-  std::vector<uint64_t> cuts;  // per sender
-  std::vector<uint64_t> paced; // per sender: waits for the rate
+  uint64_t cnp_tx = 0;          // receiver
+  std::vector<uint64_t> cuts;   // per sender
+  std::vector<uint64_t> paced;  // per sender: waits for the rate
 };
 
 class DcqcnIncast : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
 
-  uint64_t counter(const std::string& path) { return env->stats.counter(path, "", "").value(); }
+  // A counter that must exist (a misspelt name fails instead of reading 0).
+  uint64_t counter(const std::string& path) {
+    const core::Counter* c = env->stats.find_counter(path);
+    EXPECT_NE(c, nullptr) << "no counter " << path;
+    return c ? c->value() : 0;
+  }
 
   Figures run(const std::string& cc, bool read = false, const std::string& transport = "gbn") {
     ScenarioConfig cfg = load_scenario(scenario_path("mp-rdma/dcqcn-incast.yaml"));

@@ -62,7 +62,12 @@ class MprdmaIncast : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
 
-  uint64_t counter(const std::string& path) { return env->stats.counter(path, "", "").value(); }
+  // A counter that must exist (a misspelt name fails instead of reading 0).
+  uint64_t counter(const std::string& path) {
+    const core::Counter* c = env->stats.find_counter(path);
+    EXPECT_NE(c, nullptr) << "no counter " << path;
+    return c ? c->value() : 0;
+  }
 
   Figures run(bool marking) {
     ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", scenario_text(marking)));
