@@ -2,7 +2,9 @@
 // with a fresh kernel at time zero, and a fresh SimEnv.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +24,13 @@ class SimTest : public ::testing::Test {
   void TearDown() override {
     // Modules owned by the test must be destroyed before the next reset;
     // tests keep them in members destroyed before this base.
+  }
+  // A counter of `env` that must exist: a misspelt name fails the test
+  // instead of reading 0.
+  uint64_t counter_value(const std::string& path) const {
+    const core::Counter* c = env->stats.find_counter(path);
+    EXPECT_NE(c, nullptr) << "no counter " << path;
+    return c ? c->value() : 0;
   }
   std::unique_ptr<core::SimEnv> env;
 };

@@ -45,13 +45,6 @@ class DcqcnIncast : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
 
-  // A counter that must exist (a misspelt name fails instead of reading 0).
-  uint64_t counter(const std::string& path) {
-    const core::Counter* c = env->stats.find_counter(path);
-    EXPECT_NE(c, nullptr) << "no counter " << path;
-    return c ? c->value() : 0;
-  }
-
   Figures run(const std::string& cc, bool read = false, const std::string& transport = "gbn") {
     ScenarioConfig cfg = load_scenario(scenario_path("mp-rdma/dcqcn-incast.yaml"));
     cfg.nic.congestion_control = cc;
@@ -74,11 +67,11 @@ class DcqcnIncast : public test::SimTest {
         test::run_incast_window(*platform, *env, kSenders, kWarmupPs);
     EXPECT_TRUE(f.warmed_up) << "the run ended before the warm-up";
     if (cc == "dcqcn") {
-      f.cnp_tx = counter("nic.l0h0.dcqcn.cnp_tx");
+      f.cnp_tx = counter_value("nic.l0h0.dcqcn.cnp_tx");
       for (int i = 1; i <= kSenders; ++i) {
         const std::string h = "nic.l0h" + std::to_string(i);
-        f.cuts.push_back(counter(h + ".dcqcn.rate_cuts"));
-        f.paced.push_back(counter(h + ".dcqcn.paced"));
+        f.cuts.push_back(counter_value(h + ".dcqcn.rate_cuts"));
+        f.paced.push_back(counter_value(h + ".dcqcn.paced"));
       }
     }
     return f;

@@ -62,13 +62,6 @@ class MprdmaIncast : public test::SimTest {
  protected:
   void TearDown() override { platform.reset(); }
 
-  // A counter that must exist (a misspelt name fails instead of reading 0).
-  uint64_t counter(const std::string& path) {
-    const core::Counter* c = env->stats.find_counter(path);
-    EXPECT_NE(c, nullptr) << "no counter " << path;
-    return c ? c->value() : 0;
-  }
-
   Figures run(bool marking) {
     ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", scenario_text(marking)));
     platform.reset();
@@ -81,8 +74,8 @@ class MprdmaIncast : public test::SimTest {
         test::run_incast_window(*platform, *env, kSenders, kWarmupPs);
     EXPECT_TRUE(f.warmed_up) << "the run ended before the warm-up";
     for (int i = 1; i <= kSenders; ++i)
-      f.ece_acks.push_back(counter("nic.l0h" + std::to_string(i) + ".transport.ece_acks"));
-    f.marks = counter("switch.l0.port0.ecn_marks");
+      f.ece_acks.push_back(counter_value("nic.l0h" + std::to_string(i) + ".transport.ece_acks"));
+    f.marks = counter_value("switch.l0.port0.ecn_marks");
     return f;
   }
 
