@@ -6,13 +6,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <systemc>
 
+#include "support/sim_test.h"
 #include "vp/core/sim_env.h"
 #include "vp/platform/platform.h"
+#include "vp/platform/scenario.h"
 
 namespace mprdma::test {
 
@@ -65,6 +68,25 @@ inline IncastWindow run_incast_window(platform::Platform& platform, core::SimEnv
   w.pauses = w.pauses_total - pause0;
   return w;
 }
+
+// Fixture of the incast tests: each run() builds the scenario's platform in
+// a fresh kernel and measures its window.
+class IncastTest : public SimTest {
+ protected:
+  void TearDown() override { platform.reset(); }
+
+  IncastWindow run_window(const platform::ScenarioConfig& cfg, int senders, uint64_t warmup_ps) {
+    platform.reset();
+    core::reset_kernel();
+    env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
+    platform = std::make_unique<platform::Platform>(cfg, *env);
+    IncastWindow w = run_incast_window(*platform, *env, senders, warmup_ps);
+    EXPECT_TRUE(w.warmed_up) << "the run ended before the warm-up";
+    return w;
+  }
+
+  std::unique_ptr<platform::Platform> platform;
+};
 
 // Jain's fairness index of the rates: 1 when all are equal, 1/n when one
 // takes everything.

@@ -41,10 +41,8 @@ struct Figures : test::IncastWindow {
   std::vector<uint64_t> paced;  // per sender: waits for the rate
 };
 
-class DcqcnIncast : public test::SimTest {
+class DcqcnIncast : public test::IncastTest {
  protected:
-  void TearDown() override { platform.reset(); }
-
   Figures run(const std::string& cc, bool read = false, const std::string& transport = "gbn") {
     ScenarioConfig cfg = load_scenario(scenario_path("mp-rdma/dcqcn-incast.yaml"));
     cfg.nic.congestion_control = cc;
@@ -57,15 +55,8 @@ class DcqcnIncast : public test::SimTest {
         std::swap(j.client, j.server);
       }
     }
-    platform.reset();
-    core::reset_kernel();
-    env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
-    platform = std::make_unique<Platform>(cfg, *env);
-
     Figures f;
-    static_cast<test::IncastWindow&>(f) =
-        test::run_incast_window(*platform, *env, kSenders, kWarmupPs);
-    EXPECT_TRUE(f.warmed_up) << "the run ended before the warm-up";
+    static_cast<test::IncastWindow&>(f) = run_window(cfg, kSenders, kWarmupPs);
     if (cc == "dcqcn") {
       f.cnp_tx = counter_value("nic.l0h0.dcqcn.cnp_tx");
       for (int i = 1; i <= kSenders; ++i) {
@@ -76,8 +67,6 @@ class DcqcnIncast : public test::SimTest {
     }
     return f;
   }
-
-  std::unique_ptr<Platform> platform;
 };
 
 // (READ?, engine): DCQCN beside go-back-N, and beside IRN for READs (its

@@ -58,28 +58,17 @@ struct Figures : test::IncastWindow {
   uint64_t marks = 0;              // bottleneck egress, whole run
 };
 
-class MprdmaIncast : public test::SimTest {
+class MprdmaIncast : public test::IncastTest {
  protected:
-  void TearDown() override { platform.reset(); }
-
   Figures run(bool marking) {
     ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", scenario_text(marking)));
-    platform.reset();
-    core::reset_kernel();
-    env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));
-    platform = std::make_unique<Platform>(cfg, *env);
-
     Figures f;
-    static_cast<test::IncastWindow&>(f) =
-        test::run_incast_window(*platform, *env, kSenders, kWarmupPs);
-    EXPECT_TRUE(f.warmed_up) << "the run ended before the warm-up";
+    static_cast<test::IncastWindow&>(f) = run_window(cfg, kSenders, kWarmupPs);
     for (int i = 1; i <= kSenders; ++i)
       f.ece_acks.push_back(counter_value("nic.l0h" + std::to_string(i) + ".transport.ece_acks"));
     f.marks = counter_value("switch.l0.port0.ecn_marks");
     return f;
   }
-
-  std::unique_ptr<Platform> platform;
 };
 
 TEST_F(MprdmaIncast, EcnMarksComeBackAsEceAndKeepTheQueueNearTheThreshold) {
