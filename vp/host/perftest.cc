@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <memory>
 
+#include "vp/host/flow_sizes.h"
 #include "vp/host/verbs.h"
 
 namespace mprdma::host {
@@ -48,8 +50,15 @@ void JobConfig::bind(core::Binder& b) {
   b.field("name", name, "Job name: results and metrics refer to it.");
   b.choice("app", app,
            {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_bw",
-            "rpc_bw"},
-           "perftest-like application. rpc_bw: Kalia et al.'s sequencer over UD: the client "
+            "rpc_bw", "write_flows"},
+           "perftest-like application. write_flows: a flow workload, not a perftest: RDMA "
+           "WRITE flows (one message each) whose sizes are drawn from flow_sizes (stream "
+           "job.<name>[.qp<copy>].flow_sizes) and which arrive as a Poisson process offering "
+           "`rate` of payload (stream ...arrivals) for `duration`; at most tx_depth are "
+           "outstanding, later arrivals wait in order; each flow's completion time (arrival to "
+           "its completion polled) goes to the histograms flow.<job>.fct_us and "
+           "flows.<flow_group>.fct_us[.small|.medium|.large] (below 100 KB, 100 KB to 10 MB, "
+           "above 10 MB); the destination is checked at the end. rpc_bw: Kalia et al.'s sequencer over UD: the client "
            "keeps tx_depth requests outstanding (SENDs of the size; 0 with recv_sges 0: "
            "header-only), the server answers each with the next number of its host's counter "
            "(an 8-byte inline payload, or the immediate when header-only), the answers of one "
@@ -154,6 +163,21 @@ void JobConfig::bind(core::Binder& b) {
            "atomic_bw: the counter of each atomic: round_robin = 0, 1, .., counters - 1, 0, ..; "
            "random = uniform over the counters, from the seeded stream "
            "job.<name>[.qp<copy>].counters (Kalia et al.'s clients pick at random).");
+  b.choice("flow_sizes", flow_sizes, FlowSizes::names(),
+           "write_flows: flow-size distribution. web_search: DCTCP's web-search workload "
+           "(10 KB to 30 MB, mean 1.71 MB; vp/host/flow_sizes.cc).");
+  b.field("flow_group", flow_group,
+          "write_flows: the flows.<group>.* FCT histograms this job's flows are counted in "
+          "(jobs of one experiment share a group; one job per client-server pair makes an "
+          "all-to-all workload, each pair a Poisson process).");
+  b.field("ideal_rate", ideal_rate,
+          "write_flows: payload rate of one flow alone on an idle network (e.g. 36.2Gbps on "
+          "40 Gb/s links with 1 KB frames): with ideal_base, each flow's slowdown, FCT / "
+          "(ideal_base + bytes * 8 / ideal_rate), goes to flow.<job>.slowdown and "
+          "flows.<group>.slowdown. Not set: no slowdown.");
+  b.field("ideal_base", ideal_base,
+          "write_flows: the fixed part of a flow's idle-network time (a one-packet flow's "
+          "completion time on the path, measured unloaded).");
   b.field("run_at", run_at,
           "The measured part starts at this time at the earliest (set-up happens before "
           "it), so that jobs whose set-up takes different times start together. 0: right "
@@ -161,14 +185,28 @@ void JobConfig::bind(core::Binder& b) {
   if (b.reading()) {
     if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two");
     if (rate.bps < 0) b.error("rate must not be negative");
-    if (rate.bps > 0 && app != "write_bw" && app != "read_bw" && app != "send_bw")
-      b.error("rate applies to write_bw, read_bw and send_bw only");
+    if (rate.bps > 0 && app != "write_bw" && app != "read_bw" && app != "send_bw" &&
+        app != "write_flows")
+      b.error("rate applies to write_bw, read_bw, send_bw and write_flows only");
     if (sync_ratio > 0 && app != "write_bw") b.error("sync_ratio applies to write_bw only");
-    if (duration.ps && app != "write_bw" && app != "read_bw")
-      b.error("duration applies to write_bw and read_bw only");
+    if (duration.ps && app != "write_bw" && app != "read_bw" && app != "write_flows")
+      b.error("duration applies to write_bw, read_bw and write_flows only");
+    if (app == "write_flows") {
+      if (!rate.bps) b.error("write_flows needs rate (the offered load)");
+      if (!duration.ps) b.error("write_flows needs duration (how long flows arrive)");
+      if (flow_group.empty() || flow_group.find_first_of(".,()|* ") != std::string::npos)
+        b.error("flow_group must be a name without dots, commas, parentheses or spaces");
+      // The one "size" is the largest flow: the buffers' size and the key of
+      // the job's result (job.<size>.<field>).
+      sizes = {core::Bytes{FlowSizes::named(flow_sizes).max_bytes()}};
+      if (ideal_base.ps && !ideal_rate.bps) b.error("ideal_base needs ideal_rate");
+    } else if (flow_sizes != "web_search" || flow_group != "all" || ideal_rate.bps ||
+               ideal_base.ps) {
+      b.error("flow_sizes, flow_group, ideal_rate and ideal_base apply to write_flows only");
+    }
     if (!via.empty() && udp_sport) b.error("give either via or udp_sport, not both");
     if (qps > 1 && app != "write_bw" && app != "read_bw" && app != "send_bw" &&
-        app != "atomic_bw" && app != "rpc_bw")
+        app != "atomic_bw" && app != "rpc_bw" && app != "write_flows")
       b.error("qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw, "
               "rpc_bw)");
     if (qps > 1 && sizes.size() != 1) b.error("qps > 1 needs exactly one size");
@@ -333,6 +371,8 @@ void PerfTest::run() {
       r = run_send_lat(size.n);
     else if (cfg_.app == "atomic_bw")
       r = run_atomic(size.n);
+    else if (cfg_.app == "write_flows")
+      r = run_flows(size.n);
     else
       r = cfg_.app == "rpc_bw" ? run_rpc(size.n) : run_bw(size.n);
     results_.push_back(r);
@@ -535,6 +575,165 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   return r;
 }
 
+// ----------------------------------------------------------------- flows --
+
+namespace {
+
+// Byte i of a write_flows source buffer: a function of the offset and a
+// per-run salt, so that a 30 MB flow needs no pattern copy in memory and the
+// destination can be checked piecewise.
+uint8_t flow_byte(uint64_t i, uint64_t salt) {
+  return static_cast<uint8_t>(((i + salt) * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
+// Size classes of the FCT histograms (the MP-RDMA paper's small and large).
+const char* flow_class(uint64_t bytes) {
+  if (bytes < 100000) return "small";
+  return bytes > 10000000 ? "large" : "medium";
+}
+
+}  // namespace
+
+void PerfTest::record_fct(uint64_t bytes, double fct_us) {
+  const std::string group = "flows." + cfg_.flow_group + ".fct_us";
+  env_.stats.histogram("flow." + cfg_.name + ".fct_us", "us",
+                       "Flow completion times of job " + cfg_.name + " (arrival to completion)")
+      .record(fct_us);
+  env_.stats.histogram(group, "us", "Flow completion times of flow group " + cfg_.flow_group)
+      .record(fct_us);
+  const std::string cls = flow_class(bytes);
+  env_.stats
+      .histogram(group + "." + cls, "us",
+                 "Flow completion times of the " + cls + " flows of group " + cfg_.flow_group +
+                     " (small < 100 KB, large > 10 MB)")
+      .record(fct_us);
+  if (!cfg_.ideal_rate.bps) return;
+  const double ideal_us =
+      cfg_.ideal_base.sc().to_seconds() * 1e6 + double(bytes) * 8.0 / cfg_.ideal_rate.bps * 1e6;
+  const double slowdown = fct_us / ideal_us;
+  env_.stats.histogram("flow." + cfg_.name + ".slowdown", "",
+                       "Flow slowdowns of job " + cfg_.name + " (FCT / idle-network time)")
+      .record(slowdown);
+  env_.stats
+      .histogram("flows." + cfg_.flow_group + ".slowdown", "",
+                 "Flow slowdowns of flow group " + cfg_.flow_group)
+      .record(slowdown);
+}
+
+SizeResult PerfTest::run_flows(uint64_t max_size) {
+  SizeResult r;
+  r.bytes = max_size;
+  Side& c = *client_;
+  Side& s = *server_;
+  const FlowSizes& dist = FlowSizes::named(cfg_.flow_sizes);
+  core::RandomStream& size_rng = stream("flow_sizes");
+  core::RandomStream& gap_rng = stream("arrivals");
+  // Poisson arrivals offering `rate` of payload on average, shared by the
+  // job's qps connections (each a Poisson process of rate / qps, together
+  // one of `rate`).
+  const double mean_gap_ps =
+      dist.mean_bytes() * 8.0 / cfg_.rate.bps * 1e12 * double(std::max<int64_t>(cfg_.qps, 1));
+  const uint64_t salt = rng_.next_u64();
+  uint64_t pattern_len = 0;  // source bytes written so far (the largest flow yet)
+  auto extend_pattern = [&](uint64_t len) {
+    std::vector<uint8_t> chunk;
+    while (pattern_len < len) {
+      const uint64_t n = std::min<uint64_t>(len - pattern_len, 1 << 16);
+      chunk.resize(n);
+      for (uint64_t i = 0; i < n; ++i) chunk[i] = flow_byte(pattern_len + i, salt);
+      c.as.write(c.buf + pattern_len, chunk.data(), n);
+      pattern_len += n;
+    }
+  };
+
+  struct Flow {
+    sc_core::sc_time arrival;
+    uint64_t bytes;
+  };
+  std::deque<Flow> waiting, outstanding;  // arrived, not posted; posted, in order
+  mpr_sge sge{};
+  sge.addr = c.buf;
+  sge.lkey = c.mr.key;
+  mpr_send_wr wr{};
+  wr.opcode = MPR_WQE_RDMA_WRITE;
+  wr.remote_addr = s.buf + s.half;
+  wr.rkey = s.mr.key;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  const sc_core::sc_time deadline = t0 + cfg_.duration.sc();
+  auto gap = [&] {
+    return sc_core::sc_time::from_value(
+        static_cast<uint64_t>(gap_rng.exponential(mean_gap_ps) + 0.5));
+  };
+  sc_core::sc_time next = t0 + gap();
+  std::vector<double> fct_us;
+  std::vector<mpr_wc> wc(64);
+  uint64_t posted = 0;
+  while (true) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    for (; next <= now && next < deadline; next += gap())
+      waiting.push_back({next, dist.draw(size_rng)});
+    while (!waiting.empty() && outstanding.size() < static_cast<size_t>(cfg_.tx_depth)) {
+      const Flow f = waiting.front();
+      waiting.pop_front();
+      extend_pattern(f.bytes);
+      sge.length = static_cast<uint32_t>(f.bytes);
+      wr.wr_id = posted++;
+      wr.flags = MPR_WQE_F_SIGNALED;
+      if (const int err = c.ctx->post_send(c.qp, wr)) {
+        r.error = "post_send failed: " + std::to_string(err);
+        return r;
+      }
+      outstanding.push_back(f);
+    }
+    const bool arrivals_left = next < deadline;
+    if (!arrivals_left && waiting.empty() && outstanding.empty()) break;
+    if (outstanding.empty()) {  // idle until the next arrival
+      sc_core::wait(next - now);
+      continue;
+    }
+    const int n = arrivals_left ? wait_completions_until(c, c.scq, static_cast<int>(wc.size()),
+                                                         wc.data(), next)
+                                : wait_completions(c, c.scq, static_cast<int>(wc.size()),
+                                                   wc.data());
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != MPR_CQE_SUCCESS) {
+        r.error = std::string("completion with status ") + status_name(wc[i].status) +
+                  " (syndrome " + std::to_string(wc[i].syndrome) + ")";
+        return r;
+      }
+      const Flow f = outstanding.front();  // an RC send queue completes in order
+      outstanding.pop_front();
+      const double us = (sc_core::sc_time_stamp() - f.arrival).to_seconds() * 1e6;
+      fct_us.push_back(us);
+      record_fct(f.bytes, us);
+      r.payload += f.bytes;
+      ++r.iterations;
+    }
+  }
+  r.seconds = seconds_since(t0);
+  if (r.seconds > 0) {
+    r.bw_gbps = double(r.payload) * 8 / r.seconds / 1e9;
+    r.bw_MBps = double(r.payload) / r.seconds / 1048576.0;
+    r.msg_rate_mpps = double(r.iterations) / r.seconds / 1e6;
+  }
+  summarize_latency(r, fct_us);
+  // Every flow wrote the source's first bytes to the same place: the
+  // destination must now hold the longest flow's worth of the pattern.
+  std::vector<uint8_t> got;
+  r.data_ok = true;
+  for (uint64_t off = 0; off < pattern_len && r.data_ok;) {
+    const uint64_t n = std::min<uint64_t>(pattern_len - off, 1 << 16);
+    got.resize(n);
+    s.as.read(s.buf + s.half + off, got.data(), n);
+    for (uint64_t i = 0; i < n && r.data_ok; ++i) r.data_ok = got[i] == flow_byte(off + i, salt);
+    off += n;
+  }
+  if (!r.data_ok) r.error = "destination buffer differs from the source";
+  return r;
+}
+
 void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string& error) {
   Side& s = *server_;
   // UD: the datagram lands after 40 bytes of GRH, which take the end of
@@ -595,6 +794,15 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
 
 void PerfTest::finish_latency(SizeResult& r, std::vector<double>& us) {
   if (us.empty()) return;
+  summarize_latency(r, us);
+  core::Histogram& h = env_.stats.histogram(
+      "flow." + cfg_.name + ".latency_us_" + std::to_string(r.bytes), "us",
+      "Per-iteration latency of job " + cfg_.name);
+  for (double v : us) h.record(v);
+}
+
+void PerfTest::summarize_latency(SizeResult& r, std::vector<double>& us) {
+  if (us.empty()) return;
   std::sort(us.begin(), us.end());
   const size_t n = us.size();
   double sum = 0;
@@ -612,10 +820,6 @@ void PerfTest::finish_latency(SizeResult& r, std::vector<double>& us) {
   };
   r.t_p99 = pct(99.0);
   r.t_p999 = pct(99.9);
-  core::Histogram& h = env_.stats.histogram(
-      "flow." + cfg_.name + ".latency_us_" + std::to_string(r.bytes), "us",
-      "Per-iteration latency of job " + cfg_.name);
-  for (double v : us) h.record(v);
 }
 
 SizeResult PerfTest::run_write_lat(uint64_t size) {

@@ -112,6 +112,14 @@ struct JobConfig {
   // counters - 1, 0, ..) or "random" (uniform, drawn from the seeded stream
   // job.<name>[.qp<copy>].counters, as Kalia et al.'s clients pick them).
   std::string counter_pick = "round_robin";
+  // write_flows: flow sizes from this distribution (FlowSizes::named), and
+  // the group whose FCT histograms (flows.<group>.*) the job's flows join.
+  std::string flow_sizes = "web_search";
+  std::string flow_group = "all";
+  // write_flows: slowdown = FCT / (ideal_base + bytes * 8 / ideal_rate),
+  // the flow's time alone on an idle network (ideal_rate 0: no slowdown).
+  core::Bandwidth ideal_rate{0};
+  core::Duration ideal_base{0};
   // The measured part starts at this time at the earliest; set-up (QPs,
   // buffers, connection) happens before it. Jobs whose set-up takes
   // different times can so start together. 0: right after set-up.
@@ -133,6 +141,12 @@ struct SizeResult {
   double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, t_p99 = 0, t_p999 = 0;
   bool data_ok = false;
   std::string error;  // empty if the run completed
+  // write_flows: payload moved, its messages being of different sizes (0:
+  // the run's messages were all `bytes` long).
+  uint64_t payload = 0;
+  double payload_bytes() const {
+    return payload ? double(payload) : double(bytes) * double(iterations);
+  }
 };
 
 class PerfTest {
@@ -158,6 +172,8 @@ class PerfTest {
   struct Side;
   void setup();
   SizeResult run_bw(uint64_t size);
+  SizeResult run_flows(uint64_t max_size);
+  void record_fct(uint64_t bytes, double fct_us);
   SizeResult run_write_lat(uint64_t size);
   SizeResult run_read_lat(uint64_t size);
   SizeResult run_send_lat(uint64_t size);
@@ -171,6 +187,8 @@ class PerfTest {
   int wait_completions_until(Side& s, CompletionQueue* cq, int n, mpr_wc* wc,
                              const sc_core::sc_time& until);
   void finish_latency(SizeResult& r, std::vector<double>& samples_us);
+  // The t_* fields from the samples (sorted in place).
+  static void summarize_latency(SizeResult& r, std::vector<double>& samples_us);
   core::RandomStream& stream(const std::string& what);
 
   JobConfig cfg_;

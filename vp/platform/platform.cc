@@ -102,13 +102,24 @@ struct Platform::JobRunner : sc_core::sc_module {
         continue;
       }
       agg.iterations += r[0].iterations;
+      agg.payload += r[0].payload;
       agg.sync_messages += r[0].sync_messages;
       agg.data_ok = agg.data_ok && r[0].data_ok;
       if (agg.error.empty() && !r[0].error.empty())
         agg.error = "connection " + std::to_string(k) + ": " + r[0].error;
     }
+    // write_flows: the flow completion times of all connections.
+    if (const core::Histogram* h = platform.env_.stats.find_histogram("flow." + cfg.name + ".fct_us");
+        h && cfg.app == "write_flows" && h->count()) {
+      agg.t_min = h->min();
+      agg.t_max = h->max();
+      agg.t_avg = h->mean();
+      agg.t_typical = h->percentile(50);
+      agg.t_p99 = h->percentile(99);
+      agg.t_p999 = h->percentile(99.9);
+    }
     if (agg.seconds > 0) {
-      const double bytes = static_cast<double>(agg.iterations) * static_cast<double>(agg.bytes);
+      const double bytes = agg.payload_bytes();
       agg.bw_gbps = bytes * 8 / agg.seconds / 1e9;
       agg.bw_MBps = bytes / agg.seconds / (1 << 20);
       agg.msg_rate_mpps = static_cast<double>(agg.iterations) / agg.seconds / 1e6;
@@ -155,8 +166,14 @@ void check_job_memory(const std::vector<host::JobConfig>& jobs) {
   double need = 0, largest = 0;
   std::string largest_job;
   for (const host::JobConfig& j : jobs) {
-    const double bytes = 4.0 * double(host::PerfTest::buffer_bytes(j)) *
-                         double(std::max<int64_t>(j.qps, 1));
+    const double copies = double(std::max<int64_t>(j.qps, 1));
+    double bytes = 4.0 * double(host::PerfTest::buffer_bytes(j)) * copies;
+    // write_flows writes the source pattern up to its largest flow, and the
+    // destination as far: at most what the job offers in its duration.
+    if (j.app == "write_flows")
+      bytes = 2.0 * copies *
+              std::min(double(host::PerfTest::buffer_bytes(j)),
+                       j.rate.bps / 8.0 * j.duration.sc().to_seconds() / copies);
     need += bytes;
     if (bytes > largest) largest = bytes, largest_job = j.name;
   }
@@ -735,9 +752,11 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           found = true;
         }
       } else if (t.kind == MetricTerm::Kind::kHistPct) {
-        const auto v =
-            t.windowed ? hist_windows_->percentile(t.counter, t.from.ps, t.to.ps, t.pct)
-                       : histogram_percentile(env_.stats.find_histogram(t.counter), t.pct);
+        const core::Histogram* h = env_.stats.find_histogram(t.counter);
+        const auto v = t.windowed ? hist_windows_->percentile(t.counter, t.from.ps, t.to.ps, t.pct)
+                       : t.mean   ? (h && h->count() ? std::optional<double>(h->mean())
+                                                     : std::nullopt)
+                                  : histogram_percentile(h, t.pct);
         if (v) {
           sum += *v;
           found = true;
@@ -750,7 +769,7 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           all_ok &= o.finished && !o.results.empty();
           for (const host::SizeResult& r : o.results) {
             all_ok &= r.error.empty();
-            bytes += static_cast<double>(r.bytes) * static_cast<double>(r.iterations);
+            bytes += r.payload_bytes();
           }
         }
         if (all_ok && active_s > 0) {
@@ -881,6 +900,7 @@ nlohmann::json Platform::flows_json() const {
       s["bytes"] = r.bytes;
       s["iterations"] = r.iterations;
       s["data_ok"] = r.data_ok;
+      if (r.payload) s["payload_bytes"] = r.payload;  // write_flows
       if (!r.error.empty()) s["error"] = r.error;
       for (const std::string& f : metric_fields()) s[f] = field_of(r, f);
       sizes[std::to_string(r.bytes)] = s;

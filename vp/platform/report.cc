@@ -52,6 +52,15 @@ void print_job_tables(std::ostream& os, const Platform& p) {
                       r.t_typical, r.t_avg, r.t_stdev, r.t_p99, r.t_p999);
         os << line;
       }
+    } else if (job.app == "write_flows") {
+      os << " #flows     payload[MB]    BW[Gb/sec]    FCT avg[usec]  p50[usec]    p99[usec]"
+            "    p99.9[usec]\n";
+      for (const host::SizeResult& r : out.results) {
+        std::snprintf(line, sizeof line, " %-10llu %-14.3f %-13.2f %-14.2f %-12.2f %-12.2f %-.2f\n",
+                      static_cast<unsigned long long>(r.iterations), r.payload_bytes() / 1e6,
+                      r.bw_gbps, r.t_avg, r.t_typical, r.t_p99, r.t_p999);
+        os << line;
+      }
     } else {
       os << " #bytes     #iterations    BW[Gb/sec]    BW[MB/sec]    MsgRate[Mpps]\n";
       for (const host::SizeResult& r : out.results) {

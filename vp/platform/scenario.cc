@@ -164,6 +164,18 @@ void parse_pct_term(const std::string& t, MetricTerm& m) {
   }
 }
 
+// "mean(<histogram>)": the mean of every sample of a histogram statistic.
+void parse_mean_term(const std::string& t, MetricTerm& m) {
+  const std::string path = t.substr(5, t.size() - 6);
+  if (path.empty() || path.find_first_of("()|*,") != std::string::npos ||
+      path.find('.') == std::string::npos || path.front() == '.' || path.back() == '.')
+    throw std::invalid_argument("term '" + t + "' is not of the form mean(<histogram>), e.g. "
+                                "mean(flows.all.fct_us)");
+  m.kind = MetricTerm::Kind::kHistPct;
+  m.counter = path;
+  m.mean = true;
+}
+
 }  // namespace
 
 std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr) {
@@ -273,6 +285,11 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       terms.push_back(m);
       continue;
     }
+    if (t.compare(0, 5, "mean(") == 0 && t.back() == ')') {
+      parse_mean_term(t, m);
+      terms.push_back(m);
+      continue;
+    }
     bool series_term = false;
     for (const char* fn : {"avg", "stdev", "jain"}) {
       const std::string head = std::string(fn) + "(";
@@ -307,7 +324,8 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
                                     "jain(<series>|...,<from>,<to>), "
                                     "rate(nic.<host>.<counter>,<from>,<to>) or "
-                                    "pct(<histogram>,<percentile>[,<from>,<to>])");
+                                    "pct(<histogram>,<percentile>[,<from>,<to>]) or "
+                                    "mean(<histogram>)");
       m.job = t.substr(0, d1);
       m.size = t.substr(d1 + 1, d2 - d1 - 1);
       m.field = t.substr(d2 + 1);
@@ -417,7 +435,8 @@ void ScenarioConfig::bind(core::Binder& b) {
           "such histogram or no samples leaves the metric out), or "
           "\"pct(<histogram>,<p>,<from>,<to>)\": the same over the samples recorded in [from, "
           "to) (e.g. in steady state, after the start-up; a window the run did not reach leaves "
-          "the metric out), or "
+          "the metric out), or \"mean(<histogram>)\": the mean of all its samples (e.g. "
+          "mean(flows.all.fct_us), the average flow completion time of write_flows jobs), or "
           "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
           "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
           "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "
@@ -674,6 +693,13 @@ void ScenarioConfig::bind(core::Binder& b) {
           if (d2 == std::string::npos || !host_names.count(owner))
             b.error("metric '" + metric + "' term pct(" + t.counter + ",...) names unknown host '" +
                     owner + "'");
+        } else if (group == "flows") {
+          if (d2 == std::string::npos ||
+              std::none_of(jobs.begin(), jobs.end(), [&](const host::JobConfig& j) {
+                return j.app == "write_flows" && j.flow_group == owner;
+              }))
+            b.error("metric '" + metric + "' term names flow group '" + owner +
+                    "', which no write_flows job has");
         } else if (group == "flow") {
           if (d2 == std::string::npos ||
               std::none_of(jobs.begin(), jobs.end(),

@@ -175,6 +175,7 @@ struct MetricTerm {
   bool windowed = false;            // kEcnRatio, kHistPct: over [from, to) rather than the run
   std::string counter;              // kCounter, kHistPct, kCounterRate: the statistic's full path
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
+  bool mean = false;                // kHistPct: the mean instead (mean(<histogram>))
   std::string engine;               // kModelState: mprdma | irn
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
   core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, kCounterRate and
