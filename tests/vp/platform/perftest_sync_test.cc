@@ -62,7 +62,7 @@ TEST(PerftestSyncConfig, OptionsAreReadAndChecked) {
   t = scenario("rate: 10Gbps");
   t.replace(t.find("app: write_bw"), 13, "app: write_lat");
   e = error_of(t);
-  EXPECT_NE(e.find("rate applies to write_bw, read_bw and send_bw only"), std::string::npos) << e;
+  EXPECT_NE(e.find("rate applies to write_bw, read_bw, send_bw and write_flows only"), std::string::npos) << e;
   // The metric fields exist.
   EXPECT_EQ(error_of(scenario("iterations: 4", "metrics: {s: f.16384.sync_messages + "
                                                "f.16384.sync_wait_us}\n")),

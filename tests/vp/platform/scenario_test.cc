@@ -364,7 +364,7 @@ TEST(Scenario, PerHostNicKeysViaAndDurationAreChecked) {
   e = err(kFabric, "via: t0-s3", "via: t0-s3, udp_sport: 50000");
   EXPECT_NE(e.find("either via or udp_sport"), std::string::npos) << e;
   e = err(kFabric, "app: write_bw, client: t0h1", "app: send_bw, client: t0h1");
-  EXPECT_NE(e.find("duration applies to write_bw and read_bw only"), std::string::npos) << e;
+  EXPECT_NE(e.find("duration applies to write_bw, read_bw and write_flows only"), std::string::npos) << e;
   e = err(kGood, "sizes: [4KiB]", "sizes: [4KiB], via: wire");
   EXPECT_NE(e.find("no fabric"), std::string::npos) << e;
 }

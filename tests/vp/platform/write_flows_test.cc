@@ -125,6 +125,30 @@ TEST_F(WriteFlows, EveryFlowCompletesAndIsTimedFromItsArrival) {
   EXPECT_GE(m.at("fct_p99"), all.mean());
 }
 
+TEST_F(WriteFlows, ConnectionsShareTheJobsRateAndItsResult) {
+  // qps 4: four connections per job, each a Poisson process of a quarter
+  // of the rate; the job's result sums their flows and payload, and its
+  // completion-time figures are those of all its flows.
+  ASSERT_TRUE(run(scenario(std::string(kIdeal) + ", qps: 4")));
+  uint64_t flows = 0;
+  for (size_t j = 0; j < 3; ++j) {
+    const host::SizeResult& r = result(j);
+    EXPECT_EQ(r.error, "");
+    EXPECT_TRUE(r.data_ok);
+    const std::string name = platform->outcomes().at(j).name;
+    const core::Histogram& h = hist("flow." + name + ".fct_us");
+    EXPECT_EQ(h.count(), r.iterations) << name;
+    EXPECT_DOUBLE_EQ(r.t_avg, h.mean()) << name;
+    EXPECT_DOUBLE_EQ(r.t_p99, h.percentile(99)) << name;
+    EXPECT_NEAR(r.bw_gbps, double(r.payload) * 8 / r.seconds / 1e9, 1e-9 * r.bw_gbps);
+    flows += r.iterations;
+  }
+  // The same offered load as with one connection: 52.6 flows expected.
+  EXPECT_GE(flows, 25u);
+  EXPECT_LE(flows, 85u);
+  EXPECT_EQ(hist("flows.all.fct_us").count(), flows);
+}
+
 TEST_F(WriteFlows, ASeedGivesItsOwnFlowsAndTheSameSeedTheSame) {
   ASSERT_TRUE(run(scenario(kIdeal, 5)));
   const double sum5 = hist("flows.all.fct_us").sum();
