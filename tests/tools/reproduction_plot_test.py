@@ -76,6 +76,11 @@ def main():
           f"missing seeds are named: {rep.measured_value(gone)}")
     check(rep.measured_value({"measured": False}) == "no measurement", "unmeasured")
 
+    check(rep.wants_log_scale([2.0, 2.3, 250.0, 1.9]) and not rep.wants_log_scale([1.0, 99.0]),
+          "a panel whose bars span more than 100x is drawn on a log scale")
+    check(not rep.wants_log_scale([0.0, 5.0, 1000.0]) and not rep.wants_log_scale([-1.0, 500.0]),
+          "not when a bar is zero or negative")
+
     os.makedirs(a.work, exist_ok=True)
     png = os.path.join(a.work, "row.png")
     if os.path.exists(png):

@@ -114,6 +114,13 @@ def published_targets(res):
     return targets
 
 
+def wants_log_scale(values):
+    """Bars two orders of magnitude apart (a collapse beside the figures
+    compared, e.g. RoCE without PFC in I1) would flatten the others: such a
+    panel is drawn on a log scale, when every bar is positive."""
+    return all(v > 0 for v in values) and max(values) > 100 * min(values)
+
+
 def plot_row(row_id, res, path):
     """One panel per metric stem (so a panel shares a unit): bars of each
     sweep metric's reduced value, whiskers min..max, dots per seed; bars of
@@ -151,7 +158,10 @@ def plot_row(row_id, res, path):
                             fmt="_", color="#c44e52", markersize=22, capsize=6, elinewidth=1)
         ax.set_xticks(xs)
         ax.set_xticklabels([label for label, _, _ in group], rotation=30, ha="right", fontsize=7)
-        ax.set_title(stem, fontsize=8, loc="left")
+        log = wants_log_scale(values)
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(stem + (" (log scale)" if log else ""), fontsize=8, loc="left")
         ax.tick_params(axis="y", labelsize=7)
     fig.suptitle(f"{row_id}: {res.get('name', '')} (verdict: {res.get('verdict', '?')})\n"
                  "orange: has a published figure; red: the figure a check compares with, and "
