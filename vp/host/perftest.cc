@@ -58,7 +58,8 @@ void JobConfig::bind(core::Binder& b) {
            "outstanding, later arrivals wait in order; each flow's completion time (arrival to "
            "its completion polled) goes to the histograms flow.<job>.fct_us and "
            "flows.<flow_group>.fct_us[.small|.medium|.large] (below 100 KB, 100 KB to 10 MB, "
-           "above 10 MB); the destination is checked at the end. rpc_bw: Kalia et al.'s sequencer over UD: the client "
+           "above 10 MB); the destination is checked at the end. "
+           "rpc_bw: Kalia et al.'s sequencer over UD: the client "
            "keeps tx_depth requests outstanding (SENDs of the size; 0 with recv_sges 0: "
            "header-only), the server answers each with the next number of its host's counter "
            "(an 8-byte inline payload, or the immediate when header-only), the answers of one "
@@ -105,7 +106,8 @@ void JobConfig::bind(core::Binder& b) {
           "Bandwidth tests: offered load, the payload rate at which messages are posted "
           "(message i no earlier than i * size * 8 / rate after the first post; tx_depth still "
           "bounds the outstanding ones, so a run that cannot keep up becomes closed-loop). "
-          "Not set (0bps): unpaced, as perftest.");
+          "Not set (0bps): unpaced, as perftest. write_flows: the mean payload rate its "
+          "Poisson arrivals offer (required).");
   b.field("sync_ratio", sync_ratio,
           "write_bw: fraction of the messages posted as synchronise messages, each chosen with "
           "this probability from the seeded stream job.<name>.sync (deterministic per seed).",
@@ -119,7 +121,8 @@ void JobConfig::bind(core::Binder& b) {
           "Connections: the test runs as this many copies, each with its own QPs, CQs, "
           "buffers and tx_depth (like that many perftest processes), set up one after "
           "another and started together; the job's result aggregates them (all bytes over "
-          "the time from the common start to the last end). Bandwidth tests, one size.",
+          "the time from the common start to the last end). Bandwidth tests, one size; "
+          "write_flows: each connection offers rate / qps.",
           1, 65536, "connections");
   b.field("wqe_by_mmio", wqe_by_mmio,
           "Bandwidth tests: write each send WQE into the QP's UAR page (WQE by MMIO, "
@@ -165,7 +168,8 @@ void JobConfig::bind(core::Binder& b) {
            "job.<name>[.qp<copy>].counters (Kalia et al.'s clients pick at random).");
   b.choice("flow_sizes", flow_sizes, FlowSizes::names(),
            "write_flows: flow-size distribution. web_search: DCTCP's web-search workload "
-           "(10 KB to 30 MB, mean 1.71 MB; vp/host/flow_sizes.cc).");
+           "(15 % below 10 KB, 3 % above 10 MB, at most 30 MB, mean 1.71 MB; "
+           "vp/host/flow_sizes.cc).");
   b.field("flow_group", flow_group,
           "write_flows: the flows.<group>.* FCT histograms this job's flows are counted in "
           "(jobs of one experiment share a group; one job per client-server pair makes an "

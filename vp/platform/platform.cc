@@ -109,8 +109,8 @@ struct Platform::JobRunner : sc_core::sc_module {
         agg.error = "connection " + std::to_string(k) + ": " + r[0].error;
     }
     // write_flows: the flow completion times of all connections.
-    if (const core::Histogram* h = platform.env_.stats.find_histogram("flow." + cfg.name + ".fct_us");
-        h && cfg.app == "write_flows" && h->count()) {
+    const core::Histogram* h = platform.env_.stats.find_histogram("flow." + cfg.name + ".fct_us");
+    if (h && cfg.app == "write_flows" && h->count()) {
       agg.t_min = h->min();
       agg.t_max = h->max();
       agg.t_avg = h->mean();
