@@ -30,6 +30,12 @@ const char* status_name(uint32_t s) {
   }
 }
 
+// A failed completion as a run's error: its status and the NIC's syndrome.
+std::string completion_error(const mpr_wc& wc) {
+  return std::string("completion with status ") + status_name(wc.status) + " (syndrome " +
+         std::to_string(wc.syndrome) + ")";
+}
+
 uint8_t mtu_code(uint64_t mtu) {
   switch (mtu) {
     case 256: return MPR_MTU_256;
@@ -555,8 +561,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
                  : wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
     for (int i = 0; i < n; ++i)
       if (wc[i].status != MPR_CQE_SUCCESS) {
-        r.error = std::string("completion with status ") + status_name(wc[i].status) +
-                  " (syndrome " + std::to_string(wc[i].syndrome) + ")";
+        r.error = completion_error(wc[i]);
         return r;
       }
   }
@@ -703,8 +708,7 @@ SizeResult PerfTest::run_flows(uint64_t max_size) {
                                                    wc.data());
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != MPR_CQE_SUCCESS) {
-        r.error = std::string("completion with status ") + status_name(wc[i].status) +
-                  " (syndrome " + std::to_string(wc[i].syndrome) + ")";
+        r.error = completion_error(wc[i]);
         return r;
       }
       const Flow f = outstanding.front();  // an RC send queue completes in order
