@@ -50,6 +50,39 @@ const FlowSizes& FlowSizes::named(const std::string& name) {
 
 std::vector<std::string> FlowSizes::names() { return {"web_search"}; }
 
+void FlowSizeCdfConfig::PointEntry::bind(core::Binder& b) {
+  b.field("bytes", bytes, "Flow size (e.g. 10KB, 2MB; KB = 1000 bytes).");
+  b.field("cdf", cdf, "Probability that a flow is at most this size.", 0.0, 1.0);
+}
+
+void FlowSizeCdfConfig::bind(core::Binder& b) {
+  b.field("name", name,
+          "Name that jobs' flow_sizes give; it may not be a built-in one (web_search).");
+  b.list("points", points,
+         "The CDF: sizes increasing, probabilities not decreasing, the last 1. A flow's size "
+         "is drawn by inverse transform, interpolated linearly between points (mass below the "
+         "first point sits at its size), as pFabric's and HPCC's generators draw them.");
+  if (!b.reading()) return;
+  if (name.empty() || name.find_first_of(".,()|*= ") != std::string::npos)
+    b.error("every flow_size_cdfs entry needs a name without dots, commas, parentheses or "
+            "spaces");
+  const std::vector<std::string> builtin = FlowSizes::names();
+  if (std::find(builtin.begin(), builtin.end(), name) != builtin.end())
+    b.error("flow_size_cdfs '" + name + "' would hide the built-in distribution of that name");
+  try {
+    (void)distribution();
+  } catch (const std::invalid_argument& e) {
+    b.error("flow_size_cdfs '" + name + "': " + e.what());
+  }
+}
+
+FlowSizes FlowSizeCdfConfig::distribution() const {
+  std::vector<FlowSizes::Point> p;
+  p.reserve(points.size());
+  for (const PointEntry& e : points) p.push_back({e.bytes.n, e.cdf});
+  return FlowSizes(std::move(p));
+}
+
 uint64_t FlowSizes::draw(core::RandomStream& rng) const {
   const double u = rng.uniform();
   // First point whose probability exceeds u (u < 1 <= the last one's).

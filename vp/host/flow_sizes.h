@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "vp/core/config.h"
 #include "vp/core/random.h"
+#include "vp/core/units.h"
 
 namespace mprdma::host {
 
@@ -36,6 +38,22 @@ class FlowSizes {
  private:
   std::vector<Point> points_;
   double mean_ = 0;
+};
+
+// A flow-size distribution a scenario defines (its flow_size_cdfs list), for
+// the flow_sizes key of its write_flows jobs: any workload the built-ins do
+// not cover (Hadoop, data mining, storage), written as CDF points.
+struct FlowSizeCdfConfig {
+  struct PointEntry {
+    core::Bytes bytes{0};
+    double cdf = 0;
+    void bind(core::Binder& b);
+  };
+  std::string name;
+  std::vector<PointEntry> points;
+  void bind(core::Binder& b);
+  // The distribution; throws std::invalid_argument for a malformed CDF.
+  FlowSizes distribution() const;
 };
 
 }  // namespace mprdma::host

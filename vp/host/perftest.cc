@@ -172,10 +172,10 @@ void JobConfig::bind(core::Binder& b) {
            "atomic_bw: the counter of each atomic: round_robin = 0, 1, .., counters - 1, 0, ..; "
            "random = uniform over the counters, from the seeded stream "
            "job.<name>[.qp<copy>].counters (Kalia et al.'s clients pick at random).");
-  b.choice("flow_sizes", flow_sizes, FlowSizes::names(),
-           "write_flows: flow-size distribution. web_search: DCTCP's web-search workload "
-           "(15 % below 10 KB, 3 % above 10 MB, at most 30 MB, mean 1.71 MB; "
-           "vp/host/flow_sizes.cc).");
+  b.field("flow_sizes", flow_sizes,
+          "write_flows: flow-size distribution, built in or named in the scenario's "
+          "flow_size_cdfs. Built in: web_search, DCTCP's web-search workload (15 % below "
+          "10 KB, 3 % above 10 MB, at most 30 MB, mean 1.71 MB; vp/host/flow_sizes.cc).");
   b.field("flow_group", flow_group,
           "write_flows: the flows.<group>.* FCT histograms this job's flows are counted in "
           "(jobs of one experiment share a group; one job per client-server pair makes an "
@@ -208,7 +208,10 @@ void JobConfig::bind(core::Binder& b) {
         b.error("flow_group must be a name without dots, commas, parentheses or spaces");
       // The one "size" is the largest flow: the buffers' size and the key of
       // the job's result (job.<size>.<field>).
-      sizes = {core::Bytes{FlowSizes::named(flow_sizes).max_bytes()}};
+      // (a scenario's own distribution: set when the scenario resolves it)
+      const std::vector<std::string> builtin = FlowSizes::names();
+      if (std::find(builtin.begin(), builtin.end(), flow_sizes) != builtin.end())
+        sizes = {core::Bytes{FlowSizes::named(flow_sizes).max_bytes()}};
       if (ideal_base.ps && !ideal_rate.bps) b.error("ideal_base needs ideal_rate");
     } else if (flow_sizes != "web_search" || flow_group != "all" || ideal_rate.bps ||
                ideal_base.ps) {
@@ -634,7 +637,8 @@ SizeResult PerfTest::run_flows(uint64_t max_size) {
   r.bytes = max_size;
   Side& c = *client_;
   Side& s = *server_;
-  const FlowSizes& dist = FlowSizes::named(cfg_.flow_sizes);
+  const FlowSizes dist = cfg_.flow_size_cdf.empty() ? FlowSizes::named(cfg_.flow_sizes)
+                                                     : FlowSizes(cfg_.flow_size_cdf);
   core::RandomStream& size_rng = stream("flow_sizes");
   core::RandomStream& gap_rng = stream("arrivals");
   // Poisson arrivals offering `rate` of payload on average, shared by the

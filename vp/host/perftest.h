@@ -21,6 +21,7 @@
 #include "vp/core/config.h"
 #include "vp/core/sim_env.h"
 #include "vp/core/units.h"
+#include "vp/host/flow_sizes.h"
 #include "vp/host/modeled_host.h"
 #include "vp/host/verbs.h"
 
@@ -112,9 +113,13 @@ struct JobConfig {
   // counters - 1, 0, ..) or "random" (uniform, drawn from the seeded stream
   // job.<name>[.qp<copy>].counters, as Kalia et al.'s clients pick them).
   std::string counter_pick = "round_robin";
-  // write_flows: flow sizes from this distribution (FlowSizes::named), and
-  // the group whose FCT histograms (flows.<group>.*) the job's flows join.
+  // write_flows: flow sizes from this distribution (a built-in one,
+  // FlowSizes::named, or one of the scenario's flow_size_cdfs), and the
+  // group whose FCT histograms (flows.<group>.*) the job's flows join.
   std::string flow_sizes = "web_search";
+  // Not a key: the CDF of a scenario-defined flow_sizes, filled in when the
+  // scenario is checked (empty: flow_sizes is built in).
+  std::vector<FlowSizes::Point> flow_size_cdf;
   std::string flow_group = "all";
   // write_flows: slowdown = FCT / (ideal_base + bytes * 8 / ideal_rate),
   // the flow's time alone on an idle network (ideal_rate 0: no slowdown).

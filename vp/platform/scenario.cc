@@ -379,6 +379,35 @@ void LinkEntry::bind(core::Binder& bb) {
   link.bind_loss_modes(bb);
 }
 
+void ScenarioConfig::resolve_flow_sizes(core::Binder& b) {
+  std::set<std::string> cdf_names;
+  for (const host::FlowSizeCdfConfig& c : flow_size_cdfs)
+    if (!cdf_names.insert(c.name).second)
+      b.error("flow_size_cdfs '" + c.name + "' is defined twice");
+  const std::vector<std::string> builtin = host::FlowSizes::names();
+  for (host::JobConfig& j : jobs) {
+    j.flow_size_cdf.clear();
+    if (j.app != "write_flows") continue;
+    auto own = std::find_if(flow_size_cdfs.begin(), flow_size_cdfs.end(),
+                            [&](const host::FlowSizeCdfConfig& c) { return c.name == j.flow_sizes; });
+    if (own != flow_size_cdfs.end()) {
+      try {
+        const host::FlowSizes dist = own->distribution();
+        j.flow_size_cdf = dist.points();
+        j.sizes = {core::Bytes{dist.max_bytes()}};
+      } catch (const std::invalid_argument&) {
+        // reported with the flow_size_cdfs entry
+      }
+    } else if (std::find(builtin.begin(), builtin.end(), j.flow_sizes) == builtin.end()) {
+      std::string known;
+      for (const std::string& n : builtin) known += (known.empty() ? "" : ", ") + n;
+      for (const host::FlowSizeCdfConfig& c : flow_size_cdfs) known += ", " + c.name;
+      b.error("job '" + j.name + "': flow_sizes '" + j.flow_sizes +
+              "' is neither built in nor in flow_size_cdfs (known: " + known + ")");
+    }
+  }
+}
+
 void ScenarioConfig::bind(core::Binder& b) {
   b.field("name", name, "Scenario name, written to the results.");
   b.field("description", description, "What the scenario shows.");
@@ -403,6 +432,9 @@ void ScenarioConfig::bind(core::Binder& b) {
   b.section("fabric", fabric,
             "The network: a topology of switches and links the hosts plug into (instead of "
             "links).");
+  b.list("flow_size_cdfs", flow_size_cdfs,
+         "Flow-size distributions of the scenario's own, by name, for the flow_sizes of its "
+         "write_flows jobs (e.g. a Hadoop or data-mining workload given as CDF points).");
   b.list("jobs", jobs, "Applications to run.");
   b.field("metrics", metrics,
           "Named figures for results.json: metric name -> a sum of terms \"t1 + t2 + ...\"; a "
@@ -540,6 +572,7 @@ void ScenarioConfig::bind(core::Binder& b) {
     if (it == hosts.end() || it->kind != "qemu")
       b.error("guest metric '" + m.name + "' names '" + m.host + "', which is not a qemu host");
   }
+  resolve_flow_sizes(b);
   std::set<std::string> job_names;
   for (const host::JobConfig& j : jobs) {
     if (j.name.empty()) b.error("every job needs a name");

@@ -70,6 +70,7 @@ struct ScenarioConfig {
   std::vector<HostEntry> hosts;
   std::vector<LinkEntry> links;
   fabric::FabricConfig fabric;  // used instead of links when its topology is not none
+  std::vector<host::FlowSizeCdfConfig> flow_size_cdfs;  // write_flows jobs' own distributions
   std::vector<host::JobConfig> jobs;
   std::map<std::string, std::string> metrics;  // metric name -> expression (see MetricTerm)
   std::vector<GuestMetric> guest_metrics;
@@ -80,6 +81,9 @@ struct ScenarioConfig {
   std::map<std::string, std::string> published;  // sweep metric -> published figure
   std::vector<Check> checks;
   void bind(core::Binder& b);
+  // Gives each write_flows job the CDF its flow_sizes names (flow_size_cdfs
+  // first, then the built-ins) and its largest flow as its one size.
+  void resolve_flow_sizes(core::Binder& b);
   bool has_qemu_hosts() const;
   bool has_fabric() const { return fabric.enabled(); }
   // Every host of the run, in host order (address order): the fabric's

@@ -160,6 +160,67 @@ TEST_F(WriteFlows, ASeedGivesItsOwnFlowsAndTheSameSeedTheSame) {
   EXPECT_NE(hist("flows.all.fct_us").sum(), sum5);
 }
 
+// A scenario's own flow-size distribution: uniform between 1000 and 3000
+// bytes (mean 2000).
+const char* kUniformCdf = R"(flow_size_cdfs:
+  - name: uniform_small
+    points: [{bytes: 1000, cdf: 0}, {bytes: 3KB, cdf: 1}]
+)";
+
+TEST_F(WriteFlows, AScenarioNamesItsOwnFlowSizeCdf) {
+  const std::string own = std::string(kIdeal) + ", flow_sizes: uniform_small";
+  const ScenarioConfig cfg =
+      load_scenario(test::write_temp("f.yaml", scenario(own) + kUniformCdf));
+  EXPECT_EQ(cfg.jobs.at(0).sizes.at(0).n, 3000u) << "the largest flow of the CDF";
+  EXPECT_EQ(cfg.jobs.at(0).flow_size_cdf.size(), 2u);
+
+  auto with_cdfs = [&](const std::string& cdfs) {
+    return config_error(scenario(own) + "flow_size_cdfs:\n" + cdfs);
+  };
+  std::string e = config_error(scenario(std::string(kIdeal) + ", flow_sizes: hadoop") +
+                               kUniformCdf);
+  EXPECT_NE(e.find("flow_sizes 'hadoop' is neither built in nor in flow_size_cdfs"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("known: web_search, uniform_small"), std::string::npos) << e;
+  e = with_cdfs("  - {name: uniform_small, points: [{bytes: 1000, cdf: 1}]}\n"
+                "  - {name: uniform_small, points: [{bytes: 2000, cdf: 1}]}\n");
+  EXPECT_NE(e.find("'uniform_small' is defined twice"), std::string::npos) << e;
+  e = with_cdfs("  - {name: web_search, points: [{bytes: 1000, cdf: 1}]}\n"
+                "  - {name: uniform_small, points: [{bytes: 2000, cdf: 1}]}\n");
+  EXPECT_NE(e.find("would hide the built-in"), std::string::npos) << e;
+  e = with_cdfs("  - {name: uniform_small, points: [{bytes: 3000, cdf: 0.5}, "
+                "{bytes: 2000, cdf: 1}]}\n");
+  EXPECT_NE(e.find("flow_size_cdfs 'uniform_small': flow-size CDF point 1"), std::string::npos)
+      << e;
+  e = with_cdfs("  - {name: uniform_small, points: [{bytes: 3000, cdf: 0.9}]}\n");
+  EXPECT_NE(e.find("must end at probability 1"), std::string::npos) << e;
+  e = with_cdfs("  - {name: uniform_small, points: [{bytes: 3000, p: 1}]}\n");
+  EXPECT_NE(e.find("'p'"), std::string::npos) << e;
+  e = with_cdfs("  - {name: uniform_small, points: [{bytes: 3000, cdf: 1.5}]}\n");
+  EXPECT_NE(e.find("cdf"), std::string::npos) << e;
+}
+
+TEST_F(WriteFlows, FlowsFollowTheScenariosOwnCdf) {
+  // 0.5 Gb/s of 2000-byte flows on average: 31 250 arrivals per s per job,
+  // ~625 in 20 ms; their mean size is within a few percent of 2000.
+  ASSERT_TRUE(run(scenario(std::string(kIdeal) + ", flow_sizes: uniform_small", 3, "0.5Gbps") +
+                  kUniformCdf));
+  for (size_t j = 0; j < 3; ++j) {
+    const host::SizeResult& r = result(j);
+    EXPECT_EQ(r.error, "");
+    EXPECT_TRUE(r.data_ok);
+    ASSERT_GT(r.iterations, 400u);
+    EXPECT_LT(r.iterations, 850u);
+    const double mean = double(r.payload) / double(r.iterations);
+    EXPECT_NEAR(mean, 2000.0, 100.0) << platform->outcomes().at(j).name;
+  }
+  // Every flow is below 100 KB.
+  EXPECT_EQ(hist("flows.all.fct_us.small").count(), hist("flows.all.fct_us").count());
+  const core::Histogram* medium = env->stats.find_histogram("flows.all.fct_us.medium");
+  EXPECT_TRUE(!medium || medium->count() == 0);
+}
+
 TEST_F(WriteFlows, AFlowThatFindsTheWindowFullWaitsAndItsWaitCounts) {
   // One flow outstanding at a time and 15 Gb/s offered on one connection:
   // flows queue in the application, and their completion times (from
