@@ -86,6 +86,29 @@ int Topology::peer(int link, int node) const {
   return l.node[0] == node ? l.node[1] : l.node[0];
 }
 
+int Topology::switches_between(int a, int b) const {
+  // Breadth-first over nodes, hosts ending the walk except at `a`: a path
+  // never passes through a host (its NIC does not forward).
+  std::vector<int> dist(nodes_.size(), -1);
+  std::deque<int> todo{a};
+  dist.at(a) = 0;
+  while (!todo.empty()) {
+    const int n = todo.front();
+    todo.pop_front();
+    if (n == b) break;
+    if (n != a && nodes_[n].kind == NodeKind::kHost) continue;
+    for (int l : nodes_[n].port_link) {
+      if (l < 0) continue;
+      const int m = peer(l, n);
+      if (dist[m] >= 0) continue;
+      dist[m] = dist[n] + 1;
+      todo.push_back(m);
+    }
+  }
+  // Links crossed minus one is the number of nodes between a and b.
+  return dist.at(b) < 0 ? -1 : std::max(dist[b] - 1, 0);
+}
+
 int Topology::side_of(int link, int node) const {
   const TopoLink& l = links_.at(link);
   if (l.node[0] == node) return 0;

@@ -99,6 +99,11 @@ class Topology {
   // The node at the other end of `link` from `node`.
   int peer(int link, int node) const;
   int side_of(int link, int node) const;
+  // Switches on a shortest path between nodes `a` and `b`, the ends not
+  // counted (0 for two hosts
+  // cabled to each other; 1 under one switch; 3 across a leaf-spine); -1
+  // if none joins them. A walk through the graph: for set-up, not per packet.
+  int switches_between(int a, int b) const;
 
  private:
   int add_node(TopoNode n);

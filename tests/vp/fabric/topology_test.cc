@@ -132,6 +132,32 @@ TEST(Topology, FatTreeK4Has16HostsAnd20Switches) {
   expect_consistent_ports(t);
 }
 
+TEST(Topology, SwitchesBetweenCountTheShortestPath) {
+  const Topology ft = make_fat_tree(4, k40, k40, kDelay);
+  auto between = [](const Topology& t, const char* a, const char* b) {
+    return t.switches_between(t.find_node(a), t.find_node(b));
+  };
+  EXPECT_EQ(between(ft, "p0e0h0", "p0e0h1"), 1) << "one edge switch";
+  EXPECT_EQ(between(ft, "p0e0h0", "p0e1h0"), 3) << "edge, aggregation, edge";
+  EXPECT_EQ(between(ft, "p0e0h0", "p3e1h1"), 5) << "through a core";
+  EXPECT_EQ(between(ft, "p3e1h1", "p0e0h0"), 5);
+  EXPECT_EQ(between(ft, "p0e0h0", "p0e0h0"), 0);
+  const Topology ls = make_leaf_spine(4, 4, 10, k40, k100, kDelay);
+  EXPECT_EQ(between(ls, "l0h0", "l0h9"), 1);
+  EXPECT_EQ(between(ls, "l0h0", "l3h2"), 3);
+  EXPECT_EQ(between(ls, "l0h0", "s2"), 1) << "the ends do not count";
+  EXPECT_EQ(between(make_back_to_back(k40, kDelay), "h0", "h1"), 0);
+  // A path never runs through a host: h1 reaches h2 only through sw.
+  Topology t;
+  t.add_host("h0");
+  t.add_host("h1");
+  t.add_switch("sw");
+  t.add_link("h0", "sw", k40, kDelay);
+  t.add_link("h1", "sw", k40, kDelay);
+  t.finalize();
+  EXPECT_EQ(between(t, "h0", "h1"), 1);
+}
+
 TEST(Topology, FatTreeSizesFollowK) {
   for (int k : {2, 6, 8}) {
     const Topology t = make_fat_tree(k, k40, k40, kDelay);
