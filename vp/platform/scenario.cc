@@ -379,6 +379,27 @@ void LinkEntry::bind(core::Binder& bb) {
   link.bind_loss_modes(bb);
 }
 
+void ScenarioConfig::expand_job_groups(core::Binder& b) {
+  if (job_groups.empty()) return;
+  std::vector<std::string> modeled;
+  for (const HostEntry& h : effective_hosts())
+    if (h.kind == "modeled") modeled.push_back(h.name);
+  std::optional<fabric::Topology> topo;
+  if (has_fabric()) topo = fabric.build_topology();
+  auto switches = [&](const std::string& a, const std::string& c) {
+    if (topo) return topo->switches_between(topo->find_node(a), topo->find_node(c));
+    for (const LinkEntry& l : links)
+      if ((l.a == a && l.b == c) || (l.a == c && l.b == a)) return 0;
+    return -1;
+  };
+  for (size_t i = 0; i < job_groups.size(); ++i) {
+    const std::string where = "job_groups[" + std::to_string(i) + "]: ";
+    for (host::JobConfig& j : expand_job_group(job_groups[i], modeled, switches,
+                                               [&](const std::string& e) { b.error(where + e); }))
+      jobs.push_back(std::move(j));
+  }
+}
+
 void ScenarioConfig::resolve_flow_sizes(core::Binder& b) {
   std::set<std::string> cdf_names;
   for (const host::FlowSizeCdfConfig& c : flow_size_cdfs)
@@ -436,6 +457,11 @@ void ScenarioConfig::bind(core::Binder& b) {
          "Flow-size distributions of the scenario's own, by name, for the flow_sizes of its "
          "write_flows jobs (e.g. a Hadoop or data-mining workload given as CDF points).");
   b.list("jobs", jobs, "Applications to run.");
+  b.list("job_groups", job_groups,
+         "Jobs made from a template for many host pairs (e.g. a write_flows job per ordered "
+         "pair: an all-to-all flow workload), appended to jobs; their names follow the "
+         "group's name pattern and metrics see them as jobs; --set job_groups.<i>.job.KEY=V "
+         "changes all of a group's jobs (--set jobs.* reaches listed jobs only).");
   b.field("metrics", metrics,
           "Named figures for results.json: metric name -> a sum of terms \"t1 + t2 + ...\"; a "
           "term is \"job.size.field\", where field is one of bw_gbps, bw_MBps, msg_rate_mpps, "
@@ -572,10 +598,14 @@ void ScenarioConfig::bind(core::Binder& b) {
     if (it == hosts.end() || it->kind != "qemu")
       b.error("guest metric '" + m.name + "' names '" + m.host + "', which is not a qemu host");
   }
+  expand_job_groups(b);
   resolve_flow_sizes(b);
   std::set<std::string> job_names;
   for (const host::JobConfig& j : jobs) {
     if (j.name.empty()) b.error("every job needs a name");
+    if (j.name.find_first_of(". ") != std::string::npos)
+      b.error("job '" + j.name + "': a job name may not contain dots or spaces (metrics name "
+              "a job's figures <job>.<size>.<field>)");
     if (!job_names.insert(j.name).second) b.error("job '" + j.name + "' is defined twice");
     for (const std::string* h : {&j.client, &j.server}) {
       if (!host_names.count(*h)) b.error("job '" + j.name + "' names unknown host '" + *h + "'");

@@ -17,6 +17,7 @@
 #include "vp/host/host_config.h"
 #include "vp/host/perftest.h"
 #include "vp/host/qemu_host.h"
+#include "vp/platform/job_group.h"
 #include "vp/nic/nic_config.h"
 #include "vp/pcie/pcie_config.h"
 #include "vp/platform/sweep.h"
@@ -72,6 +73,8 @@ struct ScenarioConfig {
   fabric::FabricConfig fabric;  // used instead of links when its topology is not none
   std::vector<host::FlowSizeCdfConfig> flow_size_cdfs;  // write_flows jobs' own distributions
   std::vector<host::JobConfig> jobs;
+  // Expanded into `jobs` (after the listed ones) when the scenario is read.
+  std::vector<JobGroup> job_groups;
   std::map<std::string, std::string> metrics;  // metric name -> expression (see MetricTerm)
   std::vector<GuestMetric> guest_metrics;
   // Reproduction (sweep.h): the points and seeds `reproduce` runs, the row
@@ -84,6 +87,8 @@ struct ScenarioConfig {
   // Gives each write_flows job the CDF its flow_sizes names (flow_size_cdfs
   // first, then the built-ins) and its largest flow as its one size.
   void resolve_flow_sizes(core::Binder& b);
+  // Appends the jobs of job_groups to `jobs`.
+  void expand_job_groups(core::Binder& b);
   bool has_qemu_hosts() const;
   bool has_fabric() const { return fabric.enabled(); }
   // Every host of the run, in host order (address order): the fabric's

@@ -35,6 +35,7 @@ const char* kUsage =
     "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--set KEY=VALUE]... [--log SPEC]\n"
     "       mprdma-vp-sim bench SCENARIO... [--set KEY=VALUE]... [--log SPEC]\n"
     "       mprdma-vp-sim validate SCENARIO... [--set KEY=VALUE]...\n"
+    "       mprdma-vp-sim config SCENARIO [--set KEY=VALUE]...\n"
     "       mprdma-vp-sim reproduce ROW|SCENARIO [--out DIR] [--jobs N] [--set KEY=VALUE]...\n"
     "                     [--scenarios DIR] [--sim PATH]\n"
     "       mprdma-vp-sim describe\n"
@@ -42,7 +43,9 @@ const char* kUsage =
     "--set jobs.0.iterations=10 (the value is YAML; checked like the file).\n"
     "reproduce runs every sweep point x seed of the scenario whose row: is ROW (searched in\n"
     "--scenarios, default ./scenarios) as a child `run`, at most --jobs (2) at a time, and\n"
-    "writes DIR/results.json (default DIR: out/reproduce/ROW); --sim: the simulator to run.\n";
+    "writes DIR/results.json (default DIR: out/reproduce/ROW); --sim: the simulator to run.\n"
+    "config prints the effective scenario as JSON: every key with its value or default, the\n"
+    "--set overrides applied and job_groups expanded into jobs (results.json's \"config\").\n";
 
 struct Options {
   std::vector<std::string> files;
@@ -387,6 +390,18 @@ int cmd_validate(const Options& o) {
   return rc;
 }
 
+int cmd_config(const Options& o) {
+  if (o.files.size() != 1) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  platform::ScenarioConfig cfg;
+  if (!load(o.files[0], o, cfg)) return 2;
+  core::JsonBinder jb;
+  std::cout << jb.dump(cfg).dump(2) << "\n";
+  return 0;
+}
+
 int cmd_reproduce(const Options& o) {
   if (o.files.size() != 1) {
     std::cerr << kUsage;
@@ -448,6 +463,7 @@ int run_cli(int argc, char** argv) {
   if (cmd == "bench") return cmd_bench(o);
   if (cmd == "boot") return cmd_boot(o);
   if (cmd == "validate") return cmd_validate(o);
+  if (cmd == "config") return cmd_config(o);
   if (cmd == "reproduce") return cmd_reproduce(o);
   std::cerr << "error: unknown command '" << cmd << "'\n" << kUsage;
   return 2;

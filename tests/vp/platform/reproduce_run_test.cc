@@ -86,6 +86,26 @@ class ReproduceRun : public testing::Test {
   fs::path dir_, scenario_;
 };
 
+TEST_F(ReproduceRun, ConfigPrintsTheEffectiveScenarioWithOverridesAndGroupsApplied) {
+  const fs::path groups = dir_ / "groups.yaml";
+  std::ofstream(groups) << "name: g\nfabric: {topology: leaf_spine, spines: 2, leaves: 2, "
+                           "hosts_per_leaf: 2}\njob_groups:\n  - job: {app: write_bw}\n";
+  const Output o = run("'" + sim_path() + "' config '" + groups.string() +
+                       "' --set job_groups.0.job.iterations=7 --set nic.mtu=2048");
+  ASSERT_EQ(o.rc, 0) << o.text;
+  const nlohmann::json cfg = nlohmann::json::parse(o.text);
+  ASSERT_EQ(cfg["jobs"].size(), 12u) << "every ordered pair of four hosts";
+  EXPECT_EQ(cfg["jobs"][0]["name"], "l0h0_l0h1");
+  EXPECT_EQ(cfg["jobs"][11]["iterations"], 7);
+  EXPECT_EQ(cfg["nic"]["mtu"], "2KiB");
+  EXPECT_EQ(cfg["jobs"][0]["tx_depth"], 128) << "defaults are filled in";
+  // A bad scenario prints its error, not a configuration.
+  const Output bad = run("'" + sim_path() + "' config '" + groups.string() +
+                         "' --set job_groups.0.job.colour=red");
+  EXPECT_EQ(bad.rc, 2) << bad.text;
+  EXPECT_NE(bad.text.find("colour"), std::string::npos) << bad.text;
+}
+
 TEST_F(ReproduceRun, AggregatesSeedsAndReportsAFailedChildWithoutLosingTheOthers) {
   // A stand-in simulator that fails the long point's seed 2 and runs the
   // real one otherwise.

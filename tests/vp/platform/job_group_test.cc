@@ -1,0 +1,181 @@
+// Job groups: a template job expanded over host pairs. The expansion gives
+// exactly the jobs a hand-written list would (names, order, every key), the
+// per-distance ideal_base follows the switches between the two hosts, and
+// each mistake is an error that names it.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/files.h"
+#include "vp/core/config.h"
+#include "vp/platform/scenario.h"
+
+namespace mprdma::platform {
+namespace {
+
+// A k = 4 fat-tree's 16 hosts: p<pod>e<edge>h<host>.
+const char* kFatTree = R"(name: t
+fabric: {topology: fat_tree, k: 4}
+)";
+
+const char* kGroup = R"(job_groups:
+  - pairs: all_to_all
+    job: {app: write_flows, rate: 1Gbps, duration: 1ms, ideal_rate: 36Gbps, qps: 2,
+          after_previous: false}
+    ideal_base_by_switches: {1: 11us, 3: 20us, 5: 29us}
+)";
+
+ScenarioConfig load(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return load_scenario(test::write_temp("group.yaml", text), sets);
+}
+
+std::string config_error(const std::string& text) {
+  try {
+    load(text);
+  } catch (const core::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+nlohmann::json jobs_json(ScenarioConfig cfg) {
+  core::JsonBinder jb;
+  return jb.dump(cfg).at("jobs");
+}
+
+TEST(JobGroup, AllToAllIsEveryOrderedPairInHostOrder) {
+  const ScenarioConfig cfg = load(std::string(kFatTree) + kGroup);
+  ASSERT_EQ(cfg.jobs.size(), 16u * 15u);
+  EXPECT_EQ(cfg.jobs[0].name, "p0e0h0_p0e0h1");
+  EXPECT_EQ(cfg.jobs[0].client, "p0e0h0");
+  EXPECT_EQ(cfg.jobs[0].server, "p0e0h1");
+  EXPECT_EQ(cfg.jobs[14].name, "p0e0h0_p3e1h1") << "the first client's last server";
+  EXPECT_EQ(cfg.jobs[15].name, "p0e0h1_p0e0h0") << "then the next client";
+  EXPECT_EQ(cfg.jobs.back().name, "p3e1h1_p3e1h0");
+  for (const host::JobConfig& j : cfg.jobs) {
+    EXPECT_NE(j.client, j.server);
+    EXPECT_EQ(j.qps, 2);
+    EXPECT_EQ(j.rate.bps, 1e9);
+    EXPECT_FALSE(j.after_previous);
+    EXPECT_EQ(j.sizes.at(0).n, 30000000u) << "write_flows' largest web-search flow";
+  }
+  // ideal_base by distance: one edge switch, a pod (edge, aggregation,
+  // edge), across a core (five switches).
+  EXPECT_EQ(cfg.jobs[0].ideal_base.ps, core::Duration::from_us(11).ps);
+  EXPECT_EQ(cfg.jobs[1].ideal_base.ps, core::Duration::from_us(20).ps) << cfg.jobs[1].name;
+  EXPECT_EQ(cfg.jobs[14].ideal_base.ps, core::Duration::from_us(29).ps);
+}
+
+TEST(JobGroup, MakesTheSameJobsAsTheListItStandsFor) {
+  // Two leaves of two hosts: the hand-written list of the 12 pairs.
+  const std::string fabric =
+      "name: t\nfabric: {topology: leaf_spine, spines: 2, leaves: 2, hosts_per_leaf: 2}\n";
+  const std::vector<std::string> hosts = {"l0h0", "l0h1", "l1h0", "l1h1"};
+  std::string list = fabric + "jobs:\n";
+  for (const std::string& a : hosts)
+    for (const std::string& b : hosts)
+      if (a != b)
+        list += "  - {name: " + a + "_" + b + ", app: write_flows, client: " + a +
+                ", server: " + b + ", rate: 2Gbps, duration: 1ms, ideal_rate: 36Gbps, " +
+                "ideal_base: " + (a.substr(0, 2) == b.substr(0, 2) ? "9us" : "16us") +
+                ", tx_depth: 16, after_previous: false}\n";
+  const std::string group = fabric + R"(job_groups:
+  - job: {app: write_flows, rate: 2Gbps, duration: 1ms, ideal_rate: 36Gbps, tx_depth: 16,
+          after_previous: false}
+    ideal_base_by_switches: {1: 9us, 3: 16us}
+)";
+  const nlohmann::json a = jobs_json(load(list));
+  const nlohmann::json b = jobs_json(load(group));
+  EXPECT_EQ(a.size(), 12u);
+  EXPECT_EQ(a, b);
+}
+
+TEST(JobGroup, ListedJobsComeFirstAndHostsChooseTheMembers) {
+  const ScenarioConfig cfg = load(std::string(kFatTree) + R"(jobs:
+  - {name: lone, app: write_bw, client: p1e0h0, server: p2e0h0}
+job_groups:
+  - name: "g_{server}_from_{client}"
+    hosts: [p3e1h1, p0e0h0, p1e1h0]
+    job: {app: write_bw, iterations: 10}
+metrics:
+  one: g_p3e1h1_from_p0e0h0.65536.bw_gbps
+)");
+  ASSERT_EQ(cfg.jobs.size(), 7u);
+  EXPECT_EQ(cfg.jobs[0].name, "lone");
+  // Members in the scenario's host order, whatever order hosts lists.
+  EXPECT_EQ(cfg.jobs[1].name, "g_p1e1h0_from_p0e0h0");
+  EXPECT_EQ(cfg.jobs[2].name, "g_p3e1h1_from_p0e0h0");
+  EXPECT_EQ(cfg.jobs[6].name, "g_p1e1h0_from_p3e1h1");
+  EXPECT_EQ(cfg.jobs[3].iterations, 10);
+  EXPECT_EQ(cfg.jobs[3].ideal_base.ps, 0) << "no ideal_base_by_switches: the template's";
+}
+
+TEST(JobGroup, SetReachesEveryJobThroughTheTemplate) {
+  const ScenarioConfig cfg =
+      load(std::string(kFatTree) + kGroup, {"job_groups.0.job.rate=3Gbps",
+                                            "job_groups.0.ideal_base_by_switches.5=40us"});
+  for (const host::JobConfig& j : cfg.jobs) EXPECT_EQ(j.rate.bps, 3e9) << j.name;
+  EXPECT_EQ(cfg.jobs[14].ideal_base.ps, core::Duration::from_us(40).ps);
+}
+
+TEST(JobGroup, BackToBackHostsHaveNoSwitchBetweenThem) {
+  const ScenarioConfig cfg = load(R"(name: t
+hosts: [{name: h0}, {name: h1}]
+links: [{name: w, a: h0, b: h1}]
+job_groups:
+  - job: {app: write_flows, rate: 1Gbps, duration: 1ms, ideal_rate: 36Gbps}
+    ideal_base_by_switches: {0: 3us}
+)");
+  ASSERT_EQ(cfg.jobs.size(), 2u);
+  EXPECT_EQ(cfg.jobs[1].name, "h1_h0");
+  EXPECT_EQ(cfg.jobs[1].ideal_base.ps, core::Duration::from_us(3).ps);
+}
+
+TEST(JobGroup, MistakesAreErrorsThatNameThem) {
+  const std::string ft = kFatTree;
+  auto group = [&](const std::string& body) { return config_error(ft + "job_groups:\n" + body); };
+  const std::string wf =
+      "    job: {app: write_flows, rate: 1Gbps, duration: 1ms, ideal_rate: 36Gbps}\n";
+  std::string e = group("  - {name: \"{client}\", job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("name must contain {client} and {server}"), std::string::npos) << e;
+  e = group("  - {job: {app: write_bw, client: p0e0h0}}\n");
+  EXPECT_NE(e.find("must not set name, client or server"), std::string::npos) << e;
+  e = group("  - ideal_base_by_switches: {1: 11us, 3: 20us}\n" + wf);
+  EXPECT_NE(e.find("job_groups[0]: ideal_base_by_switches has no entry for 5 switches "
+                   "(p0e0h0 -> p1e0h0)"),
+            std::string::npos)
+      << e;
+  e = group("  - ideal_base_by_switches: {one: 11us}\n" + wf);
+  EXPECT_NE(e.find("'one' is not a switch count"), std::string::npos) << e;
+  e = group("  - ideal_base_by_switches: {1: fast}\n" + wf);
+  EXPECT_NE(e.find("ideal_base_by_switches.1: "), std::string::npos) << e;
+  e = group("  - ideal_base_by_switches: {1: 1us}\n    job: {app: write_bw}\n");
+  EXPECT_NE(e.find("applies to write_flows jobs only"), std::string::npos) << e;
+  e = group("  - ideal_base_by_switches: {1: 1us}\n"
+            "    job: {app: write_flows, rate: 1Gbps, duration: 1ms}\n");
+  EXPECT_NE(e.find("needs job.ideal_rate"), std::string::npos) << e;
+  e = group("  - {hosts: [p0e0h0, nowhere], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("hosts names 'nowhere', which is not a modeled host"), std::string::npos)
+      << e;
+  e = group("  - {hosts: [p0e0h0, p0e0h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("hosts names 'p0e0h0' twice"), std::string::npos) << e;
+  e = group("  - {hosts: [p0e0h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("needs at least two hosts"), std::string::npos) << e;
+  e = group("  - {pairs: incast, job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("incast"), std::string::npos) << e;
+  e = group("  - {job: {app: write_bw, color: red}}\n");
+  EXPECT_NE(e.find("color"), std::string::npos) << e;
+  e = group("  - {job: {app: write_flows}}\n");
+  EXPECT_NE(e.find("write_flows needs rate"), std::string::npos) << e;
+  // Generated names meet the scenario's checks like listed ones.
+  e = group("  - {name: \"{client}.{server}\", job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("job 'p0e0h0.p0e0h1': a job name may not contain dots"), std::string::npos)
+      << e;
+  e = config_error(ft + "jobs: [{name: p0e0h0_p0e0h1, app: write_bw, client: p0e0h0, "
+                        "server: p1e0h0}]\njob_groups: [{job: {app: write_bw}}]\n");
+  EXPECT_NE(e.find("job 'p0e0h0_p0e0h1' is defined twice"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace mprdma::platform
