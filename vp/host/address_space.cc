@@ -14,31 +14,38 @@ AddressSpace::AddressSpace(SparseMemory& mem, uint64_t va_base) : mem_(mem), nex
 uint64_t AddressSpace::alloc(uint64_t bytes) {
   const uint64_t pages = std::max<uint64_t>(1, (bytes + kPage - 1) / kPage);
   const uint64_t va = next_va_;
-  const std::vector<uint64_t> f = mem_.alloc_pages(pages);
-  for (uint64_t i = 0; i < pages; ++i) page_table_[va / kPage + i] = f[i];
+  buffers_[va / kPage] = mem_.alloc_pages(pages);
   // A guard page between buffers catches overruns as unmapped accesses.
   next_va_ += (pages + 1) * kPage;
   return va;
 }
 
+const uint64_t* AddressSpace::frame_of(uint64_t vpage) const {
+  auto it = buffers_.upper_bound(vpage);  // the first buffer starting after it
+  if (it == buffers_.begin()) return nullptr;
+  --it;
+  const uint64_t index = vpage - it->first;
+  return index < it->second.size() ? &it->second[index] : nullptr;
+}
+
 uint64_t AddressSpace::translate(uint64_t va) const {
-  auto it = page_table_.find(va / kPage);
-  if (it == page_table_.end()) throw std::out_of_range("virtual address not mapped");
-  return it->second + va % kPage;
+  const uint64_t* frame = frame_of(va / kPage);
+  if (!frame) throw std::out_of_range("virtual address not mapped");
+  return *frame + va % kPage;
 }
 
 bool AddressSpace::mapped(uint64_t va, uint64_t len) const {
   for (uint64_t p = va / kPage; p <= (va + std::max<uint64_t>(len, 1) - 1) / kPage; ++p)
-    if (!page_table_.count(p)) return false;
+    if (!frame_of(p)) return false;
   return true;
 }
 
 std::vector<uint64_t> AddressSpace::frames(uint64_t va, uint64_t len) const {
   std::vector<uint64_t> out;
   for (uint64_t p = va / kPage; p <= (va + std::max<uint64_t>(len, 1) - 1) / kPage; ++p) {
-    auto it = page_table_.find(p);
-    if (it == page_table_.end()) throw std::out_of_range("virtual address not mapped");
-    out.push_back(it->second);
+    const uint64_t* frame = frame_of(p);
+    if (!frame) throw std::out_of_range("virtual address not mapped");
+    out.push_back(*frame);
   }
   return out;
 }

@@ -29,9 +29,16 @@ class AddressSpace {
   SparseMemory& memory() { return mem_; }
 
  private:
+  // The frame of virtual page `vpage`, or nullptr if it is not mapped.
+  const uint64_t* frame_of(uint64_t vpage) const;
+
   SparseMemory& mem_;
   uint64_t next_va_;
-  std::map<uint64_t, uint64_t> page_table_;  // virtual page -> physical frame
+  // First virtual page of each buffer -> the frames of its pages, in order:
+  // 8 bytes per page (a node per page cost ~64, and a workload of thousands
+  // of connections with 60 MB buffers each, rows I1 and M6, holds millions
+  // of pages of which it touches few).
+  std::map<uint64_t, std::vector<uint64_t>> buffers_;
 };
 
 }  // namespace mprdma::host
