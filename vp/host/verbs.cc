@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "vp/nic/firmware/firmware.h"
+
 namespace mprdma::host {
 namespace {
 
@@ -74,7 +76,8 @@ mpr_dp_qp* VerbsContext::dp_lookup_qp(void* ctx, uint32_t qpn) {
 
 void VerbsContext::fail(const std::string& what, const CommandResult& r) {
   throw VerbsError(driver_.name() + ": " + what + " failed: status " + std::to_string(r.status) +
-                       " syndrome " + std::to_string(r.syndrome),
+                       " (" + nic::Firmware::status_name(r.status) + ") syndrome " +
+                       std::to_string(r.syndrome),
                    r.status, r.syndrome);
 }
 

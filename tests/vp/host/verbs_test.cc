@@ -262,6 +262,31 @@ TEST_F(TwoHostsTest, MessagesLargerThanTheMttCacheReachComplete) {
   EXPECT_GE(bench->counter("nic.h1.cache.mtt.misses"), 3u + 31);
 }
 
+// A registration the NIC's MTT cannot hold fails with the command's status
+// named (a write_flows run with too many connections met this as a bare
+// "status 4"), and the context stays usable.
+TEST_F(TwoHostsTest, AnMrBeyondTheMttFailsWithItsStatusNamed) {
+  TwoHosts::Options opt;
+  opt.nic = [](nic::NicConfig& n) { n.limits.max_mtt = 1024; };
+  Build(opt);
+  Run([&] {
+    QpPair p = bench->make_pair();
+    host::AddressSpace& as = p.a.as();
+    const uint64_t big = as.alloc(2048 * 4096);
+    try {
+      (void)p.a.ctx->reg_mr(p.a.pd, big, 2048 * 4096, MPR_ACCESS_LOCAL_WRITE);
+      ADD_FAILURE() << "REG_MR of 2048 pages with 1024 MTT entries succeeded";
+    } catch (const host::VerbsError& e) {
+      EXPECT_NE(std::string(e.what()).find("REG_MR failed: status 4 (NO_RESOURCES)"),
+                std::string::npos)
+          << e.what();
+    }
+    mpr_sge s = p.a.sge(0, 64);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(1, MPR_WQE_RDMA_WRITE, &s, 1, p.b, 0)), 0);
+    EXPECT_EQ(WaitWc(*p.a.ctx, p.a.scq).status, MPR_CQE_SUCCESS);
+  });
+}
+
 // ------------------------------------------------------------ RDMA READ --
 
 TEST_F(TwoHostsTest, RdmaReadFetchesExactBytes) {
