@@ -379,6 +379,46 @@ void LinkEntry::bind(core::Binder& bb) {
   link.bind_loss_modes(bb);
 }
 
+void ScenarioConfig::check_nic_tables(core::Binder& b) const {
+  // What each connection end of a job takes at set-up (PerfTest::setup):
+  // one MR over its two buffer halves, one QP, two CQs. Other objects
+  // (the driver's own) come on top, so these sums are a lower bound.
+  struct Need {
+    uint64_t mtt = 0, mr = 0, qp = 0, cq = 0;
+    std::string biggest;  // the job with the most MTT entries here
+    uint64_t biggest_mtt = 0;
+  };
+  std::map<std::string, Need> need;
+  for (const host::JobConfig& j : jobs) {
+    if (!j.enabled) continue;  // never set up
+    const uint64_t ends = static_cast<uint64_t>(std::max<int64_t>(j.qps, 1));
+    const uint64_t pages = (2 * host::PerfTest::buffer_bytes(j) + 4095) / 4096;
+    for (const std::string* h : {&j.client, &j.server}) {
+      Need& n = need[*h];
+      n.mtt += ends * pages;
+      n.mr += ends;
+      n.qp += ends;
+      n.cq += 2 * ends;
+      if (ends * pages > n.biggest_mtt) n.biggest_mtt = ends * pages, n.biggest = j.name;
+    }
+  }
+  for (const auto& [host_name, n] : need) {
+    const nic::NicLimits& l = nic_of(host_name).limits;
+    auto over = [&](const char* what, uint64_t count, int64_t limit, const std::string& how) {
+      if (count <= static_cast<uint64_t>(limit)) return;
+      b.error("host '" + host_name + "': its jobs need at least " + std::to_string(count) + " " +
+              what + ", more than nic.limits." + how + " " + std::to_string(limit) +
+              " (each connection end takes one QP, two CQs and one MR over its two buffer "
+              "halves; the most MTT entries: job '" + n.biggest + "'): fewer connections "
+              "(jobs, qps), smaller sizes, or larger limits");
+    };
+    over("MTT entries", n.mtt, l.max_mtt, "max_mtt");
+    over("MRs", n.mr, l.max_mr, "max_mr");
+    over("QPs", n.qp, l.max_qp, "max_qp");
+    over("CQs", n.cq, l.max_cq, "max_cq");
+  }
+}
+
 void ScenarioConfig::expand_job_groups(core::Binder& b) {
   if (job_groups.empty()) return;
   std::vector<std::string> modeled;
@@ -646,6 +686,7 @@ void ScenarioConfig::bind(core::Binder& b) {
         b.error("job '" + j.name + "': via names unknown link '" + j.via + "'");
     }
   }
+  check_nic_tables(b);
   // The series the platform samples (platform.cc), by name.
   auto series_known = [&](const std::string& sname) {
     auto has = [&](const std::string& prefix, const std::vector<std::string>& suffixes,

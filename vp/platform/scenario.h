@@ -89,6 +89,9 @@ struct ScenarioConfig {
   void resolve_flow_sizes(core::Binder& b);
   // Appends the jobs of job_groups to `jobs`.
   void expand_job_groups(core::Binder& b);
+  // Errors for a host whose jobs' connections need more MTT entries, MRs,
+  // QPs or CQs than its NIC's limits (they would fail one by one at set-up).
+  void check_nic_tables(core::Binder& b) const;
   bool has_qemu_hosts() const;
   bool has_fabric() const { return fabric.enabled(); }
   // Every host of the run, in host order (address order): the fabric's

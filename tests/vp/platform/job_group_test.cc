@@ -177,5 +177,28 @@ TEST(JobGroup, MistakesAreErrorsThatNameThem) {
   EXPECT_NE(e.find("job 'p0e0h0_p0e0h1' is defined twice"), std::string::npos) << e;
 }
 
+TEST(JobGroup, ConnectionsBeyondTheNicsTablesAreAnErrorBeforeTheRun) {
+  // 15 pairs per host and direction, 2 connections each: 60 connection
+  // ends per host, each with a 2 x 30 MB web-search buffer (14 649 pages).
+  const std::string base = std::string(kFatTree) + kGroup;
+  EXPECT_EQ(config_error(base), "") << "the defaults hold 879k MTT entries";
+  std::string e = config_error(base + "nic: {limits: {max_mtt: 800000, max_qp: 50}}\n");
+  EXPECT_NE(e.find("host 'p0e0h0': its jobs need at least 878940 MTT entries, more than "
+                   "nic.limits.max_mtt 800000"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("at least 60 QPs, more than nic.limits.max_qp 50"), std::string::npos) << e;
+  // A host's own NIC limits count for it.
+  e = config_error(base + "nic: {limits: {max_qp: 50}}\n" +
+                   "hosts: [{name: p0e0h0, nic: {limits.max_qp: 1000}}]\n");
+  EXPECT_EQ(e.find("host 'p0e0h0'"), std::string::npos) << e;
+  EXPECT_NE(e.find("host 'p0e0h1': its jobs need at least 60 QPs"), std::string::npos) << e;
+  // Disabled jobs take nothing.
+  e = config_error(std::string(kFatTree) +
+                   "jobs: [{name: off, app: write_bw, client: p0e0h0, server: p0e0h1, qps: 90, "
+                   "enabled: false}]\nnic: {limits: {max_qp: 50}}\n");
+  EXPECT_EQ(e, "") << e;
+}
+
 }  // namespace
 }  // namespace mprdma::platform
