@@ -1,7 +1,7 @@
 #include "vp/platform/job_group.h"
 
 #include <algorithm>
-#include <optional>
+#include <map>
 #include <set>
 
 #include "vp/core/units.h"

@@ -449,8 +449,9 @@ void ScenarioConfig::resolve_flow_sizes(core::Binder& b) {
   for (host::JobConfig& j : jobs) {
     j.flow_size_cdf.clear();
     if (j.app != "write_flows") continue;
-    auto own = std::find_if(flow_size_cdfs.begin(), flow_size_cdfs.end(),
-                            [&](const host::FlowSizeCdfConfig& c) { return c.name == j.flow_sizes; });
+    auto own = std::find_if(
+        flow_size_cdfs.begin(), flow_size_cdfs.end(),
+        [&](const host::FlowSizeCdfConfig& c) { return c.name == j.flow_sizes; });
     if (own != flow_size_cdfs.end()) {
       try {
         const host::FlowSizes dist = own->distribution();
