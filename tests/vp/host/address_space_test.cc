@@ -1,16 +1,14 @@
 // A process's address space on a modeled host: buffers map to scattered
 // frames, a guard page separates them, accesses cross pages, and a mapped
 // page costs a few bytes of bookkeeping whether or not it is touched.
-#include <unistd.h>
-
 #include <cstdint>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "support/resident.h"
 #include "vp/host/address_space.h"
 
 namespace mprdma::host {
@@ -18,12 +16,7 @@ namespace {
 
 constexpr uint64_t kPage = SparseMemory::kPageBytes;
 
-uint64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
+using test::resident_bytes;
 
 TEST(AddressSpace, BuffersArePageAlignedWithAGuardPageBetween) {
   SparseMemory mem(0x100000, 64 << 20);

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "support/resident.h"
 #include "vp/host/sparse_memory.h"
 
 namespace mprdma::host {
@@ -16,13 +17,7 @@ namespace {
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-// Resident set size of this process in bytes (/proc/self/statm, field 2).
-uint64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
+using test::resident_bytes;
 
 TEST(SparseMemory, ReadWritePtrAcrossPages) {
   SparseMemory mem(0x100000, 1 << 20);
