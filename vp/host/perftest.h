@@ -192,6 +192,8 @@ class PerfTest {
   int wait_completions_until(Side& s, CompletionQueue* cq, int n, mpr_wc* wc,
                              const sc_core::sc_time& until);
   void finish_latency(SizeResult& r, std::vector<double>& samples_us);
+  // `size` bytes drawn from the job's data stream (a latency test's payload).
+  std::vector<uint8_t> random_pattern(uint64_t size);
   // The t_* fields from the samples (sorted in place).
   static void summarize_latency(SizeResult& r, std::vector<double>& samples_us);
   core::RandomStream& stream(const std::string& what);

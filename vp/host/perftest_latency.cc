@@ -13,8 +13,15 @@
 
 namespace mprdma::host {
 
+using perftest_detail::completion_error;
 using perftest_detail::seconds_since;
 using perftest_detail::status_name;
+
+std::vector<uint8_t> PerfTest::random_pattern(uint64_t size) {
+  std::vector<uint8_t> pattern(size);
+  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  return pattern;
+}
 
 void PerfTest::finish_latency(SizeResult& r, std::vector<double>& us) {
   if (us.empty()) return;
@@ -57,8 +64,7 @@ SizeResult PerfTest::run_write_lat(uint64_t size) {
   Side& c = *client_;
   Side& s = *server_;
   // Each side polls the last byte of its receive half for the iteration tag.
-  std::vector<uint8_t> pattern(size);
-  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  std::vector<uint8_t> pattern = random_pattern(size);
   sc_core::sc_event client_seen, server_seen;
   c.host.root_complex().add_write_watch(c.as.translate(c.buf + c.half + size - 1), 1, &client_seen);
   s.host.root_complex().add_write_watch(s.as.translate(s.buf + s.half + size - 1), 1, &server_seen);
@@ -139,8 +145,7 @@ SizeResult PerfTest::run_read_lat(uint64_t size) {
   r.iterations = static_cast<uint64_t>(cfg_.iterations);
   Side& c = *client_;
   Side& s = *server_;
-  std::vector<uint8_t> pattern(size);
-  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  std::vector<uint8_t> pattern = random_pattern(size);
   s.as.write(s.buf, pattern.data(), size);
   c.as.fill(c.buf + c.half, 0, size);
   mpr_sge sge{c.buf + c.half, static_cast<uint32_t>(size), c.mr.key};
@@ -161,7 +166,7 @@ SizeResult PerfTest::run_read_lat(uint64_t size) {
     }
     wait_completions(c, c.scq, 1, &wc);
     if (wc.status != MPR_CQE_SUCCESS) {
-      r.error = std::string("completion with status ") + status_name(wc.status);
+      r.error = completion_error(wc);
       break;
     }
     us.push_back(seconds_since(t0) * 1e6);
@@ -179,8 +184,7 @@ SizeResult PerfTest::run_send_lat(uint64_t size) {
   r.iterations = static_cast<uint64_t>(cfg_.iterations);
   Side& c = *client_;
   Side& s = *server_;
-  std::vector<uint8_t> pattern(size);
-  for (auto& b : pattern) b = static_cast<uint8_t>(rng_.next_u64());
+  std::vector<uint8_t> pattern = random_pattern(size);
   c.as.write(c.buf, pattern.data(), size);
   s.as.write(s.buf, pattern.data(), size);
   c.as.fill(c.buf + c.half, 0, size);
