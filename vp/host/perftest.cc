@@ -90,6 +90,12 @@ uint64_t PerfTest::buffer_bytes(const JobConfig& cfg) {
   return m;
 }
 
+PerfTest::EndTables PerfTest::end_tables(const JobConfig& cfg) {
+  EndTables t;
+  t.mtt_entries = (2 * buffer_bytes(cfg) + SparseMemory::kPageBytes - 1) / SparseMemory::kPageBytes;
+  return t;
+}
+
 void PerfTest::setup() {
   client_host_.wait_ready();
   server_host_.wait_ready();
@@ -111,7 +117,7 @@ void PerfTest::setup() {
   for (Side* s : {client_.get(), server_.get()}) {
     s->ctx = std::make_unique<VerbsContext>(s->host.driver(), s->as, s->host.config());
     s->pd = s->ctx->alloc_pd();
-    s->half = buffer_bytes(cfg_);
+    s->half = buffer_bytes(cfg_);  // (end_tables counts what this loop takes)
     s->buf = s->as.alloc(2 * s->half);
     s->mr = s->ctx->reg_mr(s->pd, s->buf, 2 * s->half, access);
     const uint32_t cq_entries = static_cast<uint32_t>(caps.max_send_wr + caps.max_recv_wr);

@@ -159,6 +159,14 @@ class PerfTest {
   // Bytes of each half (send, receive) of one connection's buffer on each
   // host: the largest message, or what the app needs beside it.
   static uint64_t buffer_bytes(const JobConfig& cfg);
+  // What setup() takes of a NIC's tables for one connection end (on the
+  // client and on the server alike): one MR over both buffer halves (its
+  // 4 KiB pages are MTT entries), one QP, a send and a receive CQ.
+  struct EndTables {
+    uint64_t mtt_entries = 0;
+    uint64_t mrs = 1, qps = 1, cqs = 2;
+  };
+  static EndTables end_tables(const JobConfig& cfg);
   // `copy` numbers the connections of a job with qps > 1; copy 0 draws
   // from the streams job.<name>.*, copy k > 0 from job.<name>.qp<k>.*.
   PerfTest(const JobConfig& cfg, ModeledHost& client, ModeledHost& server, core::SimEnv& env,

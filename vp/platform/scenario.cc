@@ -380,9 +380,8 @@ void LinkEntry::bind(core::Binder& bb) {
 }
 
 void ScenarioConfig::check_nic_tables(core::Binder& b) const {
-  // What each connection end of a job takes at set-up (PerfTest::setup):
-  // one MR over its two buffer halves, one QP, two CQs. Other objects
-  // (the driver's own) come on top, so these sums are a lower bound.
+  // What each connection end of a job takes at set-up (PerfTest::end_tables).
+  // Other objects (the driver's own) come on top: these sums are a lower bound.
   struct Need {
     uint64_t mtt = 0, mr = 0, qp = 0, cq = 0;
     std::string biggest;  // the job with the most MTT entries here
@@ -392,14 +391,15 @@ void ScenarioConfig::check_nic_tables(core::Binder& b) const {
   for (const host::JobConfig& j : jobs) {
     if (!j.enabled) continue;  // never set up
     const uint64_t ends = static_cast<uint64_t>(std::max<int64_t>(j.qps, 1));
-    const uint64_t pages = (2 * host::PerfTest::buffer_bytes(j) + 4095) / 4096;
+    const host::PerfTest::EndTables t = host::PerfTest::end_tables(j);
     for (const std::string* h : {&j.client, &j.server}) {
       Need& n = need[*h];
-      n.mtt += ends * pages;
-      n.mr += ends;
-      n.qp += ends;
-      n.cq += 2 * ends;
-      if (ends * pages > n.biggest_mtt) n.biggest_mtt = ends * pages, n.biggest = j.name;
+      n.mtt += ends * t.mtt_entries;
+      n.mr += ends * t.mrs;
+      n.qp += ends * t.qps;
+      n.cq += ends * t.cqs;
+      if (ends * t.mtt_entries > n.biggest_mtt)
+        n.biggest_mtt = ends * t.mtt_entries, n.biggest = j.name;
     }
   }
   for (const auto& [host_name, n] : need) {
