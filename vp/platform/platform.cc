@@ -799,24 +799,29 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
     else if (missing)
       missing->push_back(name);
   }
-  // min(...)/max(...) of the sums: reported only when every metric they
+  // min/max/average(...) of the sums: reported only when every metric they
   // stand for has a figure.
   std::vector<std::string> sums;
   for (const auto& [name, ref] : cfg_.metrics)
     if (!parse_metric_aggregate(ref) && !parse_bottleneck_metric(ref)) sums.push_back(name);
   for (const std::string& name : aggregates) {
     const MetricAggregate agg = *parse_metric_aggregate(cfg_.metrics.at(name));
-    std::optional<double> v;
-    bool complete = true;
+    std::set<std::string> members;  // each metric once, however many arguments name it
     for (const std::string& arg : agg.args)
-      for (const std::string& m : aggregate_arg_metrics(arg, sums)) {
-        auto it = out.find(m);
-        if (it == out.end()) {
-          complete = false;
-          continue;
-        }
-        if (!v || (agg.op == "min" ? it->second < *v : it->second > *v)) v = it->second;
+      for (const std::string& m : aggregate_arg_metrics(arg, sums)) members.insert(m);
+    std::optional<double> v;
+    double total = 0;
+    bool complete = true;
+    for (const std::string& m : members) {
+      auto it = out.find(m);
+      if (it == out.end()) {
+        complete = false;
+        continue;
       }
+      total += it->second;
+      if (!v || (agg.op == "min" ? it->second < *v : it->second > *v)) v = it->second;
+    }
+    if (agg.op == "average" && v) v = total / static_cast<double>(members.size());
     if (complete && v)
       out[name] = *v;
     else if (missing)

@@ -180,7 +180,7 @@ void parse_mean_term(const std::string& t, MetricTerm& m) {
 
 std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr) {
   const std::string e = trim(expr);
-  for (const char* op : {"min", "max"}) {
+  for (const char* op : {"min", "max", "average"}) {
     const std::string head = std::string(op) + "(";
     if (e.compare(0, head.size(), head) != 0) continue;
     if (e.back() != ')')
@@ -434,9 +434,18 @@ void ScenarioConfig::expand_job_groups(core::Binder& b) {
   };
   for (size_t i = 0; i < job_groups.size(); ++i) {
     const std::string where = "job_groups[" + std::to_string(i) + "]: ";
-    for (host::JobConfig& j : expand_job_group(job_groups[i], modeled, switches,
-                                               [&](const std::string& e) { b.error(where + e); }))
-      jobs.push_back(std::move(j));
+    JobGroupContext ctx;
+    ctx.hosts = modeled;
+    ctx.switches = switches;
+    ctx.seed = static_cast<uint64_t>(seed);
+    ctx.index = i;
+    ctx.error = [&](const std::string& e) { b.error(where + e); };
+    const std::vector<host::JobConfig> group_jobs = expand_job_group(job_groups[i], ctx);
+    for (const auto& [name, expr] : job_group_metrics(job_groups[i], group_jobs))
+      if (!metrics.emplace(name, expr).second)
+        b.error(where + "job_metrics makes metric '" + name + "', which the scenario's "
+                "metrics already define");
+    jobs.insert(jobs.end(), group_jobs.begin(), group_jobs.end());
   }
 }
 
@@ -538,7 +547,8 @@ void ScenarioConfig::bind(core::Binder& b) {
           "mean(flows.all.fct_us), the average flow completion time of write_flows jobs), or "
           "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
           "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
-          "may instead be \"min(<metric>,...)\" or \"max(...)\" of other (sum) metrics; an "
+          "may instead be \"min(<metric>,...)\", \"max(...)\" or \"average(...)\" (the "
+          "arithmetic mean, each metric counted once) of other (sum) metrics; an "
           "argument \"prefix*\" stands for every metric whose name starts with prefix. A metric "
           "\"bottleneck(<host>,<from>,<to>)\" is a name, not a number: the host's NIC resource "
           "that was busiest over [from, to) (bottleneck(<host>): from the jobs' latest run_at to "

@@ -87,7 +87,8 @@ struct ScenarioConfig {
   // Gives each write_flows job the CDF its flow_sizes names (flow_size_cdfs
   // first, then the built-ins) and its largest flow as its one size.
   void resolve_flow_sizes(core::Binder& b);
-  // Appends the jobs of job_groups to `jobs`.
+  // Appends the jobs of job_groups to `jobs` and their job_metrics to
+  // `metrics` (a permutation group draws its pairs from `seed`).
   void expand_job_groups(core::Binder& b);
   // Errors for a host whose jobs' connections need more MTT entries, MRs,
   // QPs or CQs than its NIC's limits (they would fail one by one at set-up).
@@ -172,8 +173,9 @@ const std::vector<std::string>& metric_fields();
 // subtract). A series window the run did not sample in full leaves the
 // metric out (missing), like a failed job.
 //
-// A metric may instead be "min(<metric>,<metric>,...)" or "max(...)" of
-// other metrics of the scenario (sums, not min/max themselves); an argument
+// A metric may instead be "min(<metric>,<metric>,...)", "max(...)" or
+// "average(...)" (their arithmetic mean, each metric counted once) of other
+// metrics of the scenario (sums, not aggregates themselves); an argument
 // "prefix*" stands for every such metric whose name starts with prefix.
 struct MetricTerm {
   enum class Kind {
@@ -198,9 +200,10 @@ struct MetricTerm {
 // A min/max metric is not a sum: parse it with parse_metric_aggregate.
 std::vector<MetricTerm> parse_metric(const std::string& expr);
 
-// A "min(a,b,...)" / "max(...)" metric; empty when `expr` is a sum.
+// A "min(a,b,...)" / "max(...)" / "average(...)" metric; empty when `expr`
+// is a sum.
 struct MetricAggregate {
-  std::string op;                 // min | max
+  std::string op;                 // min | max | average
   std::vector<std::string> args;  // metric names, or "prefix*"
 };
 std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr);

@@ -128,8 +128,13 @@ bool parse_options(int argc, char** argv, int first, Options& o) {
 }
 
 bool load(const std::string& file, const Options& o, platform::ScenarioConfig& cfg) {
+  // --seed is applied with the overrides, before the scenario is checked:
+  // what the seed decides at load time (a permutation job group's pairs)
+  // follows it.
+  std::vector<std::string> overrides = o.overrides;
+  if (o.has_seed) overrides.push_back("seed=" + std::to_string(o.seed));
   try {
-    cfg = platform::load_scenario(file, o.overrides);
+    cfg = platform::load_scenario(file, overrides);
     return true;
   } catch (const core::ConfigError& e) {
     for (const std::string& line : e.errors()) std::cerr << "error: " << line << "\n";
@@ -234,7 +239,6 @@ int cmd_run(const Options& o) {
   }
   platform::ScenarioConfig cfg;
   if (!load(o.files[0], o, cfg)) return 2;
-  if (o.has_seed) cfg.seed = o.seed;
   if (!o.quiet && cfg.sweep.enabled())
     std::cerr << "note: " << o.files[0] << " has a sweep ("
               << platform::sweep_points(cfg.sweep).size() << " points x "
@@ -277,7 +281,6 @@ int cmd_boot(Options o) {
   }
   platform::ScenarioConfig cfg;
   if (!load(o.files[0], o, cfg)) return 2;
-  if (o.has_seed) cfg.seed = o.seed;
   if (o.shell.empty()) {
     for (const platform::HostEntry& h : cfg.hosts)
       if (h.kind == "qemu") {

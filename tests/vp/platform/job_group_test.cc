@@ -2,13 +2,18 @@
 // exactly the jobs a hand-written list would (names, order, every key), the
 // per-distance ideal_base follows the switches between the two hosts, and
 // each mistake is an error that names it.
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "support/files.h"
 #include "vp/core/config.h"
+#include "vp/platform/job_group.h"
 #include "vp/platform/scenario.h"
 
 namespace mprdma::platform {
@@ -175,6 +180,162 @@ TEST(JobGroup, MistakesAreErrorsThatNameThem) {
   e = config_error(ft + "jobs: [{name: p0e0h0_p0e0h1, app: write_bw, client: p0e0h0, "
                         "server: p1e0h0}]\njob_groups: [{job: {app: write_bw}}]\n");
   EXPECT_NE(e.find("job 'p0e0h0_p0e0h1' is defined twice"), std::string::npos) << e;
+}
+
+TEST(JobGroupBraces, ExpandAsAShellDoes) {
+  EXPECT_EQ(expand_braces("h0"), std::vector<std::string>({"h0"}));
+  EXPECT_EQ(expand_braces("l{0..2}h{0,1}"),
+            std::vector<std::string>({"l0h0", "l0h1", "l1h0", "l1h1", "l2h0", "l2h1"}))
+      << "the leftmost brace varies slowest";
+  EXPECT_EQ(expand_braces("{t1,t0}h{9..10}"),
+            std::vector<std::string>({"t1h9", "t1h10", "t0h9", "t0h10"}));
+  EXPECT_EQ(expand_braces("h{3..1}"), std::vector<std::string>({"h3", "h2", "h1"}));
+  EXPECT_EQ(expand_braces("l{16..31}h{0..9}").size(), 160u);
+  for (const char* bad : {"h{0..2", "h0..2}", "h}{0", "h{}", "h{a..2}", "h{0,,1}", "h{{0,1}}",
+                          "h{-1..2}"})
+    EXPECT_THROW(expand_braces(bad), std::invalid_argument) << bad;
+}
+
+// Two leaf switches of four hosts each: l<leaf>h<host>.
+const char* kLeaves = R"(name: t
+fabric: {topology: leaf_spine, spines: 2, leaves: 2, hosts_per_leaf: 4}
+)";
+
+TEST(JobGroup, ZipPairsClientsWithServersInTheOrderWritten) {
+  const ScenarioConfig cfg = load(std::string(kLeaves) + R"(job_groups:
+  - name: "c_{client}"
+    pairs: zip
+    clients: ["l0h{0..3}"]
+    servers: [l1h3, "l1h{0..2}"]
+    job: {app: write_bw, iterations: 3}
+)");
+  ASSERT_EQ(cfg.jobs.size(), 4u);
+  const char* want[][2] = {{"l0h0", "l1h3"}, {"l0h1", "l1h0"}, {"l0h2", "l1h1"}, {"l0h3", "l1h2"}};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(cfg.jobs[i].client, want[i][0]);
+    EXPECT_EQ(cfg.jobs[i].server, want[i][1]);
+    EXPECT_EQ(cfg.jobs[i].name, std::string("c_") + want[i][0]);
+  }
+}
+
+// The (client, server) pairs of a load, in job order.
+std::vector<std::pair<std::string, std::string>> pairs_of(const ScenarioConfig& cfg) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const host::JobConfig& j : cfg.jobs) out.emplace_back(j.client, j.server);
+  return out;
+}
+
+TEST(JobGroup, APermutationIsOneToOneAndFollowsTheSeed) {
+  const std::string text = std::string(kLeaves) +
+                           "job_groups:\n  - {pairs: permutation, job: {app: write_bw}}\n";
+  std::set<std::vector<std::pair<std::string, std::string>>> drawn;
+  for (int seed = 1; seed <= 8; ++seed) {
+    const ScenarioConfig cfg = load(text, {"seed=" + std::to_string(seed)});
+    ASSERT_EQ(cfg.jobs.size(), 8u) << "every host sends once";
+    std::set<std::string> clients, servers;
+    for (const host::JobConfig& j : cfg.jobs) {
+      EXPECT_NE(j.client, j.server) << "seed " << seed;
+      clients.insert(j.client);
+      servers.insert(j.server);
+    }
+    EXPECT_EQ(clients.size(), 8u);
+    EXPECT_EQ(servers.size(), 8u) << "and every host receives once";
+    EXPECT_EQ(pairs_of(cfg), pairs_of(load(text, {"seed=" + std::to_string(seed)})))
+        << "the same seed draws the same pairs";
+    drawn.insert(pairs_of(cfg));
+  }
+  EXPECT_GE(drawn.size(), 6u) << "seeds draw different permutations (14833 derangements of 8)";
+}
+
+TEST(JobGroup, APermutationOfClientsOntoServersCrossesBetweenTheTwo) {
+  const std::string text = std::string(kLeaves) + R"(job_groups:
+  - pairs: permutation
+    clients: ["l0h{0..3}"]
+    servers: ["l1h{0..3}"]
+    job: {app: write_bw}
+  - name: "b_{client}_{server}"
+    pairs: permutation
+    clients: ["l0h{0..3}"]
+    servers: ["l1h{0..3}"]
+    job: {app: write_bw}
+)";
+  const ScenarioConfig cfg = load(text);
+  ASSERT_EQ(cfg.jobs.size(), 8u);
+  std::set<std::string> servers;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(cfg.jobs[i].client, "l0h" + std::to_string(i)) << "clients in the order written";
+    EXPECT_EQ(cfg.jobs[i].server.substr(0, 2), "l1");
+    servers.insert(cfg.jobs[i].server);
+  }
+  EXPECT_EQ(servers.size(), 4u);
+  // Each group draws from its own stream: over a few seeds the two groups'
+  // pairings differ at least once.
+  bool differ = false;
+  for (int seed = 1; seed <= 6 && !differ; ++seed) {
+    const ScenarioConfig c = load(text, {"seed=" + std::to_string(seed)});
+    for (size_t i = 0; i < 4; ++i) differ |= c.jobs[i].server != c.jobs[i + 4].server;
+  }
+  EXPECT_TRUE(differ);
+}
+
+TEST(JobGroup, JobMetricsGiveEachJobItsOwnFigure) {
+  const ScenarioConfig cfg = load(std::string(kLeaves) + R"(job_groups:
+  - pairs: zip
+    clients: ["l0h{0..1}"]
+    servers: ["l1h{0..1}"]
+    job: {app: write_bw}
+    job_metrics:
+      conn_gbps: "{job}.65536.bw_gbps"
+      rx: "nic.{server}.responder.bytes + 0*nic.{client}.responder.bytes"
+metrics:
+  avg: average(conn_gbps.*)
+)");
+  EXPECT_EQ(cfg.metrics.at("conn_gbps.l0h0_l1h0"), "l0h0_l1h0.65536.bw_gbps");
+  EXPECT_EQ(cfg.metrics.at("conn_gbps.l0h1_l1h1"), "l0h1_l1h1.65536.bw_gbps");
+  EXPECT_EQ(cfg.metrics.at("rx.l0h1_l1h1"),
+            "nic.l1h1.responder.bytes + 0*nic.l0h1.responder.bytes");
+  EXPECT_EQ(cfg.metrics.size(), 5u);
+}
+
+TEST(JobGroup, PairingMistakesAreErrorsThatNameThem) {
+  auto group = [&](const std::string& body) {
+    return config_error(std::string(kLeaves) + "job_groups:\n" + body);
+  };
+  std::string e = group("  - {pairs: zip, clients: [\"l0h{0..3}\"], servers: [l1h0],"
+                        " job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("there are 4 clients and 1 servers"), std::string::npos) << e;
+  e = group("  - {name: conn, pairs: zip, clients: [l0h0], servers: [l1h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("name must contain {client} or {server}"), std::string::npos) << e;
+  e = group("  - {pairs: zip, hosts: [l0h0, l1h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("pairs zip needs clients and servers (and no hosts)"), std::string::npos)
+      << e;
+  e = group("  - {clients: [l0h0], servers: [l1h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("all_to_all takes hosts, not clients and servers"), std::string::npos) << e;
+  e = group("  - {pairs: zip, clients: [l0h0], servers: [l0h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("zip pairs 'l0h0' with itself"), std::string::npos) << e;
+  e = group("  - {pairs: zip, clients: [\"l{0..2}h0\"], servers: [\"l1h{0..2}\"],"
+            " job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("clients names 'l2h0' (from 'l{0..2}h0'), which is not a modeled host"),
+            std::string::npos)
+      << e;
+  e = group("  - {pairs: zip, clients: [\"l0h{0..1\"], servers: [l1h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("clients: 'l0h{0..1' has a '{' without its '}'"), std::string::npos) << e;
+  e = group("  - {pairs: permutation, clients: [l0h0], servers: [l0h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("no pairing of these clients and servers avoids"), std::string::npos) << e;
+  e = group("  - {pairs: permutation, clients: [l0h0, l0h0], servers: [l1h0, l1h1],"
+            " job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("must each name a host once"), std::string::npos) << e;
+  e = group("  - {pairs: permutation, clients: [l0h0], job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("either hosts or both clients and servers"), std::string::npos) << e;
+  e = group("  - {job: {app: write_bw}, job_metrics: {same: l0h0_l0h1.65536.bw_gbps}}\n");
+  EXPECT_NE(e.find("job_metrics.same: the expression names neither"), std::string::npos) << e;
+  e = config_error(std::string(kLeaves) + "job_groups:\n  - {job: {app: write_bw}, "
+                   "job_metrics: {g: \"{job}.65536.bw_gbps\"}}\n"
+                   "metrics: {g.l0h0_l0h1: l0h0_l0h1.65536.bw_gbps}\n");
+  EXPECT_NE(e.find("job_metrics makes metric 'g.l0h0_l0h1', which the scenario's metrics "
+                   "already define"),
+            std::string::npos)
+      << e;
 }
 
 TEST(JobGroup, ConnectionsBeyondTheNicsTablesAreAnErrorBeforeTheRun) {

@@ -106,6 +106,29 @@ TEST_F(ReproduceRun, ConfigPrintsTheEffectiveScenarioWithOverridesAndGroupsAppli
   EXPECT_NE(bad.text.find("colour"), std::string::npos) << bad.text;
 }
 
+TEST_F(ReproduceRun, SeedDecidesWhatTheScenarioDrawsWhenItIsRead) {
+  // A permutation group draws its pairs when the scenario is read, so
+  // --seed (which reproduce passes to each run) must be known by then.
+  const fs::path perm = dir_ / "perm.yaml";
+  std::ofstream(perm) << "name: p\nfabric: {topology: leaf_spine, spines: 2, leaves: 2, "
+                         "hosts_per_leaf: 4}\njob_groups:\n  - {pairs: permutation, "
+                         "job: {app: write_bw}}\n";
+  auto servers = [&](const std::string& args) {
+    const Output o = run("'" + sim_path() + "' config '" + perm.string() + "' " + args);
+    EXPECT_EQ(o.rc, 0) << o.text;
+    const nlohmann::json cfg = nlohmann::json::parse(o.text);
+    std::string out;
+    for (const auto& j : cfg["jobs"]) out += j["server"].get<std::string>() + " ";
+    EXPECT_EQ(cfg["seed"], std::stoi(args.substr(args.find_last_of(" =") + 1))) << args;
+    return out;
+  };
+  const std::string two = servers("--seed 2");
+  EXPECT_EQ(two, servers("--set seed=2"));
+  bool differ = false;
+  for (int s = 3; s <= 6 && !differ; ++s) differ = servers("--seed " + std::to_string(s)) != two;
+  EXPECT_TRUE(differ) << "other seeds draw other pairs; seed 2: " << two;
+}
+
 TEST_F(ReproduceRun, AggregatesSeedsAndReportsAFailedChildWithoutLosingTheOthers) {
   // A stand-in simulator that fails the long point's seed 2 and runs the
   // real one otherwise.

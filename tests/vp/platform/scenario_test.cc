@@ -199,6 +199,9 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_EQ(agg->op, "min");
   EXPECT_EQ(agg->args, (std::vector<std::string>{"jain.n1", "jain.up.*"}));
   EXPECT_FALSE(parse_metric_aggregate("w.4096.bw_gbps"));
+  EXPECT_EQ(parse_metric_aggregate("average(conn.*)")->op, "average");
+  EXPECT_FALSE(parse_metric_aggregate("mean(flows.all.fct_us)"))
+      << "mean(<histogram>) is a term, not an aggregate of metrics";
   EXPECT_EQ(aggregate_arg_metrics("jain.up.*", {"jain.n1", "jain.up.1", "jain.up.2", "x"}),
             (std::vector<std::string>{"jain.up.1", "jain.up.2"}));
   EXPECT_EQ(aggregate_arg_metrics("x", {"x", "xy"}), std::vector<std::string>{"x"});

@@ -83,6 +83,7 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
                            "  sd: stdev(" + on + ".gbps,100us,200us)\n"
                            "  lo: min(on, off)\n"
                            "  hi: max(o*)\n"
+                           "  mid: average(on, off, o*)\n"
                            "  late: avg(" + on + ".gbps,100us,1900us)\n"
                            "  placed: 8e-9*rate(nic.t1h1.responder.bytes,100us,200us)\n"
                            "  gone: rate(nic.t1h1.responder.no_such_counter,100us,200us)\n";
@@ -119,6 +120,7 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
   EXPECT_NEAR(m.at("sd"), std::sqrt(var), 1e-9);
   EXPECT_DOUBLE_EQ(m.at("lo"), m.at("off"));
   EXPECT_DOUBLE_EQ(m.at("hi"), m.at("on"));
+  EXPECT_DOUBLE_EQ(m.at("mid"), (m.at("on") + m.at("off")) / 2) << "each metric counted once";
   // rate(): the payload the responder placed per second over the window,
   // by hand from its sampled series; below the wire rate of the flow's link
   // by the headers (1024 B of payload per 1130 B on the wire) and above 80 %
