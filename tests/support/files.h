@@ -1,16 +1,15 @@
 // Small file helpers for tests that read back what the model wrote.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace mprdma::test {
 

@@ -8,9 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "support/sim_test.h"
 #include "vp/core/sim_env.h"
@@ -21,18 +20,18 @@ namespace mprdma::test {
 
 struct IncastWindow {
   double window_s = 0;
-  double rx_bps = 0;              // receiver frame bits / window
-  std::vector<double> flow_bps;   // per sender, frame bits / window
-  uint64_t queue_max = 0;         // bottleneck egress, in the window
-  uint64_t pauses = 0;            // PAUSE frames to the senders, in the window
-  uint64_t pauses_total = 0;      // over the whole run
-  bool warmed_up = false;         // false: the run ended before the warm-up
+  double rx_bps = 0;             // receiver frame bits / window
+  std::vector<double> flow_bps;  // per sender, frame bits / window
+  uint64_t queue_max = 0;        // bottleneck egress, in the window
+  uint64_t pauses = 0;           // PAUSE frames to the senders, in the window
+  uint64_t pauses_total = 0;     // over the whole run
+  bool warmed_up = false;        // false: the run ended before the warm-up
 };
 
 // Runs `platform` to its end and measures the window from the first stop at
 // or after `warmup_ps`.
-inline IncastWindow run_incast_window(platform::Platform& platform, core::SimEnv& env,
-                                      int senders, uint64_t warmup_ps) {
+inline IncastWindow run_incast_window(platform::Platform& platform, core::SimEnv& env, int senders,
+                                      uint64_t warmup_ps) {
   // Existing counters are returned as they are (unit and text unused).
   auto counter = [&env](const std::string& path) -> core::Counter& {
     return env.stats.counter(path, "", "");

@@ -4,11 +4,11 @@
 // exist (a missing one fails the test).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "support/files.h"
 #include "support/sim_test.h"
@@ -25,8 +25,7 @@ class ScenarioRun : public SimTest {
 
   // True if every job finished.
   bool run(const std::string& text) {
-    const platform::ScenarioConfig cfg =
-        platform::load_scenario(write_temp("scenario.yaml", text));
+    const platform::ScenarioConfig cfg = platform::load_scenario(write_temp("scenario.yaml", text));
     platform.reset();
     core::reset_kernel();
     env = std::make_unique<core::SimEnv>(static_cast<uint64_t>(cfg.seed));

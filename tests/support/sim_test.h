@@ -2,11 +2,11 @@
 // with a fresh kernel at time zero, and a fresh SimEnv.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "vp/core/kernel.h"
 #include "vp/core/log.h"

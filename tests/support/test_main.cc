@@ -4,9 +4,9 @@
 // SystemC's own start-up runs and gtest parses its flags. Tests that build
 // modules derive from SimTest (sim_test.h), which gives each test a fresh
 // SystemC kernel.
-#include <cstdlib>
-
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <systemc>
 
 #include "vp/core/kernel.h"

@@ -4,6 +4,8 @@
 // hand-written ring (phase bit, wrap-around, wr_id lookup, unsignaled
 // retirement, the consumer-index record). No SystemC, no NIC.
 #include <gtest/gtest.h>
+#include <mprdma/dp.h>
+#include <mprdma/hw.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,9 +15,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <mprdma/dp.h>
-#include <mprdma/hw.h>
 
 namespace mprdma::test {
 namespace {
@@ -56,9 +55,8 @@ class Bytes {
 ::testing::AssertionResult SameBytes(const uint8_t* got, const std::vector<uint8_t>& want) {
   for (size_t i = 0; i < want.size(); ++i)
     if (got[i] != want[i])
-      return ::testing::AssertionFailure()
-             << "byte " << i << " (0x" << std::hex << i << "): got 0x" << int(got[i])
-             << ", want 0x" << int(want[i]);
+      return ::testing::AssertionFailure() << "byte " << i << " (0x" << std::hex << i << "): got 0x"
+                                           << int(got[i]) << ", want 0x" << int(want[i]);
   return ::testing::AssertionSuccess();
 }
 
@@ -197,13 +195,21 @@ TEST(DpPostSend, InlineSendMatchesTheDocumentedByteDiagram) {
   mpr_send_wr wr = Wr(1, MPR_WQE_SEND, sg, 2, MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE);
   ASSERT_EQ(mpr_dp_post_send(&q.qp, &wr, 1), 0);
   // docs/host-interface.md, "Byte diagram: inline SEND".
-  const std::vector<uint8_t> want =
-      Bytes()
-          .u8(0x01).u8(0x09).u8(0x02).u8(0x00).u16(6).u16(0).u32(0).u32(0)
-          .u32(20).str("0123456789ab")
-          .str("cdefghij").zeros(8)
-          .pad_to(128)
-          .v();
+  const std::vector<uint8_t> want = Bytes()
+                                        .u8(0x01)
+                                        .u8(0x09)
+                                        .u8(0x02)
+                                        .u8(0x00)
+                                        .u16(6)
+                                        .u16(0)
+                                        .u32(0)
+                                        .u32(0)
+                                        .u32(20)
+                                        .str("0123456789ab")
+                                        .str("cdefghij")
+                                        .zeros(8)
+                                        .pad_to(128)
+                                        .v();
   EXPECT_TRUE(SameBytes(q.sq_slot(6), want));
 }
 
@@ -278,7 +284,13 @@ TEST(DpPostSend, InlineWriteAndZeroLengthMessages) {
   ASSERT_EQ(mpr_dp_post_send(&q.qp, &wr, 1), 0);
   // raddr + (4 + 33 bytes -> 3 segments)
   Bytes want;
-  want.u8(MPR_WQE_RDMA_WRITE_IMM).u8(MPR_WQE_F_INLINE).u8(4).u8(0).u16(0).u16(0).u32(0xcafef00d)
+  want.u8(MPR_WQE_RDMA_WRITE_IMM)
+      .u8(MPR_WQE_F_INLINE)
+      .u8(4)
+      .u8(0)
+      .u16(0)
+      .u16(0)
+      .u32(0xcafef00d)
       .u32(0);
   want.u64(0x1000).u32(7).u32(0).u32(33);
   for (int i = 0; i < 33; ++i) want.u8(env.user[i]);
@@ -292,7 +304,12 @@ TEST(DpPostSend, InlineWriteAndZeroLengthMessages) {
   EXPECT_TRUE(SameBytes(q.sq_slot(1), Bytes()
                                           .u8(MPR_WQE_SEND)
                                           .u8(MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE)
-                                          .u8(1).u8(0).u16(1).u16(0).u32(0).u32(0)
+                                          .u8(1)
+                                          .u8(0)
+                                          .u16(1)
+                                          .u16(0)
+                                          .u32(0)
+                                          .u32(0)
                                           .u32(0)
                                           .pad_to(128)
                                           .v()));
@@ -302,7 +319,12 @@ TEST(DpPostSend, InlineWriteAndZeroLengthMessages) {
   EXPECT_TRUE(SameBytes(q.sq_slot(2), Bytes()
                                           .u8(MPR_WQE_SEND)
                                           .u8(MPR_WQE_F_SIGNALED)
-                                          .u8(0).u8(0).u16(2).u16(0).u32(0).u32(0)
+                                          .u8(0)
+                                          .u8(0)
+                                          .u16(2)
+                                          .u16(0)
+                                          .u32(0)
+                                          .u32(0)
                                           .pad_to(128)
                                           .v()));
   ASSERT_EQ(env.doorbells.size(), 3u);
@@ -427,8 +449,7 @@ TEST(DpPostSend, BadRequestsAreRefusedAndLeaveTheRingUntouched) {
       {"opcode 8", Wr(1, 8, &one, 1, 0), -EINVAL},
       {"undefined flag", Wr(1, MPR_WQE_SEND, &one, 1, 0x20), -EINVAL},
       {"more SGEs than max_sge", Wr(1, MPR_WQE_SEND, sg5, 5, 0), -EINVAL},
-      {"SGEs that do not fit the slot", with_raddr(Wr(1, MPR_WQE_RDMA_WRITE, sg5, 3, 0)),
-       -EINVAL},
+      {"SGEs that do not fit the slot", with_raddr(Wr(1, MPR_WQE_RDMA_WRITE, sg5, 3, 0)), -EINVAL},
       {"inline longer than max_inline", Wr(1, MPR_WQE_SEND, &long_inline, 1, MPR_WQE_F_INLINE),
        -EINVAL},
       {"READ inline", with_raddr(Wr(1, MPR_WQE_RDMA_READ, &one, 1, MPR_WQE_F_INLINE)), -EINVAL},
@@ -436,10 +457,8 @@ TEST(DpPostSend, BadRequestsAreRefusedAndLeaveTheRingUntouched) {
        -EINVAL},
       {"atomic with two SGEs", with_raddr(Wr(1, MPR_WQE_ATOMIC_CAS, sg5, 2, 0)), -EINVAL},
       {"atomic without SGE", with_raddr(Wr(1, MPR_WQE_ATOMIC_CAS, nullptr, 0, 0)), -EINVAL},
-      {"atomic inline", with_raddr(Wr(1, MPR_WQE_ATOMIC_FA, &one, 1, MPR_WQE_F_INLINE)),
-       -EINVAL},
-      {"inline source unreadable", Wr(1, MPR_WQE_SEND, &bad_source, 1, MPR_WQE_F_INLINE),
-       -EFAULT},
+      {"atomic inline", with_raddr(Wr(1, MPR_WQE_ATOMIC_FA, &one, 1, MPR_WQE_F_INLINE)), -EINVAL},
+      {"inline source unreadable", Wr(1, MPR_WQE_SEND, &bad_source, 1, MPR_WQE_F_INLINE), -EFAULT},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -524,7 +543,7 @@ TEST(DpPostRecv, SgesTerminatorAndDoorbell) {
   Bytes want;
   want.u32(100).u32(0x11).u64(0x1111222233334444ull);
   want.u32(0x10000).u32(0x22).u64(0x5555666677778888ull);
-  want.u32(0).u32(MPR_LKEY_END).u64(0);  // terminator
+  want.u32(0).u32(MPR_LKEY_END).u64(0);        // terminator
   for (int i = 0; i < 16; ++i) want.u8(0xEE);  // not written
   EXPECT_TRUE(SameBytes(q.rq_slot(0), want.v()));
   EXPECT_EQ(q.rq_wrid[0], 0xabcu);

@@ -9,9 +9,8 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 namespace mprdma::core {
 

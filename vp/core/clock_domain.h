@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <stdexcept>
-
 #include <systemc>
 
 namespace mprdma::core {
@@ -21,9 +20,7 @@ class ClockDomain {
   }
   uint64_t period_ps() const { return period_ps_; }
   double hz() const { return 1e12 / static_cast<double>(period_ps_); }
-  sc_core::sc_time cycles(uint64_t n) const {
-    return sc_core::sc_time::from_value(n * period_ps_);
-  }
+  sc_core::sc_time cycles(uint64_t n) const { return sc_core::sc_time::from_value(n * period_ps_); }
   // Index of the cycle containing time t (edge at or before t).
   uint64_t cycle_at(const sc_core::sc_time& t) const { return t.value() / period_ps_; }
   // First edge at or after t.

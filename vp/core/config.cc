@@ -1,5 +1,7 @@
 #include "vp/core/config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cfloat>
@@ -11,8 +13,6 @@
 #include <limits>
 #include <sstream>
 #include <utility>
-
-#include <yaml-cpp/yaml.h>
 
 namespace mprdma::core {
 namespace {

@@ -17,11 +17,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "vp/core/units.h"
 
@@ -53,8 +52,8 @@ class Binder {
   virtual void field(const char* key, double& v, const char* doc, double min, double max,
                      const char* unit = "") = 0;
   virtual void field(const char* key, std::string& v, const char* doc) = 0;
-  virtual void field(const char* key, Duration& v, const char* doc,
-                     Duration min = Duration{0}, Duration max = Duration{UINT64_MAX}) = 0;
+  virtual void field(const char* key, Duration& v, const char* doc, Duration min = Duration{0},
+                     Duration max = Duration{UINT64_MAX}) = 0;
   virtual void field(const char* key, Bandwidth& v, const char* doc) = 0;
   virtual void field(const char* key, Frequency& v, const char* doc) = 0;
   virtual void field(const char* key, Bytes& v, const char* doc, uint64_t min = 0,

@@ -3,10 +3,9 @@
 #include <iostream>
 #include <map>
 #include <stdexcept>
+#include <systemc>
 #include <utility>
 #include <vector>
-
-#include <systemc>
 
 namespace mprdma::core {
 namespace {
@@ -54,12 +53,18 @@ LogLevel parse_log_level(const std::string& text) {
 
 const char* log_level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::off: return "off";
-    case LogLevel::error: return "error";
-    case LogLevel::warn: return "warn";
-    case LogLevel::info: return "info";
-    case LogLevel::debug: return "debug";
-    case LogLevel::trace: return "trace";
+    case LogLevel::off:
+      return "off";
+    case LogLevel::error:
+      return "error";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::trace:
+      return "trace";
   }
   return "?";
 }

@@ -78,11 +78,11 @@ class LogRateLimit {
 }  // namespace mprdma::core
 
 // Formats lazily: the stream expression is evaluated only if the level is on.
-#define MPR_LOG(channel, lvl, expr)                                          \
-  do {                                                                       \
-    if ((channel).enabled(::mprdma::core::LogLevel::lvl)) {                  \
-      std::ostringstream mpr_log_os_;                                        \
-      mpr_log_os_ << expr;                                                   \
-      (channel).write(::mprdma::core::LogLevel::lvl, mpr_log_os_.str());     \
-    }                                                                        \
+#define MPR_LOG(channel, lvl, expr)                                      \
+  do {                                                                   \
+    if ((channel).enabled(::mprdma::core::LogLevel::lvl)) {              \
+      std::ostringstream mpr_log_os_;                                    \
+      mpr_log_os_ << expr;                                               \
+      (channel).write(::mprdma::core::LogLevel::lvl, mpr_log_os_.str()); \
+    }                                                                    \
   } while (0)

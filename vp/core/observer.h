@@ -9,9 +9,8 @@
 // event before its due time and before any event at it.
 #pragma once
 
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 namespace mprdma::core {
 

@@ -28,9 +28,7 @@ void RateSampler::start() {
   due_ = sc_core::sc_time_stamp() + interval_.sc();
 }
 
-sc_core::sc_time RateSampler::next_due() const {
-  return started_ ? due_ : sc_core::sc_max_time();
-}
+sc_core::sc_time RateSampler::next_due() const { return started_ ? due_ : sc_core::sc_max_time(); }
 
 void RateSampler::observe() {
   const uint64_t now = sc_core::sc_time_stamp().value();

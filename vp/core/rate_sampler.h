@@ -7,9 +7,8 @@
 
 #include <functional>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/core/observer.h"
 #include "vp/core/stats.h"

@@ -32,9 +32,11 @@ std::vector<std::string> split_path(const std::string& path) {
 // results["other"][path] when the path does not follow the convention in
 // stats.h (too short, or an empty component).
 nlohmann::json& slot_for(nlohmann::json& results, const std::string& path) {
-  static const std::pair<const char*, const char*> kGroups[] = {
-      {"flow", "flows"}, {"nic", "nics"},   {"link", "links"},
-      {"pcie", "pcie"}, {"switch", "switches"}};
+  static const std::pair<const char*, const char*> kGroups[] = {{"flow", "flows"},
+                                                                {"nic", "nics"},
+                                                                {"link", "links"},
+                                                                {"pcie", "pcie"},
+                                                                {"switch", "switches"}};
   std::vector<std::string> parts = split_path(path);
   if (parts.size() >= 3 && !parts[1].empty()) {
     for (const auto& [prefix, group] : kGroups) {

@@ -33,7 +33,8 @@ double Histogram::bucket_mid(int bucket) {
 }
 
 void Histogram::set_exact_below(double cap) {
-  if (!(cap > 0.0)) throw std::invalid_argument("histogram " + info_.path + ": exact cap must be > 0");
+  if (!(cap > 0.0))
+    throw std::invalid_argument("histogram " + info_.path + ": exact cap must be > 0");
   if (count_) throw std::logic_error("histogram " + info_.path + ": exact cap set after samples");
   exact_below_ = cap;
 }

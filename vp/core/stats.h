@@ -78,8 +78,7 @@ class Histogram {
   // Nearest rank over the samples recorded after `since` and up to `until`
   // (tallies of this histogram, `since` the earlier); nullopt when there
   // were none. Exact for values below exact_below(), else within 1.6 %.
-  std::optional<double> percentile_between(const Tally& since, const Tally& until,
-                                           double p) const;
+  std::optional<double> percentile_between(const Tally& since, const Tally& until, double p) const;
 
  private:
   static int bucket_of(double value);
@@ -125,7 +124,9 @@ class StatsRegistry {
   const TimeSeries* find_series(const std::string& path) const;
 
   const std::map<std::string, std::unique_ptr<Counter>>& counters() const { return counters_; }
-  const std::map<std::string, std::unique_ptr<Histogram>>& histograms() const { return histograms_; }
+  const std::map<std::string, std::unique_ptr<Histogram>>& histograms() const {
+    return histograms_;
+  }
   const std::map<std::string, std::unique_ptr<TimeSeries>>& series() const { return series_; }
 
  private:

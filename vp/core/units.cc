@@ -15,8 +15,7 @@ std::pair<double, std::string> split(const std::string& text, const char* what) 
   while (std::isspace(static_cast<unsigned char>(*s))) ++s;
   char* end = nullptr;
   double v = std::strtod(s, &end);
-  if (end == s || !std::isfinite(v))
-    throw UnitError("'" + text + "' is not a " + what);
+  if (end == s || !std::isfinite(v)) throw UnitError("'" + text + "' is not a " + what);
   std::string unit(end);
   size_t a = unit.find_first_not_of(" \t");
   size_t b = unit.find_last_not_of(" \t");
@@ -99,10 +98,8 @@ Frequency parse_frequency(const std::string& text) {
 Bytes parse_bytes(const std::string& text) {
   auto [v, unit] = split(text, "size (e.g. 4KiB)");
   static const std::pair<const char*, double> kUnits[] = {
-      {"", 1.0},          {"B", 1.0},
-      {"KB", 1e3},        {"MB", 1e6},
-      {"GB", 1e9},        {"KiB", 1024.0},
-      {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+      {"", 1.0},   {"B", 1.0},      {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   for (const auto& [u, scale] : kUnits)
     if (unit == u) {
       double bytes = v * scale;

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-
 #include <systemc>
 
 namespace mprdma::core {

@@ -6,8 +6,7 @@
 
 namespace mprdma::fabric {
 
-DeadlockDetector::DeadlockDetector(const Topology& topo,
-                                   const std::vector<Switch*>& switch_of_node,
+DeadlockDetector::DeadlockDetector(const Topology& topo, const std::vector<Switch*>& switch_of_node,
                                    core::Duration interval, int confirm, core::SimEnv& env)
     : topo_(topo),
       switch_of_node_(switch_of_node),
@@ -74,8 +73,7 @@ std::vector<std::string> DeadlockDetector::find_cycle() const {
   for (size_t u = 0; u < vs.size() && cycle.empty(); ++u)
     if (color[u] == 0) dfs(u);
   std::vector<std::string> names;
-  for (size_t i : cycle)
-  {
+  for (size_t i : cycle) {
     const Queue& v = vs[i];
     const int peer = topo_.peer(nodes[v.node].port_link[v.port], v.node);
     names.push_back(nodes[v.node].name + " port " + std::to_string(v.port) + " (to " +

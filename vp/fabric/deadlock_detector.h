@@ -16,9 +16,8 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/core/log.h"
 #include "vp/core/observer.h"
@@ -37,9 +36,8 @@ struct DeadlockRecord {
 class DeadlockDetector : public core::Observer {
  public:
   // `switch_of_node[n]` is node n's Switch (nullptr for hosts).
-  DeadlockDetector(const Topology& topo,
-                   const std::vector<Switch*>& switch_of_node, core::Duration interval,
-                   int confirm, core::SimEnv& env);
+  DeadlockDetector(const Topology& topo, const std::vector<Switch*>& switch_of_node,
+                   core::Duration interval, int confirm, core::SimEnv& env);
 
   // One analysis now: the queues of one cycle, or empty.
   std::vector<std::string> find_cycle() const;

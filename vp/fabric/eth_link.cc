@@ -176,8 +176,7 @@ bool EthLink::is_up(int side) const {
 }
 
 void EthLink::set_rate(core::Bandwidth rate, int side) {
-  if (!(rate.bps > 0))
-    throw std::invalid_argument("link " + cfg_.name + ": rate must be positive");
+  if (!(rate.bps > 0)) throw std::invalid_argument("link " + cfg_.name + ": rate must be positive");
   for_sides(side, [&](Direction& d) {
     d.rate = rate;
     MPR_LOG(log_, info, d.tag << " rate " << core::to_string(rate));
@@ -211,11 +210,21 @@ uint64_t EthLink::loss_ip_id_modulo(int side) const {
 
 void EthLink::apply(const LinkChange& c) {
   switch (c.kind) {
-    case LinkChange::Kind::kDown: set_up(false, c.side); break;
-    case LinkChange::Kind::kUp: set_up(true, c.side); break;
-    case LinkChange::Kind::kRate: set_rate(c.rate, c.side); break;
-    case LinkChange::Kind::kLoss: set_loss(c.loss, c.side); break;
-    case LinkChange::Kind::kLossIpId: set_loss_ip_id_modulo(c.ip_id_modulo, c.side); break;
+    case LinkChange::Kind::kDown:
+      set_up(false, c.side);
+      break;
+    case LinkChange::Kind::kUp:
+      set_up(true, c.side);
+      break;
+    case LinkChange::Kind::kRate:
+      set_rate(c.rate, c.side);
+      break;
+    case LinkChange::Kind::kLoss:
+      set_loss(c.loss, c.side);
+      break;
+    case LinkChange::Kind::kLossIpId:
+      set_loss_ip_id_modulo(c.ip_id_modulo, c.side);
+      break;
   }
 }
 
@@ -236,8 +245,7 @@ sc_core::sc_time EthLink::transmit(int side, net::PacketPtr pkt) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   if (now < d.free_at)
     throw std::logic_error(std::string(name()) + ": transmit on side " + std::to_string(side) +
-                           " at " + now.to_string() + " while busy until " +
-                           d.free_at.to_string());
+                           " at " + now.to_string() + " while busy until " + d.free_at.to_string());
   if (!ports_[1 - side])
     throw std::logic_error(std::string(name()) + ": no port attached on side " +
                            std::to_string(1 - side));

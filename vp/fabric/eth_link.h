@@ -18,7 +18,6 @@
 #include <deque>
 #include <memory>
 #include <string>
-
 #include <systemc>
 
 #include "vp/core/calendar.h"
@@ -63,10 +62,10 @@ struct LinkConfig {
 struct LinkChange {
   enum class Kind { kDown, kUp, kRate, kLoss, kLossIpId };
   Kind kind = Kind::kDown;
-  int side = -1;  // transmitting side 0 (a2b) or 1 (b2a); -1: both
-  core::Bandwidth rate;      // kRate
-  double loss = 0.0;         // kLoss
-  uint64_t ip_id_modulo = 0; // kLossIpId (0: off)
+  int side = -1;              // transmitting side 0 (a2b) or 1 (b2a); -1: both
+  core::Bandwidth rate;       // kRate
+  double loss = 0.0;          // kLoss
+  uint64_t ip_id_modulo = 0;  // kLossIpId (0: off)
 };
 
 class EthLink : public sc_core::sc_module {

@@ -71,7 +71,8 @@ void FabricNodeEntry::bind(core::Binder& b) {
   if (name.empty()) b.error("every node needs a name");
   if (kind == "switch" && (!ip.empty() || !mac.empty()))
     b.error("switch '" + name + "': only hosts take ip and mac");
-  if (!ip.empty() && !parse_ip(ip)) b.error("node '" + name + "': '" + ip + "' is not an IPv4 address");
+  if (!ip.empty() && !parse_ip(ip))
+    b.error("node '" + name + "': '" + ip + "' is not an IPv4 address");
   if (!mac.empty() && !parse_mac(mac))
     b.error("node '" + name + "': '" + mac + "' is not a MAC address (aa:bb:cc:dd:ee:ff)");
 }
@@ -193,9 +194,12 @@ EcnConfig EcnOverride::apply(const EcnConfig& base) const {
     return std::invalid_argument(what + ": " + key + " '" + v + "' " + why);
   };
   if (!enabled.empty()) {
-    if (enabled == "true") e.enabled = true;
-    else if (enabled == "false") e.enabled = false;
-    else throw bad("enabled", enabled, "is not true or false");
+    if (enabled == "true")
+      e.enabled = true;
+    else if (enabled == "false")
+      e.enabled = false;
+    else
+      throw bad("enabled", enabled, "is not true or false");
   }
   auto bytes = [&](const char* key, const std::string& v, core::Bytes& out) {
     if (v.empty()) return;
@@ -223,8 +227,8 @@ EcnConfig EcnOverride::apply(const EcnConfig& base) const {
     e.queue = queue;
   }
   if (e.enabled && e.kmin.n > e.kmax.n)
-    throw std::invalid_argument(what + ": kmin (" + core::to_string(e.kmin) +
-                                ") exceeds kmax (" + core::to_string(e.kmax) + ")");
+    throw std::invalid_argument(what + ": kmin (" + core::to_string(e.kmin) + ") exceeds kmax (" +
+                                core::to_string(e.kmax) + ")");
   return e;
 }
 
@@ -240,8 +244,10 @@ void FabricConfig::bind(core::Binder& b) {
   b.field("leaves", leaves, "Leaf (ToR) switches (mp_rdma_testbed, leaf_spine).", 1, 4096);
   b.field("hosts_per_leaf", hosts_per_leaf, "Hosts under each leaf (mp_rdma_testbed, leaf_spine).",
           1, 4096);
-  b.field("k", k, "Fat-tree parameter: k pods, k/2 edge and k/2 aggregation switches per pod, "
-          "(k/2)^2 cores, k^3/4 hosts; even.", 2, 64);
+  b.field("k", k,
+          "Fat-tree parameter: k pods, k/2 edge and k/2 aggregation switches per pod, "
+          "(k/2)^2 cores, k^3/4 hosts; even.",
+          2, 64);
   b.field("access_rate", access_rate,
           "Rate of host links (explicit topologies: of links that give no rate).");
   b.field("uplink_rate", uplink_rate, "Rate of switch-to-switch links.");
@@ -312,8 +318,7 @@ Topology FabricConfig::build_topology() const {
     } catch (const core::UnitError& e) {
       throw TopologyError("link '" + name + "': " + e.what());
     }
-    t.add_link(l.a, l.b, rate, delay, static_cast<int>(l.a_port), static_cast<int>(l.b_port),
-               name);
+    t.add_link(l.a, l.b, rate, delay, static_cast<int>(l.a_port), static_cast<int>(l.b_port), name);
   }
   t.finalize();
   return t;
@@ -504,8 +509,7 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimE
       calendar_->at(e.at.sc() + cfg_.reroute_delay.sc(), [this, i] { reroute_after(i); });
   }
   if (cfg_.sw.pfc.enabled && cfg_.sw.pfc.lossless_mask && cfg_.deadlock_check.ps)
-    deadlock_ = std::make_unique<DeadlockDetector>(topo_, switch_of_node_,
-                                                   cfg_.deadlock_check,
+    deadlock_ = std::make_unique<DeadlockDetector>(topo_, switch_of_node_, cfg_.deadlock_check,
                                                    static_cast<int>(cfg_.deadlock_confirm), env);
 }
 
@@ -540,8 +544,7 @@ Switch* Fabric::switch_named(const std::string& name) const {
   return n < 0 ? nullptr : switch_of_node_[n];
 }
 
-std::pair<Switch*, int> Fabric::egress_port(const std::string& link,
-                                           const std::string& dir) const {
+std::pair<Switch*, int> Fabric::egress_port(const std::string& link, const std::string& dir) const {
   const int l = topo_.find_link(link);
   if (l < 0 || (dir != "a2b" && dir != "b2a")) return {nullptr, -1};
   const TopoLink& tl = topo_.links()[l];

@@ -7,13 +7,12 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <systemc>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <systemc>
 
 #include "vp/core/calendar.h"
 #include "vp/core/config.h"
@@ -39,11 +38,11 @@ struct FabricNodeEntry {
 
 // A link of an explicit topology.
 struct FabricLinkEntry {
-  std::string name;  // "" -> "<a>-<b>"
-  std::string a, b;  // node names; side 0 and side 1
+  std::string name;                  // "" -> "<a>-<b>"
+  std::string a, b;                  // node names; side 0 and side 1
   int64_t a_port = -1, b_port = -1;  // switch ports; -1 assigns the lowest free one
-  std::string rate;   // "" -> the fabric's access_rate
-  std::string delay;  // "" -> the fabric's link.delay
+  std::string rate;                  // "" -> the fabric's access_rate
+  std::string delay;                 // "" -> the fabric's link.delay
   void bind(core::Binder& b);
 };
 
@@ -80,13 +79,13 @@ struct FabricConfig {
   int64_t spines = 4;
   int64_t leaves = 2;  // ToR switches of the testbed
   int64_t hosts_per_leaf = 5;
-  int64_t k = 4;       // fat_tree
+  int64_t k = 4;                      // fat_tree
   core::Bandwidth access_rate{40e9};  // host links (explicit: links without a rate)
   core::Bandwidth uplink_rate{40e9};  // switch-to-switch links
   // Properties of every link (delay, loss, loss modes, pcap_snaplen); its
   // name, rate and pcap keys are not used.
   LinkConfig link;
-  SwitchConfig sw;  // bound as "switch": every switch's configuration
+  SwitchConfig sw;                     // bound as "switch": every switch's configuration
   std::vector<FabricNodeEntry> nodes;  // explicit
   std::vector<FabricLinkEntry> links;  // explicit
   std::vector<LinkEventConfig> events;
@@ -142,7 +141,7 @@ class Fabric : public sc_core::sc_module {
   const std::vector<HostPort>& hosts() const { return hosts_; }
   // In the topology's link order.
   const std::vector<EthLink*>& links() const { return link_ptrs_; }
-  EthLink* link(const std::string& name) const;  // nullptr if absent
+  EthLink* link(const std::string& name) const;         // nullptr if absent
   Switch* switch_named(const std::string& name) const;  // nullptr if absent
   // The switch port that transmits into direction `dir` (a2b | b2a) of
   // `link`: {switch, port}, or {nullptr, -1} for an unknown link or
@@ -164,8 +163,7 @@ class Fabric : public sc_core::sc_module {
   // direction, rate, average tx Gb/s and utilisation over `active_s`,
   // frames, ECN marks, PAUSE sent/received, drops, largest queue): the
   // per-port table users load into a spreadsheet or pandas.
-  void write_port_table(std::ostream& os, const core::StatsRegistry& stats,
-                        double active_s) const;
+  void write_port_table(std::ostream& os, const core::StatsRegistry& stats, double active_s) const;
 
  private:
   FabricConfig cfg_;

@@ -6,7 +6,9 @@
 namespace mprdma::fabric {
 
 Routing::Routing(const Topology& topo, const std::vector<bool>& down) : topo_(topo) {
-  auto is_down = [&](int link) { return link >= 0 && static_cast<size_t>(link) < down.size() && down[link]; };
+  auto is_down = [&](int link) {
+    return link >= 0 && static_cast<size_t>(link) < down.size() && down[link];
+  };
   const auto& nodes = topo.nodes();
   host_index_.assign(nodes.size(), -1);
   switch_index_.assign(nodes.size(), -1);
@@ -82,8 +84,7 @@ void Routing::for_each_route(
 std::vector<Hop> Routing::trace(const FiveTuple& ft, const Picker& pick) const {
   const int src = host_by_ip(ft.src_ip), dst = host_by_ip(ft.dst_ip);
   if (src < 0) throw std::invalid_argument("no host has source address " + ip_text(ft.src_ip));
-  if (dst < 0)
-    throw std::invalid_argument("no host has destination address " + ip_text(ft.dst_ip));
+  if (dst < 0) throw std::invalid_argument("no host has destination address " + ip_text(ft.dst_ip));
   std::vector<Hop> hops;
   if (src == dst) return hops;
   const auto& nodes = topo_.nodes();

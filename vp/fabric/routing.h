@@ -20,7 +20,7 @@ struct FiveTuple {
   uint32_t src_ip = 0, dst_ip = 0;  // host byte order
   uint8_t proto = 17;               // UDP
   uint16_t sport = 0xC000;
-  uint16_t dport = 4791;            // RoCEv2
+  uint16_t dport = 4791;  // RoCEv2
 };
 
 // One link crossed by a packet: the link and the side that sent it (0: the
@@ -48,9 +48,8 @@ class Routing {
 
   // Calls `install(switch_node, dst_ip, ports)` for every switch and every
   // host, in node order then host order.
-  void for_each_route(
-      const std::function<void(int sw, uint32_t dst_ip, const std::vector<int>& ports)>& install)
-      const;
+  void for_each_route(const std::function<void(int sw, uint32_t dst_ip,
+                                               const std::vector<int>& ports)>& install) const;
 
   // Picks one of `ports` (a next-hop group of switch node `sw`) for `ft`; a
   // Switch's ecmp_pick() in the Fabric.
@@ -63,9 +62,9 @@ class Routing {
 
  private:
   const Topology& topo_;
-  std::vector<int> host_index_;              // node -> host order index (-1: switch)
-  std::vector<int> switch_index_;            // node -> switch order index (-1: host)
-  std::vector<std::vector<int>> dist_;       // [host index][node]
+  std::vector<int> host_index_;                      // node -> host order index (-1: switch)
+  std::vector<int> switch_index_;                    // node -> switch order index (-1: host)
+  std::vector<std::vector<int>> dist_;               // [host index][node]
   std::vector<std::vector<std::vector<int>>> next_;  // [switch index][host index] -> ports
   std::unordered_map<uint32_t, int> by_ip_;
 };

@@ -270,8 +270,9 @@ struct Switch::Impl {
           &st.counter(pb + "tx_packets", "packets", "frames transmitted, PAUSE frames included");
       p.tx_bytes = &st.counter(pb + "tx_bytes", "bytes",
                                "frame bytes transmitted incl. FCS (no preamble, no IFG)");
-      p.tx_data_bytes = &st.counter(pb + "tx_data_bytes", "bytes",
-                                    "bytes of data frames transmitted (tx_bytes less PAUSE frames)");
+      p.tx_data_bytes =
+          &st.counter(pb + "tx_data_bytes", "bytes",
+                      "bytes of data frames transmitted (tx_bytes less PAUSE frames)");
       p.rx_packets = &st.counter(pb + "rx_packets", "packets",
                                  "frames received, PAUSE and dropped frames included");
       p.rx_bytes = &st.counter(pb + "rx_bytes", "bytes", "frame bytes received incl. FCS");
@@ -665,7 +666,7 @@ struct Switch::Impl {
   Switch& self;
   const std::string name;
   const SwitchConfig cfg;
-  const bool wrr;          // cfg.scheduler == "wrr", decided once
+  const bool wrr;  // cfg.scheduler == "wrr", decided once
   core::SimEnv& env;
   core::ClockDomain clock;
   core::LogChannel& log;
@@ -766,8 +767,8 @@ const SwitchConfig& Switch::config() const { return impl_->cfg; }
 void Switch::set_port_ecn(int port, const EcnConfig& ecn) {
   impl_->check_port(port, "set_port_ecn");
   validate_ecn(ecn, impl_->cfg.buffer, [&](const std::string& msg) {
-    throw std::invalid_argument("switch " + impl_->name + ": port " + std::to_string(port) +
-                                ": " + msg);
+    throw std::invalid_argument("switch " + impl_->name + ": port " + std::to_string(port) + ": " +
+                                msg);
   });
   Impl::Port& p = impl_->port(port);
   p.ecn = ecn;
@@ -785,7 +786,7 @@ double Switch::red_queue_bytes(int port, int prio) const {
   Impl::check_prio(prio);
   const Impl::Port& p = impl_->port(port);
   return p.ecn_average ? p.red_avg[static_cast<size_t>(prio)]
-                            : static_cast<double>(p.egress[static_cast<size_t>(prio)]);
+                       : static_cast<double>(p.egress[static_cast<size_t>(prio)]);
 }
 
 net::MacAddr Switch::port_mac(int port) const {

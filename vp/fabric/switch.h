@@ -14,9 +14,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/core/config.h"
 #include "vp/core/sim_env.h"
@@ -60,12 +59,12 @@ struct PfcConfig {
 
 struct SwitchConfig {
   core::Frequency clock{1e9};
-  int64_t forwarding_cycles = 300;  // ingress parse to egress enqueue
+  int64_t forwarding_cycles = 300;       // ingress parse to egress enqueue
   core::Bytes buffer{12 * 1024 * 1024};  // shared buffer of the chip
   // Lossy egress admission (Broadcom-style dynamic threshold): a queue may
   // grow while its length < alpha * free buffer.
   double dt_alpha = 1.0;
-  std::string scheduler = "strict";  // strict | wrr
+  std::string scheduler = "strict";      // strict | wrr
   std::vector<core::Bytes> wrr_weights;  // 8 weights (bytes per round), wrr only
   EcnConfig ecn;
   PfcConfig pfc;
@@ -109,11 +108,11 @@ class Switch : public sc_core::sc_module {
                 const std::vector<int>& group) const;
 
   // --- observability ---
-  uint64_t queue_bytes(int port, int prio) const;      // egress queue length
-  uint64_t ingress_bytes(int port, int prio) const;    // MMU ingress accounting
+  uint64_t queue_bytes(int port, int prio) const;    // egress queue length
+  uint64_t ingress_bytes(int port, int prio) const;  // MMU ingress accounting
   uint64_t buffer_used() const;
-  bool egress_paused(int port, int prio) const;        // a PAUSE from the peer holds it
-  bool ingress_pausing(int port, int prio) const;      // we sent XOFF on this port
+  bool egress_paused(int port, int prio) const;    // a PAUSE from the peer holds it
+  bool ingress_pausing(int port, int prio) const;  // we sent XOFF on this port
   // Bytes in egress queue (port, prio) that arrived on `ingress` (the
   // buffer dependency between an ingress and an egress: deadlock analysis).
   uint64_t queued_from(int port, int prio, int ingress) const;

@@ -8,8 +8,7 @@ namespace mprdma::fabric {
 int Topology::add_node(TopoNode n) {
   if (finalized_) throw std::logic_error("Topology: add after finalize()");
   if (n.name.empty()) throw TopologyError("a node needs a name");
-  if (node_index_.count(n.name))
-    throw TopologyError("node '" + n.name + "' is defined twice");
+  if (node_index_.count(n.name)) throw TopologyError("node '" + n.name + "' is defined twice");
   const int index = static_cast<int>(nodes_.size());
   node_index_[n.name] = index;
   (n.kind == NodeKind::kHost ? hosts_ : switches_).push_back(index);
@@ -233,8 +232,12 @@ uint32_t host_ip(size_t index) {
 MacBytes host_mac(size_t index) {
   const uint64_t v = index + 1;
   if (v >> 32) throw TopologyError("too many hosts for automatic MAC addresses");
-  return {0x02, 0x00, static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
-          static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
+  return {0x02,
+          0x00,
+          static_cast<uint8_t>(v >> 24),
+          static_cast<uint8_t>(v >> 16),
+          static_cast<uint8_t>(v >> 8),
+          static_cast<uint8_t>(v)};
 }
 
 std::string ip_text(uint32_t ip) {
@@ -290,8 +293,8 @@ namespace {
 
 void check_count(const char* what, int n, int min) {
   if (n < min)
-    throw TopologyError(std::string(what) + " must be at least " + std::to_string(min) +
-                        ", not " + std::to_string(n));
+    throw TopologyError(std::string(what) + " must be at least " + std::to_string(min) + ", not " +
+                        std::to_string(n));
 }
 
 // Two tiers: `leaves` leaf switches named <leaf_prefix><i> with `hosts`
@@ -308,7 +311,8 @@ Topology two_tier(const std::string& leaf_prefix, const std::string& leaf_role, 
   for (int s = 0; s < spines; ++s) t.add_switch("s" + std::to_string(s), "spine");
   for (int l = 0; l < leaves; ++l) {
     const std::string leaf = leaf_prefix + std::to_string(l);
-    for (int h = 0; h < hosts; ++h) t.add_link(leaf + "h" + std::to_string(h), leaf, access, delay, 0, h);
+    for (int h = 0; h < hosts; ++h)
+      t.add_link(leaf + "h" + std::to_string(h), leaf, access, delay, 0, h);
   }
   std::vector<PathGroup> groups(static_cast<size_t>(spines));
   for (int l = 0; l < leaves; ++l)

@@ -149,7 +149,6 @@ Topology make_leaf_spine(int spines, int leaves, int hosts_per_leaf, core::Bandw
 // c0.., k/2 hosts p<p>e<i>h<j> per edge switch (k^3/4 hosts). Aggregation
 // switch i of every pod connects to cores i*k/2 .. i*k/2 + k/2 - 1. Path
 // group i = the links through core i.
-Topology make_fat_tree(int k, core::Bandwidth access, core::Bandwidth uplink,
-                       core::Duration delay);
+Topology make_fat_tree(int k, core::Bandwidth access, core::Bandwidth uplink, core::Duration delay);
 
 }  // namespace mprdma::fabric

@@ -1,10 +1,10 @@
 #include "vp/host/driver.h"
 
+#include <mprdma/regs_util.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
-
-#include <mprdma/regs_util.h>
 
 namespace mprdma::host {
 namespace {
@@ -144,8 +144,9 @@ void Driver::init() {
 
   ready_ = true;
   ready_event_.notify(sc_core::SC_ZERO_TIME);
-  MPR_LOG(log_, info, "NIC up: fw " << hex(device_.fw_version) << ", " << device_.max_qp
-                                    << " QPs, port " << port_.speed_mbps << " Mb/s");
+  MPR_LOG(log_, info,
+          "NIC up: fw " << hex(device_.fw_version) << ", " << device_.max_qp << " QPs, port "
+                        << port_.speed_mbps << " Mb/s");
 }
 
 void Driver::map_icm() {
@@ -228,8 +229,9 @@ CommandResult Driver::execute(mpr_cmd& cmd, const void* in, size_t in_len, void*
   r.syndrome = comp.syndrome;
   r.out0 = comp.out[0];
   if (!r.ok())
-    MPR_LOG(log_, info, "command " << cmd.hdr.opcode << " failed: status " << int(r.status)
-                                   << " syndrome " << r.syndrome);
+    MPR_LOG(log_, info,
+            "command " << cmd.hdr.opcode << " failed: status " << int(r.status) << " syndrome "
+                       << r.syndrome);
   return r;
 }
 

@@ -9,14 +9,14 @@
 // holding its admin-queue lock.
 #pragma once
 
+#include <mprdma/hw.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
-#include <vector>
-
-#include <mprdma/hw.h>
 #include <systemc>
+#include <vector>
 
 #include "vp/core/log.h"
 #include "vp/core/sim_env.h"

@@ -13,9 +13,9 @@ namespace {
 // ~62 % of flows below 1 MB but most bytes in flows of 1-30 MB; mean
 // ~1.71 MB with linear interpolation.
 const std::vector<FlowSizes::Point> kWebSearch = {
-    {0, 0.0},          {10000, 0.15},    {20000, 0.20},   {30000, 0.30},
-    {50000, 0.40},     {80000, 0.53},    {200000, 0.60},  {1000000, 0.70},
-    {2000000, 0.80},   {5000000, 0.90},  {10000000, 0.97}, {30000000, 1.0},
+    {0, 0.0},        {10000, 0.15},   {20000, 0.20},    {30000, 0.30},
+    {50000, 0.40},   {80000, 0.53},   {200000, 0.60},   {1000000, 0.70},
+    {2000000, 0.80}, {5000000, 0.90}, {10000000, 0.97}, {30000000, 1.0},
 };
 
 }  // namespace
@@ -64,8 +64,9 @@ void FlowSizeCdfConfig::bind(core::Binder& b) {
          "first point sits at its size), as pFabric's and HPCC's generators draw them.");
   if (!b.reading()) return;
   if (name.empty() || name.find_first_of(".,()|*= ") != std::string::npos)
-    b.error("every flow_size_cdfs entry needs a name without dots, commas, parentheses or "
-            "spaces");
+    b.error(
+        "every flow_size_cdfs entry needs a name without dots, commas, parentheses or "
+        "spaces");
   const std::vector<std::string> builtin = FlowSizes::names();
   if (std::find(builtin.begin(), builtin.end(), name) != builtin.end())
     b.error("flow_size_cdfs '" + name + "' would hide the built-in distribution of that name");

@@ -90,8 +90,8 @@ void JobConfig::bind(core::Binder& b) {
           "Bandwidth tests: write each send WQE into the QP's UAR page (WQE by MMIO, "
           "BlueFlame-style) instead of ringing the doorbell.");
   b.field("post_list", post_list,
-          "Bandwidth tests: post this many WQEs behind one doorbell (perftest --post_list).",
-          1, 4096, "WQEs");
+          "Bandwidth tests: post this many WQEs behind one doorbell (perftest --post_list).", 1,
+          4096, "WQEs");
   b.choice("transport", transport, {"rc", "ud"},
            "send_bw: rc = one RC connection per copy; ud = UD QPs, every SEND a datagram "
            "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first).");
@@ -100,8 +100,8 @@ void JobConfig::bind(core::Binder& b) {
            "the NICs' nic.transport; another must be offered by both NICs (nic.transport or "
            "nic.qp_transports; dcqcn is go-back-N on NICs with congestion_control dcqcn).");
   b.field("send_imm", send_imm,
-           "send_bw: every SEND carries a 4-byte immediate, its message number, which the "
-           "server checks in order (SEND with immediate; with size 0 a header-only SEND).");
+          "send_bw: every SEND carries a 4-byte immediate, its message number, which the "
+          "server checks in order (SEND with immediate; with size 0 a header-only SEND).");
   b.field("recv_sges", recv_sges,
           "send_bw: scatter entries of each of the server's RECVs: 1, or 0 for header-only "
           "RECVs (16-byte RECV WQEs; they take SENDs without payload only, placing nothing "
@@ -176,8 +176,9 @@ void JobConfig::bind(core::Binder& b) {
     if (!via.empty() && udp_sport) b.error("give either via or udp_sport, not both");
     if (qps > 1 && app != "write_bw" && app != "read_bw" && app != "send_bw" &&
         app != "atomic_bw" && app != "rpc_bw" && app != "write_flows")
-      b.error("qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw, "
-              "rpc_bw)");
+      b.error(
+          "qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw, "
+          "rpc_bw)");
     if (qps > 1 && sizes.size() != 1) b.error("qps > 1 needs exactly one size");
     if ((counters > 1 || counter_stride.n != 8 || counter_pick != "round_robin") &&
         app != "atomic_bw")

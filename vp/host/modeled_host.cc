@@ -5,8 +5,7 @@
 namespace mprdma::host {
 
 ModeledHost::ModeledHost(sc_core::sc_module_name name, const HostConfig& host,
-                         const nic::NicConfig& nic, const pcie::PcieConfig& pcie,
-                         core::SimEnv& env)
+                         const nic::NicConfig& nic, const pcie::PcieConfig& pcie, core::SimEnv& env)
     : sc_core::sc_module(name),
       cfg_(host),
       mem_(host.memory_base, host.memory.n),

@@ -5,9 +5,8 @@
 
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/core/sim_env.h"
 #include "vp/host/address_space.h"

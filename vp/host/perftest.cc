@@ -18,18 +18,30 @@ namespace perftest_detail {
 
 const char* status_name(uint32_t s) {
   switch (s) {
-    case MPR_CQE_SUCCESS: return "success";
-    case MPR_CQE_LOC_LEN_ERR: return "local length error";
-    case MPR_CQE_LOC_QP_OP_ERR: return "local QP operation error";
-    case MPR_CQE_LOC_PROT_ERR: return "local protection error";
-    case MPR_CQE_WR_FLUSH_ERR: return "work request flushed";
-    case MPR_CQE_BAD_RESP_ERR: return "bad response";
-    case MPR_CQE_REM_INV_REQ_ERR: return "remote invalid request";
-    case MPR_CQE_REM_ACCESS_ERR: return "remote access error";
-    case MPR_CQE_REM_OP_ERR: return "remote operational error";
-    case MPR_CQE_RETRY_EXC_ERR: return "transport retry counter exceeded";
-    case MPR_CQE_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
-    default: return "error";
+    case MPR_CQE_SUCCESS:
+      return "success";
+    case MPR_CQE_LOC_LEN_ERR:
+      return "local length error";
+    case MPR_CQE_LOC_QP_OP_ERR:
+      return "local QP operation error";
+    case MPR_CQE_LOC_PROT_ERR:
+      return "local protection error";
+    case MPR_CQE_WR_FLUSH_ERR:
+      return "work request flushed";
+    case MPR_CQE_BAD_RESP_ERR:
+      return "bad response";
+    case MPR_CQE_REM_INV_REQ_ERR:
+      return "remote invalid request";
+    case MPR_CQE_REM_ACCESS_ERR:
+      return "remote access error";
+    case MPR_CQE_REM_OP_ERR:
+      return "remote operational error";
+    case MPR_CQE_RETRY_EXC_ERR:
+      return "transport retry counter exceeded";
+    case MPR_CQE_RNR_RETRY_EXC_ERR:
+      return "RNR retry counter exceeded";
+    default:
+      return "error";
   }
 }
 
@@ -40,11 +52,16 @@ std::string completion_error(const mpr_wc& wc) {
 
 uint8_t mtu_code(uint64_t mtu) {
   switch (mtu) {
-    case 256: return MPR_MTU_256;
-    case 512: return MPR_MTU_512;
-    case 1024: return MPR_MTU_1024;
-    case 2048: return MPR_MTU_2048;
-    default: return MPR_MTU_4096;
+    case 256:
+      return MPR_MTU_256;
+    case 512:
+      return MPR_MTU_512;
+    case 1024:
+      return MPR_MTU_1024;
+    case 2048:
+      return MPR_MTU_2048;
+    default:
+      return MPR_MTU_4096;
   }
 }
 
@@ -278,8 +295,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   // Synchronise messages: one draw per message posted, one ahead, so that
   // stop_wait can signal the message before a synchronise one.
   const bool stop_wait = cfg_.sync_mode == "stop_wait";
-  core::RandomStream* sync_rng =
-      cfg_.sync_ratio > 0 ? &stream("sync") : nullptr;
+  core::RandomStream* sync_rng = cfg_.sync_ratio > 0 ? &stream("sync") : nullptr;
   auto draw_sync = [&] { return sync_rng != nullptr && sync_rng->bernoulli(cfg_.sync_ratio); };
   bool cur_sync = draw_sync();
   bool stalled = false;
@@ -289,8 +305,8 @@ SizeResult PerfTest::run_bw(uint64_t size) {
     bool wait_due = false;
     // post_list: a batch starts only when it fits whole (as perftest does).
     const uint64_t batch = static_cast<uint64_t>(cfg_.post_list);
-    while (posted < r.iterations && posted - (c.qp->dp.sq.ci - ci0) <
-                                        static_cast<uint64_t>(cfg_.tx_depth)) {
+    while (posted < r.iterations &&
+           posted - (c.qp->dp.sq.ci - ci0) < static_cast<uint64_t>(cfg_.tx_depth)) {
       if (batch > 1 && unrung == 0 &&
           static_cast<uint64_t>(cfg_.tx_depth) - (posted - (c.qp->dp.sq.ci - ci0)) <
               std::min(batch, r.iterations - posted))
@@ -316,10 +332,9 @@ SizeResult PerfTest::run_bw(uint64_t size) {
         ++r.sync_messages;
         if (!stop_wait) wr.flags |= MPR_WQE_F_SYNC;
       }
-      const bool last = timed && sc_core::sc_time_stamp() >= deadline &&
-                        (posted + 1) % cfg_.cq_mod == 0;
-      if ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations ||
-          (stop_wait && next_sync))
+      const bool last =
+          timed && sc_core::sc_time_stamp() >= deadline && (posted + 1) % cfg_.cq_mod == 0;
+      if ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations || (stop_wait && next_sync))
         wr.flags |= MPR_WQE_F_SIGNALED;
       if (last) r.iterations = posted + 1;
       int err;
@@ -347,10 +362,9 @@ SizeResult PerfTest::run_bw(uint64_t size) {
       unrung = 0;
     }
     if (c.qp->dp.sq.ci - ci0 >= r.iterations) break;
-    const int n =
-        wait_due ? wait_completions_until(c, c.scq, static_cast<int>(wc.size()), wc.data(),
-                                          due(posted))
-                 : wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
+    const int n = wait_due ? wait_completions_until(c, c.scq, static_cast<int>(wc.size()),
+                                                    wc.data(), due(posted))
+                           : wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
     for (int i = 0; i < n; ++i)
       if (wc[i].status != MPR_CQE_SUCCESS) {
         r.error = completion_error(wc[i]);
@@ -402,10 +416,10 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
       }
       // UD: the sender's QP, and the GRH unless nothing is placed
       // (header-only).
-      if (ud && (wc[i].src_qp != client_->qp->qpn ||
-                 !(wc[i].flags & MPR_CQE_F_GRH) != header_only)) {
-        error = "UD receive completion from QP " + std::to_string(wc[i].src_qp) +
-                " (expected " + std::to_string(client_->qp->qpn) + ") or with GRH flag " +
+      if (ud &&
+          (wc[i].src_qp != client_->qp->qpn || !(wc[i].flags & MPR_CQE_F_GRH) != header_only)) {
+        error = "UD receive completion from QP " + std::to_string(wc[i].src_qp) + " (expected " +
+                std::to_string(client_->qp->qpn) + ") or with GRH flag " +
                 std::to_string(!!(wc[i].flags & MPR_CQE_F_GRH));
         return;
       }
@@ -414,13 +428,11 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
         return;
       }
       // send_imm: the immediates are the message numbers, in order.
-      if (cfg_.send_imm &&
-          (!(wc[i].flags & MPR_CQE_F_IMM) ||
-           __builtin_bswap32(wc[i].imm_data) != static_cast<uint32_t>(received))) {
+      if (cfg_.send_imm && (!(wc[i].flags & MPR_CQE_F_IMM) ||
+                            __builtin_bswap32(wc[i].imm_data) != static_cast<uint32_t>(received))) {
         error = "RECV " + std::to_string(received) + " completed with immediate " +
-                ((wc[i].flags & MPR_CQE_F_IMM)
-                     ? std::to_string(__builtin_bswap32(wc[i].imm_data))
-                     : std::string("none"));
+                ((wc[i].flags & MPR_CQE_F_IMM) ? std::to_string(__builtin_bswap32(wc[i].imm_data))
+                                               : std::string("none"));
         return;
       }
       ++received;
@@ -468,9 +480,8 @@ SizeResult PerfTest::run_atomic(uint64_t) {
       const uint64_t k = random_pick ? pick->below(counters) : posted % counters;
       ++sent[k];
       wr.remote_addr = s.buf + k * stride;
-      wr.flags = ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations)
-                     ? MPR_WQE_F_SIGNALED
-                     : 0;
+      wr.flags =
+          ((posted + 1) % cfg_.cq_mod == 0 || posted + 1 == r.iterations) ? MPR_WQE_F_SIGNALED : 0;
       if (c.ctx->post_send(c.qp, wr)) {
         r.error = "post_send failed";
         return r;

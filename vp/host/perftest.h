@@ -136,10 +136,10 @@ struct JobConfig {
 struct SizeResult {
   uint64_t bytes = 0;
   uint64_t iterations = 0;
-  double seconds = 0;        // simulated duration of the run
-  double bw_gbps = 0;        // payload bits per second / 1e9
-  double bw_MBps = 0;        // payload bytes per second / 2^20 (perftest's MB)
-  double msg_rate_mpps = 0;  // messages per second / 1e6
+  double seconds = 0;          // simulated duration of the run
+  double bw_gbps = 0;          // payload bits per second / 1e9
+  double bw_MBps = 0;          // payload bytes per second / 2^20 (perftest's MB)
+  double msg_rate_mpps = 0;    // messages per second / 1e6
   uint64_t sync_messages = 0;  // messages posted as synchronise (sync_ratio)
   double sync_wait_us = 0;     // stop_wait: time posting waited for completions
   // Latency in microseconds (latency tests).

@@ -1,8 +1,6 @@
 // PerfTest's write_flows: flows of a size distribution arriving as a
 // Poisson process, and their completion-time histograms.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "vp/host/perftest.h"
-
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "vp/host/flow_sizes.h"
+#include "vp/host/perftest.h"
 #include "vp/host/perftest_internal.h"
 
 namespace mprdma::host {
@@ -36,8 +35,9 @@ const char* flow_class(uint64_t bytes) {
 
 void PerfTest::record_fct(uint64_t bytes, double fct_us) {
   const std::string group = "flows." + cfg_.flow_group + ".fct_us";
-  env_.stats.histogram("flow." + cfg_.name + ".fct_us", "us",
-                       "Flow completion times of job " + cfg_.name + " (arrival to completion)")
+  env_.stats
+      .histogram("flow." + cfg_.name + ".fct_us", "us",
+                 "Flow completion times of job " + cfg_.name + " (arrival to completion)")
       .record(fct_us);
   env_.stats.histogram(group, "us", "Flow completion times of flow group " + cfg_.flow_group)
       .record(fct_us);
@@ -51,8 +51,9 @@ void PerfTest::record_fct(uint64_t bytes, double fct_us) {
   const double ideal_us =
       cfg_.ideal_base.sc().to_seconds() * 1e6 + double(bytes) * 8.0 / cfg_.ideal_rate.bps * 1e6;
   const double slowdown = fct_us / ideal_us;
-  env_.stats.histogram("flow." + cfg_.name + ".slowdown", "",
-                       "Flow slowdowns of job " + cfg_.name + " (FCT / idle-network time)")
+  env_.stats
+      .histogram("flow." + cfg_.name + ".slowdown", "",
+                 "Flow slowdowns of job " + cfg_.name + " (FCT / idle-network time)")
       .record(slowdown);
   env_.stats
       .histogram("flows." + cfg_.flow_group + ".slowdown", "",
@@ -66,7 +67,7 @@ SizeResult PerfTest::run_flows(uint64_t max_size) {
   Side& c = *client_;
   Side& s = *server_;
   const FlowSizes dist = cfg_.flow_size_cdf.empty() ? FlowSizes::named(cfg_.flow_sizes)
-                                                     : FlowSizes(cfg_.flow_size_cdf);
+                                                    : FlowSizes(cfg_.flow_size_cdf);
   core::RandomStream& size_rng = stream("flow_sizes");
   core::RandomStream& gap_rng = stream("arrivals");
   // Poisson arrivals offering `rate` of payload on average, shared by the
@@ -134,10 +135,10 @@ SizeResult PerfTest::run_flows(uint64_t max_size) {
       sc_core::wait(next - now);
       continue;
     }
-    const int n = arrivals_left ? wait_completions_until(c, c.scq, static_cast<int>(wc.size()),
-                                                         wc.data(), next)
-                                : wait_completions(c, c.scq, static_cast<int>(wc.size()),
-                                                   wc.data());
+    const int n =
+        arrivals_left
+            ? wait_completions_until(c, c.scq, static_cast<int>(wc.size()), wc.data(), next)
+            : wait_completions(c, c.scq, static_cast<int>(wc.size()), wc.data());
     for (int i = 0; i < n; ++i) {
       if (wc[i].status != MPR_CQE_SUCCESS) {
         r.error = completion_error(wc[i]);

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-
 #include <systemc>
 
 #include "vp/host/perftest.h"

@@ -1,14 +1,13 @@
 // PerfTest's latency tests: write_lat, read_lat and send_lat (ping-pong or
 // one at a time, as perftest), and their percentile summary.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "vp/host/perftest.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "vp/host/perftest.h"
 #include "vp/host/perftest_internal.h"
 
 namespace mprdma::host {
@@ -26,9 +25,9 @@ std::vector<uint8_t> PerfTest::random_pattern(uint64_t size) {
 void PerfTest::finish_latency(SizeResult& r, std::vector<double>& us) {
   if (us.empty()) return;
   summarize_latency(r, us);
-  core::Histogram& h = env_.stats.histogram(
-      "flow." + cfg_.name + ".latency_us_" + std::to_string(r.bytes), "us",
-      "Per-iteration latency of job " + cfg_.name);
+  core::Histogram& h =
+      env_.stats.histogram("flow." + cfg_.name + ".latency_us_" + std::to_string(r.bytes), "us",
+                           "Per-iteration latency of job " + cfg_.name);
   for (double v : us) h.record(v);
 }
 

@@ -1,11 +1,10 @@
 // PerfTest's rpc_bw: Kalia et al.'s sequencer over UD.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "vp/host/perftest.h"
-
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "vp/host/perftest.h"
 #include "vp/host/perftest_internal.h"
 
 namespace mprdma::host {
@@ -25,8 +24,7 @@ constexpr uint64_t kRpcSlot = 64;
 // One RECV of rpc_bw into `slot` of the side's receive half, without the
 // doorbell (both sides post per poll, then ring once).
 int PerfTest::post_rpc_recv(Side& side, uint64_t slot, bool header_only) {
-  mpr_sge sge{side.buf + side.half + slot * kRpcSlot, static_cast<uint32_t>(kRpcSlot),
-              side.mr.key};
+  mpr_sge sge{side.buf + side.half + slot * kRpcSlot, static_cast<uint32_t>(kRpcSlot), side.mr.key};
   mpr_recv_wr rwr{slot, &sge, header_only ? 0u : 1u};
   return side.ctx->post_recv_no_doorbell(side.qp, rwr);
 }

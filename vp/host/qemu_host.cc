@@ -1,5 +1,6 @@
 #include "vp/host/qemu_host.h"
 
+#include <mprdma/regs_util.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
-
-#include <mprdma/regs_util.h>
 
 #ifndef MPRDMA_QEMU_PLUGIN_PATH
 #define MPRDMA_QEMU_PLUGIN_PATH ""
@@ -135,18 +134,22 @@ QemuHost::QemuHost(sc_core::sc_module_name name, const QemuHostConfig& cfg,
                 : nullptr),
       ivshmem_(basename(), runtime_dir_.path + "/ivshmem.sock",
                static_cast<unsigned>(cfg_.vectors)),
-      proxy_("proxy",
-             [&] {
-               pcie::QemuProxyConfig p;
-               p.name = nic.name;
-               p.bar_size = {static_cast<uint32_t>(nic::kBar0Size), 0,
-                             pow2_at_least(static_cast<uint64_t>(nic.limits.num_uar_pages) *
-                                           MPR_UAR_PAGE_SIZE),
-                             0, 0, 0};
-               p.bar_target = {nic.bar0_base, 0, nic.bar2_base, 0, 0, 0};
-               return p;
-             }(),
-             rc_, guest_mem_, sync_ ? static_cast<pcie::GuestClock&>(*sync_) : free_clock_, env),
+      proxy_(
+          "proxy",
+          [&] {
+            pcie::QemuProxyConfig p;
+            p.name = nic.name;
+            p.bar_size = {
+                static_cast<uint32_t>(nic::kBar0Size),
+                0,
+                pow2_at_least(static_cast<uint64_t>(nic.limits.num_uar_pages) * MPR_UAR_PAGE_SIZE),
+                0,
+                0,
+                0};
+            p.bar_target = {nic.bar0_base, 0, nic.bar2_base, 0, 0, 0};
+            return p;
+          }(),
+          rc_, guest_mem_, sync_ ? static_cast<pcie::GuestClock&>(*sync_) : free_clock_, env),
       process_(basename()),
       refused_dma_(env.stats.counter("pcie." + nic.name + ".qemu.dma_without_bus_master",
                                      "transactions",
@@ -169,9 +172,10 @@ QemuHost::QemuHost(sc_core::sc_module_name name, const QemuHostConfig& cfg,
     }
     if (!ivshmem_.notify(data)) {
       dropped_msi_.add();
-      MPR_LOG(log_, warn, "MSI vector " << data << " dropped: "
-                                        << (ivshmem_.connected() ? "beyond the ivshmem vectors"
-                                                                 : "no ivshmem client"));
+      MPR_LOG(log_, warn,
+              "MSI vector " << data << " dropped: "
+                            << (ivshmem_.connected() ? "beyond the ivshmem vectors"
+                                                     : "no ivshmem client"));
     }
   };
   proxy_.on_device_reset = [this] {
@@ -213,9 +217,9 @@ std::string QemuHost::kernel_append() const {
   // quiet and cryptomgr.notests shorten the boot under TCG (GUEST.md);
   // no_timer_check keeps a guest starved of host CPU (several QEMUs on two
   // cores) from panicking on the IO-APIC timer check at boot.
-  std::string a = "console=ttyS0 panic=-1 quiet cryptomgr.notests no_timer_check mprdma.ip=" +
-                  ipv4_text(n.ip) +
-                  "/24 mprdma.hostname=" + std::string(basename());
+  std::string a =
+      "console=ttyS0 panic=-1 quiet cryptomgr.notests no_timer_check mprdma.ip=" + ipv4_text(n.ip) +
+      "/24 mprdma.hostname=" + std::string(basename());
   if (!cfg_.share_dir.empty()) a += " mprdma.share=" + cfg_.share_tag;
   if (!cfg_.append.empty()) a += " " + cfg_.append;
   return a;
@@ -312,8 +316,9 @@ void QemuHost::on_exit(const std::string& report) {
   if (!stopping_) {
     const uint32_t v = MPR_SET(RESET, RESET, 1);
     rc_.post_mmio_write(nic_.config().bar0_base + MPR_BAR0_OFF(RESET), &v, sizeof v);
-    MPR_LOG(log_, info, "QEMU " << basename() << " is gone: NIC " << nic_.config().name
-                                << " reset (its QPs no longer answer)");
+    MPR_LOG(log_, info,
+            "QEMU " << basename() << " is gone: NIC " << nic_.config().name
+                    << " reset (its QPs no longer answer)");
   }
   // Powering off after the run script (MPRDMA-RUN-EXIT seen) is the
   // expected end of a guest, not a failure that should stop the others.
@@ -324,7 +329,9 @@ void QemuHost::service() {
   for (const std::string& m : ivshmem_.take_messages()) MPR_LOG(log_, info, "ivshmem: " << m);
   for (pcie::QemuProcess::Event& e : process_.take_events()) {
     switch (e.kind) {
-      case pcie::QemuProcess::Event::kConsoleLine: on_console(e.text); break;
+      case pcie::QemuProcess::Event::kConsoleLine:
+        on_console(e.text);
+        break;
       case pcie::QemuProcess::Event::kStderrLine:
         if (stopping_) {
           MPR_LOG(log_, info, "qemu: " << e.text);
@@ -332,7 +339,9 @@ void QemuHost::service() {
           MPR_LOG(log_, warn, "qemu: " << e.text);
         }
         break;
-      case pcie::QemuProcess::Event::kExited: on_exit(e.text); break;
+      case pcie::QemuProcess::Event::kExited:
+        on_exit(e.text);
+        break;
     }
   }
   proxy_.service();
@@ -366,9 +375,10 @@ bool QemuHost::BusMasterGate::allowed(const char* what, uint64_t pa) {
   h_.refused_dma_.add();
   if (!h_.bus_master_warned_) {
     h_.bus_master_warned_ = true;
-    MPR_LOG(h_.log_, warn, what << " at 0x" << std::hex << pa << std::dec
-                                << " refused: the guest has not enabled bus mastering on the NIC "
-                                   "(pci_set_master); further refusals are only counted");
+    MPR_LOG(h_.log_, warn,
+            what << " at 0x" << std::hex << pa << std::dec
+                 << " refused: the guest has not enabled bus mastering on the NIC "
+                    "(pci_set_master); further refusals are only counted");
   }
   return false;
 }
@@ -383,7 +393,7 @@ bool QemuHost::BusMasterGate::write(uint64_t pa, const void* src, size_t len) {
 
 uint8_t* QemuHost::BusMasterGate::ptr(uint64_t pa, size_t len) {
   return h_.cfg_.require_bus_master && !h_.proxy_.bus_master() ? nullptr
-                                                                : h_.guest_mem_.ptr(pa, len);
+                                                               : h_.guest_mem_.ptr(pa, len);
 }
 
 }  // namespace mprdma::host

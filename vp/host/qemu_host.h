@@ -28,9 +28,8 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/core/config.h"
 #include "vp/core/log.h"
@@ -96,9 +95,7 @@ struct QemuHostConfig {
   void bind(core::Binder& b);
 };
 
-class QemuHost : public sc_core::sc_module,
-                 public Host,
-                 public pcie::QemuRunLoop::Participant {
+class QemuHost : public sc_core::sc_module, public Host, public pcie::QemuRunLoop::Participant {
  public:
   // Launches QEMU (throws std::runtime_error / std::invalid_argument if it
   // cannot). With a valid `qemu_socket`, no QEMU is launched: the proxy
@@ -124,7 +121,7 @@ class QemuHost : public sc_core::sc_module,
   // console_event() is notified (delta) for each.
   const std::vector<std::string>& console_lines() const { return lines_; }
   sc_core::sc_event& console_event() { return console_event_; }
-  bool guest_ready() const { return ready_; }  // MPRDMA-READY seen
+  bool guest_ready() const { return ready_; }                // MPRDMA-READY seen
   std::optional<int> run_exit() const { return run_exit_; }  // MPRDMA-RUN-EXIT <n>
   bool qemu_exited() const { return exited_; }
   const std::string& exit_report() const { return exit_report_; }

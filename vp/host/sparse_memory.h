@@ -83,7 +83,7 @@ class SparseMemory : public pcie::HostMemoryIf {
   // in groups from top_ downwards. Both are physical addresses.
   uint64_t bottom_;
   uint64_t top_;
-  uint64_t group_base_ = 0;  // physical address of the current scatter group
+  uint64_t group_base_ = 0;              // physical address of the current scatter group
   uint64_t group_next_ = kScatterGroup;  // next index into the group's order
 };
 

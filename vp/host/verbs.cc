@@ -112,8 +112,8 @@ void VerbsContext::dereg_mr(const MemoryRegion& mr) {
   if (!r.ok()) fail("DEREG_MR", r);
 }
 
-CompletionQueue* VerbsContext::create_cq(uint32_t entries, uint8_t log_cqe_size,
-                                         bool inline_recv, bool consumer_record) {
+CompletionQueue* VerbsContext::create_cq(uint32_t entries, uint8_t log_cqe_size, bool inline_recv,
+                                         bool consumer_record) {
   auto cq = std::make_unique<CompletionQueue>();
   const uint32_t log_size = std::max<uint32_t>(1, log2_ceil(entries));
   const uint32_t log_slot = log_cqe_size ? log_cqe_size : MPR_CQ_LOG_CQE_SIZE_MIN;
@@ -134,9 +134,8 @@ CompletionQueue* VerbsContext::create_cq(uint32_t entries, uint8_t log_cqe_size,
   if (!r.ok()) fail("CREATE_CQ", r);
   cq->cqn = r.out0;
   cq->dp.buf = mem.ptr(cq->ring_pa, bytes);
-  cq->dp.dbrec = consumer_record
-                     ? reinterpret_cast<volatile uint32_t*>(mem.ptr(cq->dbrec_pa, 4))
-                     : nullptr;
+  cq->dp.dbrec =
+      consumer_record ? reinterpret_cast<volatile uint32_t*>(mem.ptr(cq->dbrec_pa, 4)) : nullptr;
   cq->dp.cqn = cq->cqn;
   cq->dp.log_size = log_size;
   cq->dp.log_cqe_size = log_slot;
@@ -171,8 +170,8 @@ uint8_t transport_kind(const std::string& name) {
   return kind < 0 ? uint8_t{MPR_TRANSPORT_DEFAULT} : static_cast<uint8_t>(kind);
 }
 
-QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
-                                   CompletionQueue* recv_cq, const QpCaps& caps) {
+QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq, CompletionQueue* recv_cq,
+                                   const QpCaps& caps) {
   auto qp = std::make_unique<QueuePair>();
   const uint32_t sq_log = std::max<uint32_t>(1, log2_ceil(caps.max_send_wr));
   const uint32_t rq_log = std::max<uint32_t>(1, log2_ceil(caps.max_recv_wr));
@@ -185,8 +184,7 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq,
   const uint32_t sq_stride = std::max<uint32_t>(
       MPR_SQ_LOG_STRIDE_MIN,
       log2_ceil(sizeof(mpr_wqe_ctrl) +
-                (ud ? sizeof(mpr_wqe_ud) : sizeof(mpr_wqe_raddr) + sizeof(mpr_wqe_atomic)) +
-                body));
+                (ud ? sizeof(mpr_wqe_ud) : sizeof(mpr_wqe_raddr) + sizeof(mpr_wqe_atomic)) + body));
   const uint32_t rq_stride = std::max<uint32_t>(
       MPR_RQ_LOG_STRIDE_MIN, log2_ceil(caps.max_recv_sge * sizeof(mpr_wqe_data)));
   SparseMemory& mem = driver_.memory();
@@ -352,12 +350,12 @@ mpr_wqe_ud VerbsContext::ud_dest(const PeerInfo& remote, uint32_t qkey) {
 }
 
 void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote,
-                           uint8_t path_mtu, uint32_t access, uint8_t timeout,
-                           uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic,
-                           uint16_t udp_sport, bool to_rts) {
+                           uint8_t path_mtu, uint32_t access, uint8_t timeout, uint8_t retry_cnt,
+                           uint8_t rnr_retry, uint8_t max_rd_atomic, uint16_t udp_sport,
+                           bool to_rts) {
   mpr_qp_attr a{};
-  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT |
-                MPR_QP_ATTR_ACCESS_FLAGS;
+  a.attr_mask =
+      MPR_QP_ATTR_STATE | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS;
   a.qp_state = MPR_QPS_INIT;
   a.port_num = 1;
   a.access_flags = access;
@@ -365,9 +363,8 @@ void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo&
   if (!r.ok()) fail("MODIFY_QP to INIT", r);
 
   a = mpr_qp_attr{};
-  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU |
-                MPR_QP_ATTR_DEST_QPN | MPR_QP_ATTR_RQ_PSN | MPR_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                MPR_QP_ATTR_MIN_RNR_TIMER;
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU | MPR_QP_ATTR_DEST_QPN |
+                MPR_QP_ATTR_RQ_PSN | MPR_QP_ATTR_MAX_DEST_RD_ATOMIC | MPR_QP_ATTR_MIN_RNR_TIMER;
   a.qp_state = MPR_QPS_RTR;
   a.path_mtu = path_mtu;
   a.dest_qpn = remote.qpn;

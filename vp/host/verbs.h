@@ -8,16 +8,16 @@
 // CPU costs (HostConfig::post_overhead, poll_overhead).
 #pragma once
 
-#include <cstdint>
-#include <array>
-#include <map>
-#include <stdexcept>
-#include <memory>
-#include <string>
-#include <vector>
-
 #include <mprdma/dp.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
 #include <systemc>
+#include <vector>
 
 #include "vp/host/address_space.h"
 #include "vp/host/driver.h"
@@ -64,7 +64,7 @@ struct QpCaps {
   uint32_t max_recv_sge = 1;
   uint32_t max_inline = 0;
   bool sq_sig_all = false;
-  uint8_t qp_type = MPR_QPT_RC;  // or MPR_QPT_UD
+  uint8_t qp_type = MPR_QPT_RC;               // or MPR_QPT_UD
   uint8_t transport = MPR_TRANSPORT_DEFAULT;  // enum mpr_transport
 };
 
@@ -84,8 +84,8 @@ class VerbsContext {
   // (MPR_CQ_F_INLINE_RECV; needs 64-byte slots or larger); consumer_record:
   // give the NIC a consumer-index record to refresh from before it declares
   // the CQ full (false: none, as a CQ whose consumer the NIC cannot see).
-  CompletionQueue* create_cq(uint32_t entries, uint8_t log_cqe_size = 0,
-                             bool inline_recv = false, bool consumer_record = true);
+  CompletionQueue* create_cq(uint32_t entries, uint8_t log_cqe_size = 0, bool inline_recv = false,
+                             bool consumer_record = true);
   QueuePair* create_qp(uint32_t pd, CompletionQueue* send_cq, CompletionQueue* recv_cq,
                        const QpCaps& caps);
   // Returns the command result; on success updates the QP's software state.
@@ -126,9 +126,8 @@ class VerbsContext {
   // RESET -> INIT -> RTR -> RTS (`to_rts` false: stays in RTR, a QP that
   // only answers).
   void connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote, uint8_t path_mtu,
-               uint32_t access, uint8_t timeout = 14, uint8_t retry_cnt = 7,
-               uint8_t rnr_retry = 7, uint8_t max_rd_atomic = 16, uint16_t udp_sport = 0,
-               bool to_rts = true);
+               uint32_t access, uint8_t timeout = 14, uint8_t retry_cnt = 7, uint8_t rnr_retry = 7,
+               uint8_t max_rd_atomic = 16, uint16_t udp_sport = 0, bool to_rts = true);
 
   AddressSpace& address_space() { return as_; }
   Driver& driver() { return driver_; }

@@ -57,15 +57,12 @@ __attribute__((target("pclmul,sse2"))) inline __m128i fold(__m128i v, __m128i k)
   return _mm_xor_si128(lo, hi);
 }
 
-__attribute__((target("pclmul,sse2"))) uint32_t update(uint32_t reg, const uint8_t* p,
-                                                        size_t len) {
-  const __m128i k128 = _mm_set_epi64x(static_cast<long long>(kFold128Hi),
-                                      static_cast<long long>(kFold128Lo));
-  const __m128i k512 = _mm_set_epi64x(static_cast<long long>(kFold512Hi),
-                                      static_cast<long long>(kFold512Lo));
-  auto load = [](const uint8_t* q) {
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-  };
+__attribute__((target("pclmul,sse2"))) uint32_t update(uint32_t reg, const uint8_t* p, size_t len) {
+  const __m128i k128 =
+      _mm_set_epi64x(static_cast<long long>(kFold128Hi), static_cast<long long>(kFold128Lo));
+  const __m128i k512 =
+      _mm_set_epi64x(static_cast<long long>(kFold512Hi), static_cast<long long>(kFold512Lo));
+  auto load = [](const uint8_t* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
   // The register enters as the message's first 32 bits XORed with it:
   // reg x^n + M x^32 == (reg x^(n-32) + M) x^32.
   __m128i v0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(static_cast<int>(reg)));

@@ -82,9 +82,9 @@ uint32_t roce_icrc(const uint8_t* ip, size_t len) {
   // so the frame itself is never written.
   uint8_t head[kMaxIpv4HeaderBytes + kUdpBytes + kBthBytes];
   std::memcpy(head, ip, masked_len);
-  head[1] = 0xFF;                     // TOS: DSCP and ECN
-  head[8] = 0xFF;                     // TTL
-  head[10] = head[11] = 0xFF;         // header checksum
+  head[1] = 0xFF;                        // TOS: DSCP and ECN
+  head[8] = 0xFF;                        // TTL
+  head[10] = head[11] = 0xFF;            // header checksum
   head[ihl + 6] = head[ihl + 7] = 0xFF;  // UDP checksum
   head[ihl + kUdpBytes + 4] = 0xFF;      // BTH: FECN, BECN, resv6
 

@@ -38,7 +38,7 @@ void put_mp_ack_ext(uint8_t* d, const MpAckExt& e) {
   put24(d + 2, e.sack, "MP-RDMA SACK PSN");
   put24(d + 5, e.aack, "MP-RDMA AACK PSN");
   d[8] = static_cast<uint8_t>((e.ece ? 1 : 0) | (e.retx ? 2 : 0) | (e.nack ? 4 : 0) |
-                               (e.read ? 8 : 0));
+                              (e.read ? 8 : 0));
   d[9] = d[10] = d[11] = 0;
 }
 

@@ -8,11 +8,11 @@
 // only the RETH each carries: mp_trailer_bytes' write_trailer).
 // They travel as a fixed trailer at the end of the RoCEv2 payload area
 // (before the pad and the ICRC; on ACKs, which carry no payload, it is the
-// whole area: RoceFields::trailer_len), so every standard header stays where a RoCEv2 parser expects it
-// (tshark decodes BTH, RETH and AETH as usual and shows the trailer as the
-// last payload bytes) and the ICRC covers the trailer. Whether a packet has
-// a trailer follows from its connection's transport and its opcode, not from
-// anything in the packet. Layout, network byte order:
+// whole area: RoceFields::trailer_len), so every standard header stays where a RoCEv2 parser
+// expects it (tshark decodes BTH, RETH and AETH as usual and shows the trailer as the last payload
+// bytes) and the ICRC covers the trailer. Whether a packet has a trailer follows from its
+// connection's transport and its opcode, not from anything in the packet. Layout, network byte
+// order:
 //
 //   data trailer (8 bytes): MSN (24) | iPSN (24) | flags (8) | reserved (8)
 //     flags: bit 0 ReTx, bit 1 synchronise, bit 2 tail of message. MP-RDMA

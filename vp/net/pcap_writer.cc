@@ -50,8 +50,7 @@ void PcapWriter::write(uint64_t time_ps, const uint8_t* data, size_t len) {
   const uint64_t ns = time_ps / 1000;
   const uint32_t incl = static_cast<uint32_t>(len < snaplen_ ? len : snaplen_);
   const RecordHeader r{static_cast<uint32_t>(ns / 1000000000ull),
-                       static_cast<uint32_t>(ns % 1000000000ull), incl,
-                       static_cast<uint32_t>(len)};
+                       static_cast<uint32_t>(ns % 1000000000ull), incl, static_cast<uint32_t>(len)};
   put(&r, sizeof r);
   if (incl) put(data, incl);
   ++records_;

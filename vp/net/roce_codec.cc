@@ -1,12 +1,11 @@
 #include "vp/net/roce_codec.h"
 
-#include "vp/net/roce_headers.h"
-
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "vp/net/icrc.h"
+#include "vp/net/roce_headers.h"
 
 namespace mprdma::net {
 namespace {
@@ -71,8 +70,9 @@ inline uint16_t flags_of(Opcode op) {
 }
 
 constexpr size_t ext_bytes_of(uint16_t flags) {
-  return ((flags & kDeth) ? kDethBytes : 0) + ((flags & kReth) ? kRethBytes : 0) + ((flags & kAeth) ? kAethBytes : 0) +
-         ((flags & kImm) ? kImmDtBytes : 0) + ((flags & kAtomic) ? kAtomicEthBytes : 0) +
+  return ((flags & kDeth) ? kDethBytes : 0) + ((flags & kReth) ? kRethBytes : 0) +
+         ((flags & kAeth) ? kAethBytes : 0) + ((flags & kImm) ? kImmDtBytes : 0) +
+         ((flags & kAtomic) ? kAtomicEthBytes : 0) +
          ((flags & kAtomicAck) ? kAtomicAckEthBytes : 0);
 }
 
@@ -332,8 +332,7 @@ uint8_t ecn_of(const Packet& pkt) {
 
 namespace detail {
 
-void write_headers(uint8_t* d, const RoceFields& f, uint8_t bth_opcode, uint8_t pad,
-                   size_t total) {
+void write_headers(uint8_t* d, const RoceFields& f, uint8_t bth_opcode, uint8_t pad, size_t total) {
   // Ethernet II.
   std::memcpy(d, f.dst_mac.b.data(), 6);
   std::memcpy(d + 6, f.src_mac.b.data(), 6);

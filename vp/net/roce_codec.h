@@ -14,8 +14,8 @@
 // icrc.h).
 #pragma once
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -110,7 +110,7 @@ struct RoceFields {
   uint64_t atomic_ack_orig = 0;
   uint32_t imm = 0;  // the 4 ImmDt bytes as a big-endian number
   uint32_t deth_qkey = 0, deth_src_qp = 0 /* 24 bits */;  // UD only
-  uint32_t payload_offset = 0, payload_len = 0;  // filled by parse (pad excluded)
+  uint32_t payload_offset = 0, payload_len = 0;           // filled by parse (pad excluded)
   // Bytes at the end of the payload area that are a transport trailer
   // (vp/net/mp_ext.h), not payload: build_roce() takes them as the last
   // `trailer_len` bytes of its payload argument (allowed on any opcode);

@@ -15,8 +15,7 @@ namespace mprdma::net::detail {
 // TTL, IP identification and UDP source port from `f`, BTH byte 0 =
 // `bth_opcode`, PadCnt = `pad`, the BTH flags, P_Key, dest QP and PSN from
 // `f`. Fields must be in range (the callers check them).
-void write_headers(uint8_t* d, const RoceFields& f, uint8_t bth_opcode, uint8_t pad,
-                   size_t total);
+void write_headers(uint8_t* d, const RoceFields& f, uint8_t bth_opcode, uint8_t pad, size_t total);
 // Stores the ICRC of the frame `d` of `total` bytes in its last 4 bytes.
 void seal(uint8_t* d, size_t total);
 

@@ -21,8 +21,8 @@ CommandProcessor::CommandProcessor(sc_core::sc_module_name name, const NicConfig
       log_(core::Log::channel("nic." + cfg.name + ".firmware")),
       commands_(env.stats.counter("nic." + cfg.name + ".firmware.commands", "commands",
                                   "Admin commands executed")),
-      command_errors_(env.stats.counter("nic." + cfg.name + ".firmware.command_errors",
-                                        "commands", "Admin commands answered with an error")) {
+      command_errors_(env.stats.counter("nic." + cfg.name + ".firmware.command_errors", "commands",
+                                        "Admin commands answered with an error")) {
   SC_THREAD(core_thread);
 }
 
@@ -78,9 +78,9 @@ void CommandProcessor::complete_command(const mpr_cmd_comp& comp_in) {
   ++commands_;
   if (comp.status != MPR_CMD_OK) {
     ++command_errors_;
-    MPR_LOG(log_, info, "command id " << comp.cmd_id << " failed: "
-                                      << Firmware::status_name(comp.status) << " syndrome "
-                                      << comp.syndrome);
+    MPR_LOG(log_, info,
+            "command id " << comp.cmd_id << " failed: " << Firmware::status_name(comp.status)
+                          << " syndrome " << comp.syndrome);
   }
   dma_.write(slot, &comp, sizeof comp);
   ++acq_pi_;
@@ -126,11 +126,10 @@ void CommandProcessor::qp_destroyed(uint32_t qpn) {
 // block, e.g. DCQCN off).
 mpr_port_counters CommandProcessor::raw_counters() const {
   static const char* const kStat[MPR_CNT_NUM] = {
-      "mac.tx_packets",       "mac.rx_packets",        "mac.tx_bytes",
-      "mac.rx_bytes",         "requester.retransmits", "requester.timeouts",
-      "requester.naks",       "responder.seq_naks",    "responder.rnr_naks",
-      "responder.duplicates", "mac.rx_drops",          "mac.ce_rx",
-      "dcqcn.cnp_tx",         "dcqcn.cnp_rx",          "cq.error_cqes",
+      "mac.tx_packets",        "mac.rx_packets",       "mac.tx_bytes",   "mac.rx_bytes",
+      "requester.retransmits", "requester.timeouts",   "requester.naks", "responder.seq_naks",
+      "responder.rnr_naks",    "responder.duplicates", "mac.rx_drops",   "mac.ce_rx",
+      "dcqcn.cnp_tx",          "dcqcn.cnp_rx",         "cq.error_cqes",
   };
   mpr_port_counters n{};
   for (int i = 0; i < MPR_CNT_NUM; ++i)
@@ -153,11 +152,21 @@ PortInfo CommandProcessor::port() const {
   PortInfo p;
   p.mac = cfg_.mac;
   switch (cfg_.mtu.n) {
-    case 256: p.max_mtu = MPR_MTU_256; break;
-    case 512: p.max_mtu = MPR_MTU_512; break;
-    case 1024: p.max_mtu = MPR_MTU_1024; break;
-    case 2048: p.max_mtu = MPR_MTU_2048; break;
-    default: p.max_mtu = MPR_MTU_4096; break;
+    case 256:
+      p.max_mtu = MPR_MTU_256;
+      break;
+    case 512:
+      p.max_mtu = MPR_MTU_512;
+      break;
+    case 1024:
+      p.max_mtu = MPR_MTU_1024;
+      break;
+    case 2048:
+      p.max_mtu = MPR_MTU_2048;
+      break;
+    default:
+      p.max_mtu = MPR_MTU_4096;
+      break;
   }
   p.speed_mbps = cfg_.port_speed_mbps;
   p.link_up = link_up_;

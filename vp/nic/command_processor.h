@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <functional>
-
 #include <systemc>
 
 #include "vp/core/clock_domain.h"

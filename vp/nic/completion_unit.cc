@@ -9,9 +9,8 @@
 namespace mprdma::nic {
 
 CompletionUnit::CompletionUnit(sc_core::sc_module_name name, const NicConfig& cfg,
-                               core::SimEnv& env, const core::ClockDomain& clock,
-                               DmaEngine& dma, HostInterface& hostif,
-                               ContextMemory& contexts)
+                               core::SimEnv& env, const core::ClockDomain& clock, DmaEngine& dma,
+                               HostInterface& hostif, ContextMemory& contexts)
     : sc_core::sc_module(name),
       cfg_(cfg),
       clock_(clock),
@@ -116,24 +115,24 @@ void CompletionUnit::step() {
     const uint32_t cqn = w.cqn;
     dma_.read(cq->dbrec, 4, DmaPurpose::completion,
               [this, gen, cqn](bool ok, std::vector<uint8_t>&& data) {
-      if (gen != generation_) return;
-      busy_ = false;
-      mpr_cqc* c = contexts_.cq(cqn);
-      if (c && ok) {
-        uint32_t ci;
-        std::memcpy(&ci, data.data(), 4);
-        // The record only moves forward; ignore a stale value.
-        if (ci - c->ci <= (1u << c->log_size)) c->ci = ci;
-        if (c->pi - c->ci >= (1u << c->log_size)) {
-          c->overflow = 1;
-          ++cq_overflows_;
-          MPR_LOG(log_, error, "CQ " << cqn << " overflow");
-          post_async(MPR_EQE_CQ_ERROR, cqn);
-          queue_.pop_front();
-        }
-      }
-      kick();
-    });
+                if (gen != generation_) return;
+                busy_ = false;
+                mpr_cqc* c = contexts_.cq(cqn);
+                if (c && ok) {
+                  uint32_t ci;
+                  std::memcpy(&ci, data.data(), 4);
+                  // The record only moves forward; ignore a stale value.
+                  if (ci - c->ci <= (1u << c->log_size)) c->ci = ci;
+                  if (c->pi - c->ci >= (1u << c->log_size)) {
+                    c->overflow = 1;
+                    ++cq_overflows_;
+                    MPR_LOG(log_, error, "CQ " << cqn << " overflow");
+                    post_async(MPR_EQE_CQ_ERROR, cqn);
+                    queue_.pop_front();
+                  }
+                }
+                kick();
+              });
     return;
   }
   write_cqe(w);
@@ -154,19 +153,18 @@ void CompletionUnit::write_cqe(Work& w) {
   // The whole slot is one write: inline receive data (or zeros), then the
   // 32-byte CQE whose owner byte ends it.
   // The firmware admits slots of 32..128 bytes only.
-  const uint32_t slot =
-      1u << std::clamp<uint32_t>(cq->log_cqe_size, MPR_CQ_LOG_CQE_SIZE_MIN, MPR_CQ_LOG_CQE_SIZE_MAX);
+  const uint32_t slot = 1u << std::clamp<uint32_t>(cq->log_cqe_size, MPR_CQ_LOG_CQE_SIZE_MIN,
+                                                   MPR_CQ_LOG_CQE_SIZE_MAX);
   std::array<uint8_t, 1u << MPR_CQ_LOG_CQE_SIZE_MAX> bytes{};
   const size_t n = std::min<size_t>(w.inline_data.size(), slot - sizeof cqe);
   if (n) std::memcpy(bytes.data(), w.inline_data.data(), n);
   std::memcpy(bytes.data() + slot - sizeof cqe, &cqe, sizeof cqe);
-  dma_.write(cq->base + uint64_t(cq->pi & mask) * slot, bytes.data(), slot,
-             DmaPurpose::completion);
+  dma_.write(cq->base + uint64_t(cq->pi & mask) * slot, bytes.data(), slot, DmaPurpose::completion);
   ++cq->pi;
   ++cqes_;
   if (cqe.status != MPR_CQE_SUCCESS) ++error_cqes_;
-  const bool fire = cq->arm == MPR_CQ_DB_ARM_NEXT ||
-                    (cq->arm == MPR_CQ_DB_ARM_SOLICITED && w.event_worthy);
+  const bool fire =
+      cq->arm == MPR_CQ_DB_ARM_NEXT || (cq->arm == MPR_CQ_DB_ARM_SOLICITED && w.event_worthy);
   if (fire) {
     cq->arm = 0;
     mpr_eqe eqe{};

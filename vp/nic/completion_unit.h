@@ -9,21 +9,21 @@
 // asynchronous event queue.
 #pragma once
 
+#include <mprdma/hw.h>
+
 #include <cstdint>
 #include <deque>
-#include <vector>
-
-#include <mprdma/hw.h>
 #include <systemc>
+#include <vector>
 
 #include "vp/core/calendar.h"
 #include "vp/core/clock_domain.h"
 #include "vp/core/log.h"
 #include "vp/core/sim_env.h"
 #include "vp/nic/context_memory.h"
+#include "vp/nic/dma_engine.h"
 #include "vp/nic/host_interface.h"
 #include "vp/nic/nic_config.h"
-#include "vp/nic/dma_engine.h"
 
 namespace mprdma::nic {
 

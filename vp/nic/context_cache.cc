@@ -1,9 +1,8 @@
 #include "vp/nic/context_cache.h"
 
 #include <algorithm>
-#include <utility>
-
 #include <systemc>
+#include <utility>
 
 #include "vp/nic/dma_engine.h"
 
@@ -41,12 +40,13 @@ ContextCache::ContextCache(const std::string& name, IcmTable table, uint32_t lin
                            core::SimEnv& env, const std::string& nic_name,
                            uint32_t entries_per_line, const std::string& owner_label)
     // Keys are line numbers of the ICM table: tags as wide as the table needs.
-    : ContextCache(name, line_bytes,
-                   bits_for((icm.entries(table) + entries_per_line - 1) / entries_per_line), cfg,
-                   [&icm, table, entries_per_line, line_bytes](uint64_t line) {
-                     return icm.pieces(table, line * entries_per_line, line_bytes);
-                   },
-                   dma, env, nic_name, owner_label) {}
+    : ContextCache(
+          name, line_bytes,
+          bits_for((icm.entries(table) + entries_per_line - 1) / entries_per_line), cfg,
+          [&icm, table, entries_per_line, line_bytes](uint64_t line) {
+            return icm.pieces(table, line * entries_per_line, line_bytes);
+          },
+          dma, env, nic_name, owner_label) {}
 
 ContextCache::ContextCache(const std::string& name, uint32_t line_bytes, uint32_t key_bits,
                            const CacheConfig& cfg, Locator locate, DmaEngine& dma,
@@ -67,8 +67,8 @@ ContextCache::ContextCache(const std::string& name, uint32_t line_bytes, uint32_
       hits_(env.stats.counter(prefix_ + "hits", "accesses", "Accesses that found the entry")),
       misses_(env.stats.counter(prefix_ + "misses", "accesses",
                                 "Accesses that had to fetch the entry from ICM")),
-      evictions_(env.stats.counter(prefix_ + "evictions", "lines",
-                                   "Valid lines replaced by a miss")),
+      evictions_(
+          env.stats.counter(prefix_ + "evictions", "lines", "Valid lines replaced by a miss")),
       writebacks_(env.stats.counter(prefix_ + "writebacks", "lines",
                                     "Evicted lines that were modified: one DMA write each")),
       merged_(env.stats.counter(prefix_ + "fill_waits", "accesses",
@@ -153,8 +153,8 @@ void ContextCache::start_fill(uint64_t index) {
   const std::vector<Icm::Piece> where = locate_(index);
   if (where.empty()) {
     ++faults_;
-    MPR_LOG(log_, warn, name_ << " entry " << index
-                              << ": ICM page not mapped; the entry is used from chip");
+    MPR_LOG(log_, warn,
+            name_ << " entry " << index << ": ICM page not mapped; the entry is used from chip");
     arrived_.insert(index);
     return;
   }
@@ -163,21 +163,21 @@ void ContextCache::start_fill(uint64_t index) {
   std::vector<Segment> segs;
   for (const Icm::Piece& p : where) segs.push_back(Segment{p.pa, p.len});
   dma_.gather(segs, purpose_, [this, index, gen](bool ok, std::vector<uint8_t>&&) {
-              if (gen != generation_) return;  // a device reset forgot it
-              auto it = fills_.find(index);
-              if (it == fills_.end()) return;
-              if (!ok) {
-                ++faults_;
-                MPR_LOG(log_, warn, name_ << " entry " << index
-                                          << ": ICM read failed; the entry is used from chip");
-              }
-              fill_ns_.record(static_cast<double>(now_ps() - it->second.start_ps) / 1000.0);
-              std::vector<Ready> waiters = std::move(it->second.waiters);
-              fills_.erase(it);
-              arrived_.insert(index);
-              for (Ready& r : waiters)
-                if (r) r();
-            });
+    if (gen != generation_) return;  // a device reset forgot it
+    auto it = fills_.find(index);
+    if (it == fills_.end()) return;
+    if (!ok) {
+      ++faults_;
+      MPR_LOG(log_, warn,
+              name_ << " entry " << index << ": ICM read failed; the entry is used from chip");
+    }
+    fill_ns_.record(static_cast<double>(now_ps() - it->second.start_ps) / 1000.0);
+    std::vector<Ready> waiters = std::move(it->second.waiters);
+    fills_.erase(it);
+    arrived_.insert(index);
+    for (Ready& r : waiters)
+      if (r) r();
+  });
 }
 
 void ContextCache::invalidate(uint64_t index) {

@@ -48,10 +48,9 @@ class ContextCache {
   // `entries_per_line` consecutive entries of the table (line index =
   // entry index / entries_per_line; 8 MTT entries in a 64 B line).
   // `owner_label` names the per-owner counters (qp<N>., cq<N>.).
-  ContextCache(const std::string& name, IcmTable table, uint32_t line_bytes,
-               const CacheConfig& cfg, const Icm& icm, DmaEngine& dma, core::SimEnv& env,
-               const std::string& nic_name, uint32_t entries_per_line = 1,
-               const std::string& owner_label = "qp");
+  ContextCache(const std::string& name, IcmTable table, uint32_t line_bytes, const CacheConfig& cfg,
+               const Icm& icm, DmaEngine& dma, core::SimEnv& env, const std::string& nic_name,
+               uint32_t entries_per_line = 1, const std::string& owner_label = "qp");
   // A cache of lines that live elsewhere in host memory (e.g. WQEs in their
   // send rings): `locate` says where; keys are `key_bits` wide.
   // Its fills and write-backs are counted as DMA of `purpose`.

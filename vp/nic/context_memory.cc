@@ -74,8 +74,7 @@ size_t ContextMemory::bytes_allocated() const {
          qps_.bytes_allocated() + mpts_.bytes_allocated() + mtt_.bytes_allocated() +
          pd_used_.bytes() + eq_used_.bytes() + cq_used_.bytes() + qp_used_.bytes() +
          mr_used_.bytes() + mr_generation_.capacity() + gids_.capacity() * sizeof(gids_[0]) +
-         (gid_set_.capacity() + 7) / 8 +
-         mtt_free_.size() * kMapNodeBytes;
+         (gid_set_.capacity() + 7) / 8 + mtt_free_.size() * kMapNodeBytes;
 }
 
 int64_t ContextMemory::alloc_pd() {

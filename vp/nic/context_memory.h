@@ -15,13 +15,13 @@
 // zero (invalid), and an index beyond a limit is rejected.
 #pragma once
 
+#include <mprdma/hw.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <vector>
-
-#include <mprdma/hw.h>
 
 #include "vp/nic/icm.h"
 #include "vp/nic/nic_config.h"
@@ -35,8 +35,7 @@ constexpr uint32_t kFirstQpn = 2;
 class ContextMemory {
  public:
   // `qpc_entry_bytes`: the ICM size of a QP context (Icm::qpc_entry_bytes).
-  explicit ContextMemory(const NicLimits& limits,
-                         uint64_t qpc_entry_bytes = Icm::kQpcEntryBytes);
+  explicit ContextMemory(const NicLimits& limits, uint64_t qpc_entry_bytes = Icm::kQpcEntryBytes);
 
   // Every allocator returns the lowest free handle, or -1 when full, so that
   // handle assignment is deterministic. The new entry is zeroed except for
@@ -62,7 +61,7 @@ class ContextMemory {
 
   // Memory regions. A key is (index << 8) | generation: a key kept after
   // DEREG_MR stops matching once the entry is reused.
-  int64_t alloc_mr();  // returns the new key; the entry is valid, the caller fills it
+  int64_t alloc_mr();         // returns the new key; the entry is valid, the caller fills it
   mpr_mpt* mr(uint32_t key);  // nullptr unless valid and the key matches
   void free_mr(uint32_t key);
 

@@ -18,17 +18,17 @@ namespace mprdma::nic {
 // Parameters of one reaction point, in NIC cycles, bytes and bits per
 // second (see DcqcnConfig for the scenario keys and their units).
 struct DcqcnRpParams {
-  double cycles_per_second = 250e6;   // NIC clock: converts rates into cycles
-  double line_rate_bps = 40e9;        // the port rate: a flow starts here
-  double min_rate_bps = 10e6;         // Rc never goes below this
-  double g = 1.0 / 256;               // alpha gain
-  double initial_alpha = 1.0;         // alpha before the first CNP
-  uint64_t alpha_interval = 13750;    // K: alpha decays once per K without CNP (cycles)
-  uint64_t rate_timer = 13750;        // T: one rate-increase event per T (cycles)
-  uint64_t byte_counter = 10000000;   // B: one rate-increase event per B bytes sent
-  uint32_t fast_recovery = 5;         // F: fast-recovery stages
-  double rate_ai_bps = 40e6;          // R_AI: additive increase step
-  double rate_hai_bps = 400e6;        // R_HAI: hyper increase step
+  double cycles_per_second = 250e6;  // NIC clock: converts rates into cycles
+  double line_rate_bps = 40e9;       // the port rate: a flow starts here
+  double min_rate_bps = 10e6;        // Rc never goes below this
+  double g = 1.0 / 256;              // alpha gain
+  double initial_alpha = 1.0;        // alpha before the first CNP
+  uint64_t alpha_interval = 13750;   // K: alpha decays once per K without CNP (cycles)
+  uint64_t rate_timer = 13750;       // T: one rate-increase event per T (cycles)
+  uint64_t byte_counter = 10000000;  // B: one rate-increase event per B bytes sent
+  uint32_t fast_recovery = 5;        // F: fast-recovery stages
+  double rate_ai_bps = 40e6;         // R_AI: additive increase step
+  double rate_hai_bps = 400e6;       // R_HAI: hyper increase step
 };
 
 // Reaction point: one sending flow (QP). Starts unlimited at line rate.
@@ -57,8 +57,8 @@ class DcqcnRp {
   uint64_t tx_allowed_at() const;
 
   bool limited() const { return limited_; }
-  double rate_bps() const { return rc_; }     // Rc, current rate
-  double target_bps() const { return rt_; }   // Rt, target rate
+  double rate_bps() const { return rc_; }    // Rc, current rate
+  double target_bps() const { return rt_; }  // Rt, target rate
   double alpha() const { return alpha_; }
   uint32_t timer_events() const { return t_count_; }  // since the last CNP
   uint32_t byte_events() const { return bc_count_; }  // since the last CNP
@@ -75,8 +75,8 @@ class DcqcnRp {
   uint64_t alpha_ref_ = 0;      // start of the current alpha interval
   uint64_t t_next_ = 0;         // next rate-increase timer expiry
   uint32_t t_count_ = 0, bc_count_ = 0;
-  uint64_t bytes_ = 0;          // bytes towards the next byte-counter event
-  double next_tx_ = 0.0;        // earliest start of the next packet (cycles)
+  uint64_t bytes_ = 0;    // bytes towards the next byte-counter event
+  double next_tx_ = 0.0;  // earliest start of the next packet (cycles)
   uint64_t now_ = 0;
   uint64_t cuts_ = 0;
 };

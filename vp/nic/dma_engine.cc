@@ -62,8 +62,7 @@ void DmaEngine::gather(const std::vector<Segment>& segs, DmaPurpose purpose, Don
   }
 }
 
-void DmaEngine::scatter(const std::vector<Segment>& segs, const uint8_t* data,
-                        DmaPurpose purpose) {
+void DmaEngine::scatter(const std::vector<Segment>& segs, const uint8_t* data, DmaPurpose purpose) {
   size_t offset = 0;
   for (const Segment& s : segs) {
     port_.write(s.pa, data + offset, s.len);

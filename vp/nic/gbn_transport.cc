@@ -40,9 +40,8 @@ TxGrant GbnTransport::next_tx(uint32_t qpn, uint64_t now) {
 }
 
 void GbnTransport::arm(Conn& c, uint64_t now) {
-  c.deadline = c.params.ack_timeout_cycles && c.una != c.nxt
-                   ? now + c.params.ack_timeout_cycles
-                   : kNever;
+  c.deadline =
+      c.params.ack_timeout_cycles && c.una != c.nxt ? now + c.params.ack_timeout_cycles : kNever;
 }
 
 void GbnTransport::on_sent(uint32_t qpn, uint32_t psn, uint32_t npsn, uint64_t now) {
@@ -74,8 +73,8 @@ AckResult GbnTransport::on_ack(uint32_t qpn, const AckEvent& a, uint64_t now) {
   AckResult r;
   // A response for a PSN never sent is a protocol violation: ignore it. A NAK
   // names the PSN it expects, which may be the next one to send.
-  const bool nak = a.kind == AckEvent::Kind::nak_sequence ||
-                   a.kind == AckEvent::Kind::nak_rnr || a.kind == AckEvent::Kind::nak_fatal;
+  const bool nak = a.kind == AckEvent::Kind::nak_sequence || a.kind == AckEvent::Kind::nak_rnr ||
+                   a.kind == AckEvent::Kind::nak_fatal;
   if (psn_diff(a.psn, c.high) >= (nak ? 1 : 0)) return r;
   // Like an ACK, a NAK acknowledges nothing past a READ/atomic whose response
   // is missing: that response was lost, the request must be resent.

@@ -21,8 +21,7 @@ class GbnTransport : public TransportEngine {
 
   // `go_back_delay_cycles`: from the event that sends the requester back to
   // its first resent packet (nic.gbn.go_back_delay); 0 turns around at once.
-  explicit GbnTransport(uint64_t go_back_delay_cycles = 0)
-      : go_back_delay_(go_back_delay_cycles) {}
+  explicit GbnTransport(uint64_t go_back_delay_cycles = 0) : go_back_delay_(go_back_delay_cycles) {}
 
   const char* name() const override { return "gbn"; }
   size_t state_bytes() const override;
@@ -53,9 +52,9 @@ class GbnTransport : public TransportEngine {
     // requester
     uint32_t una = 0, nxt = 0, max = 0, high = 0;  // high: one past the highest PSN sent
     uint8_t retry_left = 0, rnr_left = 0;
-    uint64_t deadline = kNever;   // retransmission timer
-    uint64_t hold_until = 0;      // no sending before this cycle (RNR wait, go-back delay)
-    bool rewound_for_una = false; // one go-back per lost response
+    uint64_t deadline = kNever;    // retransmission timer
+    uint64_t hold_until = 0;       // no sending before this cycle (RNR wait, go-back delay)
+    bool rewound_for_una = false;  // one go-back per lost response
     // responder
     uint32_t epsn = 0;
     bool nak_sent = false;

@@ -1,9 +1,9 @@
 #include "vp/nic/host_interface.h"
 
-#include <cstring>
-
 #include <mprdma/hw.h>
 #include <mprdma/regs_util.h>
+
+#include <cstring>
 
 #include "vp/nic/firmware/firmware_hal.h"
 
@@ -15,8 +15,8 @@ constexpr uint64_t kMsixEnd = kMsixBase + kNumVectors * MPR_BAR0_MSIX_ENTRY_SIZE
 
 }  // namespace
 
-HostInterface::HostInterface(sc_core::sc_module_name name, const NicConfig& cfg,
-                             core::SimEnv& env, pcie::DmaInitiator& dma, Callbacks callbacks)
+HostInterface::HostInterface(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env,
+                             pcie::DmaInitiator& dma, Callbacks callbacks)
     : sc_core::sc_module(name),
       mmio("mmio"),
       cfg_(cfg),
@@ -76,8 +76,9 @@ void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
     if (len != 4 || (off & 3)) {
       // The register map is 32-bit only; a driver bug must not corrupt it.
       ++bad_accesses_;
-      MPR_LOG(log_, warn, "BAR0 access of " << len << " bytes at 0x" << std::hex << off
-                                            << " ignored (registers are 32-bit)");
+      MPR_LOG(log_, warn,
+              "BAR0 access of " << len << " bytes at 0x" << std::hex << off
+                                << " ignored (registers are 32-bit)");
       if (gp.is_read()) std::memset(data, 0xff, len);
       return;
     }
@@ -121,8 +122,9 @@ void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
     }
     if (len != 8 || (off & 7)) {
       ++bad_accesses_;
-      MPR_LOG(log_, warn, "UAR write of " << len << " bytes at 0x" << std::hex << off
-                                          << " ignored (doorbells are 64-bit)");
+      MPR_LOG(log_, warn,
+              "UAR write of " << len << " bytes at 0x" << std::hex << off
+                              << " ignored (doorbells are 64-bit)");
       return;
     }
     ++mmio_writes_;
@@ -133,8 +135,9 @@ void HostInterface::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
   }
 
   ++bad_accesses_;
-  MPR_LOG(log_, warn, "MMIO " << (gp.is_read() ? "read" : "write") << " at 0x" << std::hex
-                              << addr << " outside the BARs");
+  MPR_LOG(log_, warn,
+          "MMIO " << (gp.is_read() ? "read" : "write") << " at 0x" << std::hex << addr
+                  << " outside the BARs");
   gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
   if (gp.is_read()) std::memset(data, 0xff, len);
 }
@@ -151,10 +154,14 @@ uint32_t HostInterface::read_bar0(uint64_t off) {
   if (off >= kMsixBase && off < kMsixEnd) {
     const MsixEntry& e = msix_[(off - kMsixBase) / MPR_BAR0_MSIX_ENTRY_SIZE];
     switch ((off - kMsixBase) % MPR_BAR0_MSIX_ENTRY_SIZE) {
-      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_LO): return e.addr_lo;
-      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_HI): return e.addr_hi;
-      case offsetof(mprdma_bar0__msix_entry_t_t, DATA): return e.data;
-      default: return e.ctrl;
+      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_LO):
+        return e.addr_lo;
+      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_HI):
+        return e.addr_hi;
+      case offsetof(mprdma_bar0__msix_entry_t_t, DATA):
+        return e.data;
+      default:
+        return e.ctrl;
     }
   }
   switch (off) {
@@ -165,27 +172,41 @@ uint32_t HostInterface::read_bar0(uint64_t off) {
              MPR_SET(VERSION, MINOR, MPR_IF_VERSION_MINOR);
     case MPR_BAR0_OFF(CAPS):
       return MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UD) | MPR_RESET(CAPS, ATOMICS) |
-             MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
-             MPR_RESET(CAPS, INLINE_RECV) |
+             MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) | MPR_RESET(CAPS, INLINE_RECV) |
              TransportOffer{cfg_.transport_kinds(), MPR_TRANSPORT_GBN}.caps();
-    case MPR_BAR0_OFF(FW_VERSION): return MPR_RESET(FW_VERSION, FW);
-    case MPR_BAR0_OFF(STATUS): return status_ | MPR_SET(STATUS, AQ_ENABLED, aq_enabled());
-    case MPR_BAR0_OFF(RESET): return 0;
-    case MPR_BAR0_OFF(INTR_MASK): return intr_mask_;
-    case MPR_BAR0_OFF(INTR_PENDING): return intr_pending_;
-    case MPR_BAR0_OFF(AQ_BASE_LO): return aq_base_lo_;
-    case MPR_BAR0_OFF(AQ_BASE_HI): return aq_base_hi_;
-    case MPR_BAR0_OFF(AQ_CFG): return aq_cfg_;
-    case MPR_BAR0_OFF(AQ_PI): return aq_pi_;
-    case MPR_BAR0_OFF(AQ_CI): return aq_ci_;
-    case MPR_BAR0_OFF(ACQ_BASE_LO): return acq_base_lo_;
-    case MPR_BAR0_OFF(ACQ_BASE_HI): return acq_base_hi_;
-    case MPR_BAR0_OFF(ACQ_PI): return acq_pi_;
+    case MPR_BAR0_OFF(FW_VERSION):
+      return MPR_RESET(FW_VERSION, FW);
+    case MPR_BAR0_OFF(STATUS):
+      return status_ | MPR_SET(STATUS, AQ_ENABLED, aq_enabled());
+    case MPR_BAR0_OFF(RESET):
+      return 0;
+    case MPR_BAR0_OFF(INTR_MASK):
+      return intr_mask_;
+    case MPR_BAR0_OFF(INTR_PENDING):
+      return intr_pending_;
+    case MPR_BAR0_OFF(AQ_BASE_LO):
+      return aq_base_lo_;
+    case MPR_BAR0_OFF(AQ_BASE_HI):
+      return aq_base_hi_;
+    case MPR_BAR0_OFF(AQ_CFG):
+      return aq_cfg_;
+    case MPR_BAR0_OFF(AQ_PI):
+      return aq_pi_;
+    case MPR_BAR0_OFF(AQ_CI):
+      return aq_ci_;
+    case MPR_BAR0_OFF(ACQ_BASE_LO):
+      return acq_base_lo_;
+    case MPR_BAR0_OFF(ACQ_BASE_HI):
+      return acq_base_hi_;
+    case MPR_BAR0_OFF(ACQ_PI):
+      return acq_pi_;
     case MPR_BAR0_OFF(UAR_CFG):
       return MPR_SET(UAR_CFG, NUM_PAGES, cfg_.limits.num_uar_pages) |
              MPR_RESET(UAR_CFG, LOG_PAGE_SIZE);
-    case MPR_BAR0_OFF(FATAL_SYNDROME): return fatal_syndrome_;
-    default: return 0;  // reserved space reads as zero
+    case MPR_BAR0_OFF(FATAL_SYNDROME):
+      return fatal_syndrome_;
+    default:
+      return 0;  // reserved space reads as zero
   }
 }
 
@@ -194,9 +215,15 @@ void HostInterface::write_bar0(uint64_t off, uint32_t v) {
     const unsigned vec = static_cast<unsigned>((off - kMsixBase) / MPR_BAR0_MSIX_ENTRY_SIZE);
     MsixEntry& e = msix_[vec];
     switch ((off - kMsixBase) % MPR_BAR0_MSIX_ENTRY_SIZE) {
-      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_LO): e.addr_lo = v; break;
-      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_HI): e.addr_hi = v; break;
-      case offsetof(mprdma_bar0__msix_entry_t_t, DATA): e.data = v; break;
+      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_LO):
+        e.addr_lo = v;
+        break;
+      case offsetof(mprdma_bar0__msix_entry_t_t, ADDR_HI):
+        e.addr_hi = v;
+        break;
+      case offsetof(mprdma_bar0__msix_entry_t_t, DATA):
+        e.data = v;
+        break;
       default:
         e.ctrl = v & MPRDMA_BAR0__MSIX_ENTRY_T__CTRL__MASK_bm;
         send_pending();
@@ -214,13 +241,21 @@ void HostInterface::write_bar0(uint64_t off, uint32_t v) {
       send_pending();
       break;
     // The admin queue geometry is frozen while the queue is enabled.
-    case MPR_BAR0_OFF(AQ_BASE_LO): if (!enabled) aq_base_lo_ = v; break;
-    case MPR_BAR0_OFF(AQ_BASE_HI): if (!enabled) aq_base_hi_ = v; break;
-    case MPR_BAR0_OFF(ACQ_BASE_LO): if (!enabled) acq_base_lo_ = v; break;
-    case MPR_BAR0_OFF(ACQ_BASE_HI): if (!enabled) acq_base_hi_ = v; break;
+    case MPR_BAR0_OFF(AQ_BASE_LO):
+      if (!enabled) aq_base_lo_ = v;
+      break;
+    case MPR_BAR0_OFF(AQ_BASE_HI):
+      if (!enabled) aq_base_hi_ = v;
+      break;
+    case MPR_BAR0_OFF(ACQ_BASE_LO):
+      if (!enabled) acq_base_lo_ = v;
+      break;
+    case MPR_BAR0_OFF(ACQ_BASE_HI):
+      if (!enabled) acq_base_hi_ = v;
+      break;
     case MPR_BAR0_OFF(AQ_CFG): {
-      const uint32_t geometry = MPRDMA_BAR0__AQ_CFG__SQ_LOG_SIZE_bm |
-                                MPRDMA_BAR0__AQ_CFG__CQ_LOG_SIZE_bm;
+      const uint32_t geometry =
+          MPRDMA_BAR0__AQ_CFG__SQ_LOG_SIZE_bm | MPRDMA_BAR0__AQ_CFG__CQ_LOG_SIZE_bm;
       aq_cfg_ = enabled ? (aq_cfg_ & geometry) | (v & ~geometry) : v;
       if (aq_enabled() != enabled) cb_.aq_enable_changed();
       break;

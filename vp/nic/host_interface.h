@@ -6,15 +6,15 @@
 // delay). Interrupts leave as MSI-X memory writes through the NIC's DMA port.
 #pragma once
 
+#include <tlm_utils/simple_target_socket.h>
+
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <vector>
-
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_target_socket.h>
+#include <vector>
 
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
@@ -30,9 +30,9 @@ constexpr int kNumVectors = 32;
 class HostInterface : public sc_core::sc_module {
  public:
   struct Callbacks {
-    std::function<void()> reset;             // RESET written
-    std::function<void()> aq_enable_changed; // AQ_CFG.ENABLE toggled
-    std::function<void()> aq_doorbell;       // AQ_PI written
+    std::function<void()> reset;              // RESET written
+    std::function<void()> aq_enable_changed;  // AQ_CFG.ENABLE toggled
+    std::function<void()> aq_doorbell;        // AQ_PI written
     // A 64-bit write at `offset` of UAR page `page`.
     std::function<void(uint32_t page, uint32_t offset, uint64_t value)> uar_write;
     // Bytes written into the WQE-by-MMIO window of UAR page `page`, at

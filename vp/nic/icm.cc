@@ -10,11 +10,16 @@ constexpr int idx(IcmTable t) { return static_cast<int>(t); }
 
 const char* icm_table_name(IcmTable t) {
   switch (t) {
-    case IcmTable::qpc: return "qpc";
-    case IcmTable::cqc: return "cqc";
-    case IcmTable::mpt: return "mpt";
-    case IcmTable::mtt: return "mtt";
-    case IcmTable::count_: break;
+    case IcmTable::qpc:
+      return "qpc";
+    case IcmTable::cqc:
+      return "cqc";
+    case IcmTable::mpt:
+      return "mpt";
+    case IcmTable::mtt:
+      return "mtt";
+    case IcmTable::count_:
+      break;
   }
   return "?";
 }
@@ -42,11 +47,16 @@ Icm::Icm(const NicLimits& l, uint64_t qpc_entry_bytes) : qpc_entry_bytes_(qpc_en
 
 uint64_t Icm::entry_bytes(IcmTable t) const {
   switch (t) {
-    case IcmTable::qpc: return qpc_entry_bytes_;
-    case IcmTable::cqc: return kCqcEntryBytes;
-    case IcmTable::mpt: return kMptEntryBytes;
-    case IcmTable::mtt: return kMttEntryBytes;
-    case IcmTable::count_: break;
+    case IcmTable::qpc:
+      return qpc_entry_bytes_;
+    case IcmTable::cqc:
+      return kCqcEntryBytes;
+    case IcmTable::mpt:
+      return kMptEntryBytes;
+    case IcmTable::mtt:
+      return kMttEntryBytes;
+    case IcmTable::count_:
+      break;
   }
   return 0;
 }

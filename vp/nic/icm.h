@@ -33,9 +33,9 @@ class Icm {
   // power of two, at least 256 B (qpc_entry_bytes()).
   static constexpr uint64_t kQpcEntryBytes = 256;
   static uint64_t qpc_entry_bytes(uint64_t engine_state_bytes);
-  static constexpr uint64_t kCqcEntryBytes = 64;   // struct mpr_cqc
-  static constexpr uint64_t kMptEntryBytes = 64;   // struct mpr_mpt (48 B), padded
-  static constexpr uint64_t kMttEntryBytes = 8;    // one page address
+  static constexpr uint64_t kCqcEntryBytes = 64;  // struct mpr_cqc
+  static constexpr uint64_t kMptEntryBytes = 64;  // struct mpr_mpt (48 B), padded
+  static constexpr uint64_t kMttEntryBytes = 8;   // one page address
 
   explicit Icm(const NicLimits& limits, uint64_t qpc_entry_bytes = kQpcEntryBytes);
 

@@ -173,7 +173,8 @@ void IrnReadResponder::set(Read& r, size_t k, uint8_t s) {
 
 void IrnReadResponder::arm(uint64_t now) {
   const uint32_t n = in_flight();
-  rto_at_ = n == 0 ? kNever : now + (n <= p_.rto_low_threshold ? p_.rto_low_cycles : p_.rto_high_cycles);
+  rto_at_ =
+      n == 0 ? kNever : now + (n <= p_.rto_low_threshold ? p_.rto_low_cycles : p_.rto_high_cycles);
 }
 
 void IrnReadResponder::on_sent(uint32_t psn, uint64_t now) {

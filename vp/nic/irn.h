@@ -25,8 +25,8 @@
 namespace mprdma::nic {
 
 struct IrnParams {
-  uint32_t bdp_packets = 64;      // BDP-FC cap and the bitmaps' length (power of two)
-  bool bdp_fc = true;             // false: no cap on packets in flight
+  uint32_t bdp_packets = 64;         // BDP-FC cap and the bitmaps' length (power of two)
+  bool bdp_fc = true;                // false: no cap on packets in flight
   uint64_t rto_low_cycles = 25000;   // 100 us at 250 MHz (IRN §4.1)
   uint64_t rto_high_cycles = 80000;  // 320 us at 250 MHz (IRN §4.1)
   uint32_t rto_low_threshold = 3;    // N: RTO_low with at most N packets in flight
@@ -97,9 +97,9 @@ class IrnSender {
   uint32_t una_, nxt_, max_;
   std::vector<uint8_t> sacked_;  // BDP bits from snd_una (a byte each in the model)
   bool recovering_ = false;
-  uint32_t recovery_ = 0;     // snd_nxt when recovery began
-  uint32_t retx_ = 0;         // next PSN to consider for retransmission
-  uint32_t high_sack_ = 0;    // highest SACKed PSN + 1 (retransmit only below it)
+  uint32_t recovery_ = 0;   // snd_nxt when recovery began
+  uint32_t retx_ = 0;       // next PSN to consider for retransmission
+  uint32_t high_sack_ = 0;  // highest SACKed PSN + 1 (retransmit only below it)
   uint64_t rto_at_ = kNever;
   Counters counters_;
 };
@@ -146,7 +146,7 @@ class IrnReadResponder {
   enum : uint8_t { kQueued = 0, kSent = 1, kAcked = 2 };
   struct Read {
     uint32_t first = 0;
-    std::vector<uint8_t> state;  // per response: kQueued, kSent, kAcked
+    std::vector<uint8_t> state;   // per response: kQueued, kSent, kAcked
     std::vector<uint8_t> resent;  // sent again in this recovery
   };
   // The READ holding `psn`, or null.
@@ -186,7 +186,7 @@ class IrnReceiver {
   static std::vector<StateField> extra_state(uint32_t bdp_packets);
 
  private:
-  std::vector<uint8_t> got_;   // per slot: 0 empty, 1 received, 2 received tail
+  std::vector<uint8_t> got_;  // per slot: 0 empty, 1 received, 2 received tail
   uint32_t nxt_;
 };
 

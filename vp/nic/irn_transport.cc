@@ -37,8 +37,7 @@ const ModelStat<IrnReadResponder::Counters> kRdStats[] = {
      "Responder: READ-response recovery entered"},
     {"read_retransmits", &IrnReadResponder::Counters::retransmits, "packets",
      "Responder: READ responses sent again"},
-    {"read_rtos", &IrnReadResponder::Counters::rtos, "events",
-     "Responder: READ-response timeouts"},
+    {"read_rtos", &IrnReadResponder::Counters::rtos, "events", "Responder: READ-response timeouts"},
     {"reads_abandoned", &IrnReadResponder::Counters::abandoned, "READs",
      "Responder: READs given up after retry_cnt + 1 timeouts in a row without a Read ACK "
      "acknowledging anything (the requester stopped answering)"},
@@ -61,16 +60,15 @@ void add_deltas(const std::vector<core::Counter*>& sums, const ModelStat<Counter
 
 IrnTransport::IrnTransport(const IrnParams& params, core::StatsRegistry* stats,
                            const std::string& prefix)
-    : p_(params),
-      log_(core::Log::channel(engine_log_channel(prefix, "irn.transport"))) {
+    : p_(params), log_(core::Log::channel(engine_log_channel(prefix, "irn.transport"))) {
   if (!stats) return;
   register_stats(*stats, prefix, kTxStats, tx_stats_);
   register_stats(*stats, prefix, kRdStats, rd_stats_);
   rx_placed_ = &stats->counter(prefix + "rx_placed", "packets", "Requests placed (new PSNs)");
   rx_duplicates_ = &stats->counter(prefix + "rx_duplicates", "packets",
                                    "Requests for PSNs already here (ACKed or answered again)");
-  rx_drops_ = &stats->counter(prefix + "rx_drops", "packets",
-                              "Requests beyond the bitmap, dropped");
+  rx_drops_ =
+      &stats->counter(prefix + "rx_drops", "packets", "Requests beyond the bitmap, dropped");
   rnr_waits_ = &stats->counter(prefix + "rnr_waits", "events",
                                "RNR NAKs that found no RNR wait running: each spends an RNR "
                                "retry and begins a wait (or fails the QP when none is left)");
@@ -91,15 +89,16 @@ void IrnTransport::log_sender(uint32_t qpn, const Conn& c, const IrnSender::Coun
   const IrnSender& tx = *c.tx;
   const IrnSender::Counters& a = tx.counters();
   if (a.recoveries != b.recoveries)
-    MPR_LOG(log_, debug, "qp " << qpn << ": recovery on " << cause << ", snd_una "
-                               << tx.snd_una() << ", snd_nxt " << tx.snd_nxt());
+    MPR_LOG(log_, debug,
+            "qp " << qpn << ": recovery on " << cause << ", snd_una " << tx.snd_una()
+                  << ", snd_nxt " << tx.snd_nxt());
   else if (was_recovering && !tx.in_recovery())
     MPR_LOG(log_, debug, "qp " << qpn << ": recovery over, snd_una " << tx.snd_una());
   if (a.rto_low != b.rto_low || a.rto_high != b.rto_high)
-    MPR_LOG(log_, debug, "qp " << qpn << ": timeout (" << (a.rto_low != b.rto_low ? "RTO_low"
-                                                                                  : "RTO_high")
-                               << "), every un-SACKed packet in flight again from "
-                               << tx.snd_una() << " to " << tx.snd_nxt());
+    MPR_LOG(log_, debug,
+            "qp " << qpn << ": timeout (" << (a.rto_low != b.rto_low ? "RTO_low" : "RTO_high")
+                  << "), every un-SACKed packet in flight again from " << tx.snd_una() << " to "
+                  << tx.snd_nxt());
 }
 
 void IrnTransport::log_reads(uint32_t qpn, const Conn& c, const IrnReadResponder::Counters& b,
@@ -107,16 +106,18 @@ void IrnTransport::log_reads(uint32_t qpn, const Conn& c, const IrnReadResponder
   if (!log_.enabled(core::LogLevel::debug)) return;
   const IrnReadResponder::Counters& a = c.rd->counters();
   if (a.recoveries != b.recoveries)
-    MPR_LOG(log_, debug, "qp " << qpn << ": READ responses: recovery on a Read NACK, "
-                               << c.rd->in_flight() << " in flight");
+    MPR_LOG(log_, debug,
+            "qp " << qpn << ": READ responses: recovery on a Read NACK, " << c.rd->in_flight()
+                  << " in flight");
   else if (was_recovering && !c.rd->in_recovery())
     MPR_LOG(log_, debug, "qp " << qpn << ": READ responses: recovery over");
   if (a.rtos != b.rtos)
-    MPR_LOG(log_, debug, "qp " << qpn << ": READ responses: timeout, " << c.rd->in_flight()
-                               << " sent again");
+    MPR_LOG(log_, debug,
+            "qp " << qpn << ": READ responses: timeout, " << c.rd->in_flight() << " sent again");
   if (a.abandoned != b.abandoned)
-    MPR_LOG(log_, warn, "qp " << qpn << ": READ responses given up (" << (a.abandoned - b.abandoned)
-                              << " READs): the requester stopped acknowledging them");
+    MPR_LOG(log_, warn,
+            "qp " << qpn << ": READ responses given up (" << (a.abandoned - b.abandoned)
+                  << " READs): the requester stopped acknowledging them");
 }
 
 size_t IrnTransport::state_bytes() const {
@@ -201,8 +202,7 @@ AckResult IrnTransport::on_rnr(uint32_t qpn, Conn& c, const AckEvent& ev, uint64
   c.tx->on_ack(a, now);
   account(before, c.tx->counters());
   note_progress(c, una, r);
-  if (psn_diff(ev.ext.sack, c.tx->snd_una()) < 0 ||
-      psn_diff(ev.ext.sack, c.tx->snd_nxt()) >= 0)
+  if (psn_diff(ev.ext.sack, c.tx->snd_una()) < 0 || psn_diff(ev.ext.sack, c.tx->snd_nxt()) >= 0)
     return r;  // stale, or for nothing sent
   if (now >= c.hold_until) {
     if (rnr_waits_) ++*rnr_waits_;
@@ -213,9 +213,9 @@ AckResult IrnTransport::on_rnr(uint32_t qpn, Conn& c, const AckEvent& ev, uint64
       }
       --c.rnr_left;
     }
-    MPR_LOG(log_, debug, "qp " << qpn << ": RNR NAK for " << ev.ext.sack << ", waiting "
-                               << ev.rnr_delay_cycles << " cycles, then again from snd_una "
-                               << c.tx->snd_una());
+    MPR_LOG(log_, debug,
+            "qp " << qpn << ": RNR NAK for " << ev.ext.sack << ", waiting " << ev.rnr_delay_cycles
+                  << " cycles, then again from snd_una " << c.tx->snd_una());
   }
   c.hold_until = std::max(c.hold_until, now + ev.rnr_delay_cycles);
   return r;

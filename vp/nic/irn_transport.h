@@ -14,7 +14,6 @@
 
 #include "vp/core/log.h"
 #include "vp/core/stats.h"
-
 #include "vp/nic/irn.h"
 #include "vp/nic/transport_engine.h"
 
@@ -74,11 +73,11 @@ class IrnTransport : public TransportEngine {
     std::optional<IrnSender> tx;
     std::optional<IrnReceiver> rx;
     std::optional<IrnReadResponder> rd;  // explicit READ acknowledgements
-    uint8_t read_stalls = 0;  // READ-response timeouts in a row without a Read ACK's progress
+    uint8_t read_stalls = 0;       // READ-response timeouts in a row without a Read ACK's progress
     std::optional<IrnTx> granted;  // next_tx's answer, until on_sent
     uint8_t retry_left = 0;
-    uint8_t rnr_left = 0;        // RNR waits left (rnr_retry 7: for ever)
-    uint64_t hold_until = 0;     // end of an RNR wait: nothing is sent before it
+    uint8_t rnr_left = 0;     // RNR waits left (rnr_retry 7: for ever)
+    uint64_t hold_until = 0;  // end of an RNR wait: nothing is sent before it
     uint32_t una_at_timeout = 0;
     bool timed_out = false;
   };

@@ -134,13 +134,9 @@ void Mac::receive(net::PacketPtr pkt) {
   }
 }
 
-core::Bandwidth Mac::tx_rate() const {
-  return link_ ? link_->rate(side_) : core::Bandwidth{};
-}
+core::Bandwidth Mac::tx_rate() const { return link_ ? link_->rate(side_) : core::Bandwidth{}; }
 
-core::Bandwidth Mac::rx_rate() const {
-  return link_ ? link_->rate(1 - side_) : core::Bandwidth{};
-}
+core::Bandwidth Mac::rx_rate() const { return link_ ? link_->rate(1 - side_) : core::Bandwidth{}; }
 
 void Mac::resume_rx() {
   if (!rx_busy_) return;  // a device reset came first
@@ -165,14 +161,13 @@ void Mac::rx_step() {
   // The engine is the destination QP's (BTH bytes 5-7), read before the
   // parse that needs the trailer length.
   size_t trailer = 0;
-  if (pkt->data.size() >= net::kBthOffset + 8 &&
-      net::is_valid_opcode(pkt->data[net::kBthOffset])) {
+  if (pkt->data.size() >= net::kBthOffset + 8 && net::is_valid_opcode(pkt->data[net::kBthOffset])) {
     const uint8_t* bth = pkt->data.data() + net::kBthOffset;
     const uint32_t dqpn = uint32_t{bth[5]} << 16 | uint32_t{bth[6]} << 8 | bth[7];
     const TransportEngine& e = core_.engine.engine_of(dqpn);
     if (e.out_of_order())
       trailer = net::mp_trailer_bytes(static_cast<net::Opcode>(bth[0]), e.write_trailer(),
-                                        e.read_as_data());
+                                      e.read_as_data());
   }
   net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f, trailer);
   // Not an RC opcode: a CNP (DCQCN) is the one other RoCEv2 packet accepted.

@@ -15,7 +15,6 @@
 #include <array>
 #include <deque>
 #include <functional>
-
 #include <systemc>
 
 #include "vp/core/calendar.h"
@@ -39,9 +38,9 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   void attach(fabric::EthLink* link, int side);
   void set_rx_handler(RxHandler handler) { rx_ = std::move(handler); }
 
-  void kick();                                  // TX: a packet may be ready
-  void receive(net::PacketPtr pkt) override;    // from the link
-  void resume_rx();                             // the stalled packet is done
+  void kick();                                // TX: a packet may be ready
+  void receive(net::PacketPtr pkt) override;  // from the link
+  void resume_rx();                           // the stalled packet is done
   // The attached link's current rate out of / into this port; 0 unattached.
   core::Bandwidth tx_rate() const;
   core::Bandwidth rx_rate() const;

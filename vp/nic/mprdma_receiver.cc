@@ -10,8 +10,10 @@ MpReceiver::MpReceiver(uint32_t slots, uint32_t epsn, MpOverflowNack overflow_na
   // A power of two divides the 2^24 PSN space, so slot = PSN mod L stays
   // continuous across the PSN wrap.
   if (slots == 0 || slots > (1u << 20) || (slots & (slots - 1)))
-    throw std::invalid_argument("MpReceiver: the bitmap needs a power-of-two number of slots "
-                                "up to 2^20, not " + std::to_string(slots));
+    throw std::invalid_argument(
+        "MpReceiver: the bitmap needs a power-of-two number of slots "
+        "up to 2^20, not " +
+        std::to_string(slots));
   map_.assign(slots, MpSlot::empty);
 }
 
@@ -49,7 +51,8 @@ MpRxResult MpReceiver::on_data(const MpData& d) {
     ack_for(psn, false);
     return r;
   }
-  if (static_cast<uint32_t>(ood) > counters_.max_ood) counters_.max_ood = static_cast<uint32_t>(ood);
+  if (static_cast<uint32_t>(ood) > counters_.max_ood)
+    counters_.max_ood = static_cast<uint32_t>(ood);
   if (static_cast<uint32_t>(ood) >= map_.size()) {
     // Beyond the bitmap: the head-of-line packet is most likely lost. By
     // default every such drop is answered with a NACK naming rcv_nxt: the

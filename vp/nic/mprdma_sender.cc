@@ -160,8 +160,7 @@ void MpSender::on_ack(const MpAck& a, uint64_t now, std::vector<MpTx>& out,
   // carried the whole connection.
   const int64_t limit = a.nack || a.retx ? 1 : p_.max_per_ack;
   const int64_t room = awnd();
-  clock_out(static_cast<uint32_t>(std::clamp<int64_t>(room, 0, limit)), a.vp, now, Why::ack,
-            out);
+  clock_out(static_cast<uint32_t>(std::clamp<int64_t>(room, 0, limit)), a.vp, now, Why::ack, out);
   // Burst control: what the window allows beyond two packets waits for the
   // next ACKs, or half an RTT.
   if (awnd() > 0 && (recovering_ || psn_diff(nxt_, max_) < 0)) burst_at_ = now + p_.rtt_cycles / 2;

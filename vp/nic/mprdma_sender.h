@@ -38,9 +38,9 @@ class MpRandom {
 };
 
 struct MpSenderParams {
-  uint32_t iw = 64;             // initial window, packets (one BDP)
-  uint32_t delta = 32;          // target out-of-order level (<= the receiver's L)
-  bool ooo_control = true;      // false: no pruning of slow paths (M8 baseline)
+  uint32_t iw = 64;         // initial window, packets (one BDP)
+  uint32_t delta = 32;      // target out-of-order level (<= the receiver's L)
+  bool ooo_control = true;  // false: no pruning of slow paths (M8 baseline)
   // Recovery mode once its retransmissions have reached `recovery`: false
   // (default), ACKs clock out new data while the retransmissions travel;
   // true (§3.4 read strictly: "an incoming ACK clocks out a retransmission
@@ -49,25 +49,25 @@ struct MpSenderParams {
   // (use it or lose it). transport.md, "Two readings of §3.4's loss
   // recovery", compares them.
   bool strict_recovery = false;
-  uint32_t probe_ppm = 10000;   // probability of probing a new VP, per RTT (1 %)
-  uint32_t max_per_ack = 2;     // burst control: packets one ACK may clock out
-  uint64_t rtt_cycles = 3000;   // base RTT estimate (burst timer, idle, probing, sync)
-  uint32_t idle_rtts = 3;       // restart from IW after this long without sending
+  uint32_t probe_ppm = 10000;        // probability of probing a new VP, per RTT (1 %)
+  uint32_t max_per_ack = 2;          // burst control: packets one ACK may clock out
+  uint64_t rtt_cycles = 3000;        // base RTT estimate (burst timer, idle, probing, sync)
+  uint32_t idle_rtts = 3;            // restart from IW after this long without sending
   uint32_t sync_alpha_milli = 1000;  // synchronise scaling factor alpha, x1000
-  uint64_t rto_cycles = 250000; // retransmission timeout
-  uint16_t vp_base = 0xC000;    // virtual paths are UDP source ports vp_base | (r & vp_mask)
+  uint64_t rto_cycles = 250000;      // retransmission timeout
+  uint16_t vp_base = 0xC000;         // virtual paths are UDP source ports vp_base | (r & vp_mask)
   uint16_t vp_mask = 0x3FFF;
 };
 
 // What an ACK (or NACK) tells the sender (Fig. 3 fields).
 struct MpAck {
-  uint16_t vp = 0;        // echo of the data packet's virtual path
-  uint32_t sack = 0;      // PSN of the data packet acknowledged
-  uint32_t aack = 0;      // receiver's cumulative ACK: every PSN <= aack is in
-  bool ece = false;       // the data packet arrived marked CE
-  bool retx = false;      // the data packet was a retransmission
-  bool nack = false;      // the receiver asks for `sack` again (bitmap overflow
-                          // or an early synchronise message); aack still holds
+  uint16_t vp = 0;    // echo of the data packet's virtual path
+  uint32_t sack = 0;  // PSN of the data packet acknowledged
+  uint32_t aack = 0;  // receiver's cumulative ACK: every PSN <= aack is in
+  bool ece = false;   // the data packet arrived marked CE
+  bool retx = false;  // the data packet was a retransmission
+  bool nack = false;  // the receiver asks for `sack` again (bitmap overflow
+                      // or an early synchronise message); aack still holds
 };
 
 // One packet the sender wants on the wire now.
@@ -98,8 +98,7 @@ class MpSender {
   // without it a connection that meets no congestion, as in Fig. 11a, grows
   // its window without bound into the NIC's queue, and every loss then
   // overflows the bitmap by that much).
-  void on_ack(const MpAck& ack, uint64_t now, std::vector<MpTx>& out,
-              uint32_t egress_backlog = 0);
+  void on_ack(const MpAck& ack, uint64_t now, std::vector<MpTx>& out, uint32_t egress_backlog = 0);
   // An RNR NACK: the receiver had no RECV posted for the message of packet
   // `ack.sack` and dropped it (ack.nack set, aack as in any ACK). Nothing
   // leaves until `until` (the receiver's RNR timer); then the sender resends
@@ -165,18 +164,18 @@ class MpSender {
   MpSenderParams p_;
   MpRandom& rng_;
   // --- state (extra_state() accounts each for the on-chip budget) ---
-  uint32_t una_, nxt_, max_;   // RoCEv2 baseline: snd_una, snd_nxt, end of data
-  uint32_t cwnd_q_;            // Q16.16 packets
+  uint32_t una_, nxt_, max_;  // RoCEv2 baseline: snd_una, snd_nxt, end of data
+  uint32_t cwnd_q_;           // Q16.16 packets
   int32_t inflate_ = 0;
-  uint32_t ooh_;               // highest SACKed PSN
+  uint32_t ooh_;  // highest SACKed PSN
   bool recovering_ = false;
-  uint32_t recovery_ = 0;      // snd_nxt when recovery began
-  uint32_t retx_ = 0;          // next PSN to retransmit in recovery
-  uint32_t nack_head_ = 0;     // SACK of the last overflow NACK that rewound
-  uint32_t early_ = 0;         // next PSN for early retransmission (no new data)
-  uint64_t last_send_ = 0;     // cycle of the last transmission (idle restart)
-  uint64_t burst_at_ = kNever; // burst timer
-  uint64_t next_probe_ = 0;    // earliest cycle of the next probing decision
+  uint32_t recovery_ = 0;       // snd_nxt when recovery began
+  uint32_t retx_ = 0;           // next PSN to retransmit in recovery
+  uint32_t nack_head_ = 0;      // SACK of the last overflow NACK that rewound
+  uint32_t early_ = 0;          // next PSN for early retransmission (no new data)
+  uint64_t last_send_ = 0;      // cycle of the last transmission (idle restart)
+  uint64_t burst_at_ = kNever;  // burst timer
+  uint64_t next_probe_ = 0;     // earliest cycle of the next probing decision
   uint64_t rto_at_ = kNever;
   bool ever_sent_ = false;
   // RoCEv2 baseline state (a go-back-N requester has it too, so not in

@@ -165,27 +165,28 @@ void MprdmaTransport::log_tx(uint32_t qpn, const Conn& c, const char* what,
   const MpSender::Counters& after = tx.counters();
   if (log_.enabled(core::LogLevel::debug)) {
     if (after.rtos != before.rtos)
-      MPR_LOG(log_, debug, "qp " << qpn << ": RTO, every unacknowledged packet again from "
-                                 << tx.snd_una() << " to " << tx.recovery()
-                                 << ", cwnd back to " << tx.cwnd());
+      MPR_LOG(log_, debug,
+              "qp " << qpn << ": RTO, every unacknowledged packet again from " << tx.snd_una()
+                    << " to " << tx.recovery() << ", cwnd back to " << tx.cwnd());
     else if (after.recoveries != before.recoveries)
-      MPR_LOG(log_, debug, "qp " << qpn << ": recovery on" << detail
-                                 << ": resends until snd_una passes " << tx.recovery()
-                                 << ", cwnd " << tx.cwnd());
+      MPR_LOG(log_, debug,
+              "qp " << qpn << ": recovery on" << detail << ": resends until snd_una passes "
+                    << tx.recovery() << ", cwnd " << tx.cwnd());
     if (after.restarts != before.restarts)
       MPR_LOG(log_, debug, "qp " << qpn << ": restart from IW after idle, cwnd " << tx.cwnd());
     if (was_recovering && !tx.in_recovery())
-      MPR_LOG(log_, debug, "qp " << qpn << ": recovery over, snd_una " << tx.snd_una()
-                                 << " passed " << tx.recovery());
+      MPR_LOG(log_, debug,
+              "qp " << qpn << ": recovery over, snd_una " << tx.snd_una() << " passed "
+                    << tx.recovery());
   }
   if (!log_.enabled(core::LogLevel::trace)) return;
   std::ostringstream o;
   o << "qp " << qpn << " " << what << detail;
   if (after.pruned_acks != before.pruned_acks) o << " pruned";
   if (after.window_reductions != before.window_reductions) o << " unused";
-  o << " -> cwnd " << std::fixed << std::setprecision(2) << tx.cwnd() << " inflate "
-    << tx.inflate() << " una " << tx.snd_una() << " nxt " << tx.snd_nxt() << " ooh "
-    << tx.snd_ooh() << " awnd " << tx.awnd();
+  o << " -> cwnd " << std::fixed << std::setprecision(2) << tx.cwnd() << " inflate " << tx.inflate()
+    << " una " << tx.snd_una() << " nxt " << tx.snd_nxt() << " ooh " << tx.snd_ooh() << " awnd "
+    << tx.awnd();
   if (tx.in_recovery()) o << " recovering(retx " << tx.snd_retx() << " to " << tx.recovery() << ")";
   o << " sent " << packets(c.scratch);
   log_.write(core::LogLevel::trace, o.str());
@@ -305,8 +306,8 @@ AckResult MprdmaTransport::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now
   account(qpn, c, before, c.tx->counters());
   if (log_.enabled(core::LogLevel::debug)) {
     std::ostringstream d;
-    d << (rnr ? " RNR" : "") << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp
-      << std::dec << " sack " << a.sack << " aack " << a.aack << (a.ece ? " ECE" : "")
+    d << (rnr ? " RNR" : "") << (a.nack ? " NACK" : "") << " vp 0x" << std::hex << a.vp << std::dec
+      << " sack " << a.sack << " aack " << a.aack << (a.ece ? " ECE" : "")
       << (a.retx ? " ReTx" : "");
     log_tx(qpn, c, "ack", before, was_recovering, d.str());
   }

@@ -23,7 +23,6 @@
 
 #include "vp/core/log.h"
 #include "vp/core/stats.h"
-
 #include "vp/nic/mprdma_receiver.h"
 #include "vp/nic/mprdma_sender.h"
 #include "vp/nic/transport_engine.h"
@@ -34,7 +33,7 @@ struct MprdmaEngineParams {
   MpSenderParams sender;
   uint32_t bitmap_slots = 64;  // L
   MpOverflowNack overflow_nack = MpOverflowNack::every_drop;
-  uint32_t rng_seed = 1;       // the NIC's path LFSR
+  uint32_t rng_seed = 1;  // the NIC's path LFSR
 };
 
 class MprdmaTransport : public TransportEngine {

@@ -5,10 +5,10 @@
 
 #include "vp/net/cnp.h"
 #include "vp/net/mp_ext.h"
-#include "vp/nic/rc_opcodes.h"
 #include "vp/nic/gbn_transport.h"
 #include "vp/nic/irn_transport.h"
 #include "vp/nic/mprdma_transport.h"
+#include "vp/nic/rc_opcodes.h"
 #include "vp/nic/transport_mux.h"
 #include "vp/nic/uarch/sram_budget.h"
 
@@ -39,8 +39,8 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
                                                          : MpOverflowNack::every_drop;
     p.sender.strict_recovery = m.recovery_new_data == "after_recovery";
     // The NIC's path LFSR is seeded from the scenario's stream of this name.
-    p.rng_seed = static_cast<uint32_t>(
-        env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
+    p.rng_seed =
+        static_cast<uint32_t>(env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
     return std::make_unique<MprdmaTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
   if (kind == "irn") {
@@ -81,8 +81,7 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       dma_(dma_port_, env, "nic." + cfg.name + "."),
       hostif_("hostif", cfg_, env, dma_port_,
               HostInterface::Callbacks{
-                  [this] { on_reset(); },
-                  [this] { cp_.on_aq_enable_changed(); },
+                  [this] { on_reset(); }, [this] { cp_.on_aq_enable_changed(); },
                   [this] { cp_.on_aq_doorbell(); },
                   [this](uint32_t page, uint32_t off, uint64_t v) { on_uar(page, off, v); },
                   [this](uint32_t page, uint32_t off, std::vector<uint8_t> bytes) {
@@ -98,18 +97,19 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       cqc_cache_("cqc", IcmTable::cqc, static_cast<uint32_t>(sizeof(mpr_cqc)), cfg_.cache.cqc,
                  contexts_.icm(), dma_, env, cfg_.name, 1, "cq"),
       // A WQE line is named by its QP and index; it lives in the QP's ring.
-      wqe_cache_("wqe", 64, 16 + 24, cfg_.cache.wqe,
-                 [this](uint64_t line) -> std::vector<Icm::Piece> {
-                   const mpr_qpc* q = contexts_.qp(static_cast<uint32_t>(line >> 16));
-                   if (!q) return {};
-                   const uint64_t slot =
-                       NicCore::wqe_line_index(line) & ((uint64_t{1} << q->sq_log_size) - 1);
-                   return {Icm::Piece{q->sq_base + (slot << q->sq_log_stride),
-                                      uint32_t{1} << q->sq_log_stride}};
-                 },
-                 dma_, env, cfg_.name, "qp", DmaPurpose::wqe),
-      core_{cfg_, env,     clock_, contexts_, translation_, dma_, cq_,
-            *engine_, tx_, pus_, tcache_, wqe_cache_},
+      wqe_cache_(
+          "wqe", 64, 16 + 24, cfg_.cache.wqe,
+          [this](uint64_t line) -> std::vector<Icm::Piece> {
+            const mpr_qpc* q = contexts_.qp(static_cast<uint32_t>(line >> 16));
+            if (!q) return {};
+            const uint64_t slot =
+                NicCore::wqe_line_index(line) & ((uint64_t{1} << q->sq_log_size) - 1);
+            return {Icm::Piece{q->sq_base + (slot << q->sq_log_stride),
+                               uint32_t{1} << q->sq_log_stride}};
+          },
+          dma_, env, cfg_.name, "qp", DmaPurpose::wqe),
+      core_{cfg_, env,      clock_, contexts_, translation_, dma_,
+            cq_,  *engine_, tx_,    pus_,      tcache_,      wqe_cache_},
       tx_("tx", core_),
       requester_("requester", core_),
       responder_("responder", core_),
@@ -121,8 +121,7 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       calendar_("calendar"),
       bad_doorbells_(env.stats.counter("nic." + cfg.name + ".hostif.bad_doorbells", "doorbells",
                                        "Doorbells naming an object not bound to their UAR page")),
-      resets_(env.stats.counter("nic." + cfg.name + ".hostif.resets", "resets",
-                                "Device resets")),
+      resets_(env.stats.counter("nic." + cfg.name + ".hostif.resets", "resets", "Device resets")),
       wqes_by_mmio_(env.stats.counter("nic." + cfg.name + ".hostif.wqes_by_mmio", "WQEs",
                                       "Send WQEs written into a UAR page (WQE by MMIO)")) {
   tx_.set_sources(&responder_, &requester_);
@@ -130,10 +129,10 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
   for (auto [cause, cache] : {std::pair<StallCause, const char*>{StallCause::qpc, "qpc"},
                               {StallCause::wqe, "wqe"},
                               {StallCause::mpt_mtt, "mpt_mtt"}})
-    rx_stall_ps_[static_cast<size_t>(cause)] = &env.stats.counter(
-        "nic." + cfg.name + ".rx.stall_ps." + cache, "ps",
-        std::string("Time the in-order receive stage waited for ") + cache +
-            " cache fills (the first cache that missed for the stalled packet)");
+    rx_stall_ps_[static_cast<size_t>(cause)] =
+        &env.stats.counter("nic." + cfg.name + ".rx.stall_ps." + cache, "ps",
+                           std::string("Time the in-order receive stage waited for ") + cache +
+                               " cache fills (the first cache that missed for the stalled packet)");
   // A QP's turn to send needs its context on chip.
   tx_.set_gate([this](uint32_t qpn) {
     if (!contexts_.qp(qpn)) return true;  // the sources deal with a vanished QP
@@ -168,8 +167,9 @@ void Nic::decode_uar(uint32_t page, uint32_t offset, uint64_t value) {
         const mpr_qpc* q = contexts_.qp(qpn);
         if (!q || q->uar_index != page) {
           ++bad_doorbells_;
-          MPR_LOG(log_, warn, "doorbell for QP " << qpn << " on UAR page " << page
-                                                 << " dropped (not its page or no such QP)");
+          MPR_LOG(log_, warn,
+                  "doorbell for QP " << qpn << " on UAR page " << page
+                                     << " dropped (not its page or no such QP)");
           return;
         }
         // The QP's context must be on chip: fetch it, then decode again.
@@ -182,13 +182,18 @@ void Nic::decode_uar(uint32_t page, uint32_t offset, uint64_t value) {
           responder_.rq_doorbell(qpn, pi);
         return;
       }
-      case MPR_UAR_CQ_DB: cq_.cq_doorbell(page, value); return;
-      case MPR_UAR_EQ_DB: cq_.eq_doorbell(page, value); return;
+      case MPR_UAR_CQ_DB:
+        cq_.cq_doorbell(page, value);
+        return;
+      case MPR_UAR_EQ_DB:
+        cq_.eq_doorbell(page, value);
+        return;
       default:
         ++bad_doorbells_;
-        MPR_LOG(log_, warn, "UAR write at offset 0x" << std::hex << offset
-                                                     << " ignored (no register there; "
-                                                        "WQEs by MMIO go to MPR_UAR_BF)");
+        MPR_LOG(log_, warn,
+                "UAR write at offset 0x" << std::hex << offset
+                                         << " ignored (no register there; "
+                                            "WQEs by MMIO go to MPR_UAR_BF)");
     }
   }
 }
@@ -210,8 +215,9 @@ void Nic::on_uar_wqe(uint32_t page, uint32_t offset, std::vector<uint8_t> bytes)
   const size_t len = sizeof ctrl + size_t{ctrl.num_ds} * MPR_WQE_SEG_SIZE;
   if (len > MPR_UAR_BF_SIZE) {
     ++bad_doorbells_;
-    MPR_LOG(log_, warn, "WQE by MMIO on UAR page " << page << " claims " << len
-                                                   << " bytes, more than the window: dropped");
+    MPR_LOG(log_, warn,
+            "WQE by MMIO on UAR page " << page << " claims " << len
+                                       << " bytes, more than the window: dropped");
     bf_windows_.erase(page);
     return;
   }
@@ -236,8 +242,9 @@ void Nic::decode_uar_wqe(uint32_t page, std::vector<uint8_t> wqe) {
   const mpr_qpc* q = contexts_.qp(qpn);
   if (!q || q->uar_index != page) {
     ++bad_doorbells_;
-    MPR_LOG(log_, warn, "WQE by MMIO for QP " << qpn << " on UAR page " << page
-                                              << " dropped (not its page or no such QP)");
+    MPR_LOG(log_, warn,
+            "WQE by MMIO for QP " << qpn << " on UAR page " << page
+                                  << " dropped (not its page or no such QP)");
     return;
   }
   if (!qpc_cache_.access(qpn - kFirstQpn, qpn, true,
@@ -316,8 +323,7 @@ bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
   return true;
 }
 
-bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f,
-                         StallCause* first_miss) {
+bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f, StallCause* first_miss) {
   const uint32_t qpn = f.dest_qp;
   if (!contexts_.qp(qpn)) return true;
   bool ready = true;
@@ -325,8 +331,7 @@ bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f,
     if (!hit && ready && first_miss) *first_miss = cause;
     ready &= hit;
   };
-  note(qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); }),
-       StallCause::qpc);
+  note(qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); }), StallCause::qpc);
   // Responses that scatter data or a value need their WQE (READ, atomic).
   if (f.opcode == net::Opcode::RDMA_READ_RESPONSE_FIRST ||
       f.opcode == net::Opcode::RDMA_READ_RESPONSE_MIDDLE ||
@@ -351,8 +356,8 @@ bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f,
     if (net::has_reth(f.opcode)) {
       const uint64_t len =
           f.opcode == net::Opcode::RDMA_READ_REQUEST ? f.reth_dma_len : f.payload_len;
-      note(tcache_.access(f.reth_rkey, f.reth_va, len, qpn, [this] { resume_parked(); },
-                          &rx_parked_range_),
+      note(tcache_.access(
+               f.reth_rkey, f.reth_va, len, qpn, [this] { resume_parked(); }, &rx_parked_range_),
            StallCause::mpt_mtt);
     } else if (f.opcode == net::Opcode::COMPARE_SWAP || f.opcode == net::Opcode::FETCH_ADD) {
       note(tcache_.access(f.atomic_rkey, f.atomic_va, 8, qpn, [this] { resume_parked(); }),
@@ -365,9 +370,8 @@ bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f,
 void Nic::resume_parked() {
   if (!rx_parked_) return;
   if (!contexts_ready(*rx_parked_, rx_parked_f_)) return;  // more fills to wait for
-  rx_stall_ps_[static_cast<size_t>(rx_stall_cause_)]->add(
-      static_cast<uint64_t>((sc_core::sc_time_stamp() - rx_stall_since_) /
-                            sc_core::sc_time(1, sc_core::SC_PS)));
+  rx_stall_ps_[static_cast<size_t>(rx_stall_cause_)]->add(static_cast<uint64_t>(
+      (sc_core::sc_time_stamp() - rx_stall_since_) / sc_core::sc_time(1, sc_core::SC_PS)));
   dispatch(std::move(rx_parked_), rx_parked_f_);
   rx_parked_.reset();
   mac_.resume_rx();

@@ -9,9 +9,8 @@
 #include <array>
 #include <map>
 #include <memory>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/core/calendar.h"
 #include "vp/core/clock_domain.h"
@@ -22,7 +21,6 @@
 #include "vp/nic/context_cache.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/dma_engine.h"
-#include "vp/nic/transport_engine.h"
 #include "vp/nic/host_interface.h"
 #include "vp/nic/mac.h"
 #include "vp/nic/nic_config.h"
@@ -32,6 +30,7 @@
 #include "vp/nic/responder.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/translation_cache.h"
+#include "vp/nic/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
 #include "vp/pcie/dma_initiator.h"
 
@@ -92,11 +91,11 @@ class Nic : public sc_core::sc_module {
   DmaEngine dma_;
   HostInterface hostif_;
   CompletionUnit cq_;
-  ProcessingUnits pus_;                      // nic.pu
-  ContextCache qpc_cache_;                   // nic.cache.qpc
-  TranslationCache tcache_;                  // nic.cache.mpt, nic.cache.mtt
-  ContextCache cqc_cache_;                   // nic.cache.cqc
-  ContextCache wqe_cache_;                   // nic.cache.wqe
+  ProcessingUnits pus_;      // nic.pu
+  ContextCache qpc_cache_;   // nic.cache.qpc
+  TranslationCache tcache_;  // nic.cache.mpt, nic.cache.mtt
+  ContextCache cqc_cache_;   // nic.cache.cqc
+  ContextCache wqe_cache_;   // nic.cache.wqe
   // The received packet whose QP context is being fetched (the receive
   // pipeline is stalled behind it).
   net::PacketPtr rx_parked_;

@@ -26,11 +26,9 @@ void NicLatencies::bind(core::Binder& b) {
   b.field("ack_process", ack_process, "Process one ACK, NAK or response in the requester.", 0,
           1000000, "cycles");
   b.field("cqe", cqe, "Build one CQE or EQE before its DMA write.", 0, 1000000, "cycles");
-  b.field("command", command,
-          "Firmware execution time of one admin command, not counting its DMA.", 0, 100000000,
-          "cycles");
-  b.field("reset", reset, "Device reset until STATUS.READY is set again.", 1, 100000000,
-          "cycles");
+  b.field("command", command, "Firmware execution time of one admin command, not counting its DMA.",
+          0, 100000000, "cycles");
+  b.field("reset", reset, "Device reset until STATUS.READY is set again.", 1, 100000000, "cycles");
 }
 
 void NicLimits::bind(core::Binder& b) {
@@ -76,8 +74,7 @@ void DcqcnConfig::bind(core::Binder& b) {
   b.field("alpha_update_interval", alpha_update_interval,
           "K: alpha <- (1-g) alpha once per interval without a CNP (paper: 55 us).", us1, s1);
   b.field("rate_increase_timer", rate_increase_timer,
-          "T: one rate-increase event per interval since the last CNP (paper: 55 us).", us1,
-          s1);
+          "T: one rate-increase event per interval since the last CNP (paper: 55 us).", us1, s1);
   b.field("byte_counter", byte_counter,
           "B: one rate-increase event per this many bytes sent (wire bytes) since the last "
           "CNP (paper: 10 MB).",
@@ -86,13 +83,13 @@ void DcqcnConfig::bind(core::Binder& b) {
           "F: rate-increase events of fast recovery, Rc <- (Rt + Rc)/2, before additive "
           "increase (paper: 5).",
           0, 1000, "events");
-  b.field("rate_ai", rate_ai, "R_AI: additive increase of the target rate per event (paper: "
-                              "40 Mbps).");
+  b.field("rate_ai", rate_ai,
+          "R_AI: additive increase of the target rate per event (paper: "
+          "40 Mbps).");
   b.field("rate_hai", rate_hai,
           "R_HAI: hyper increase of the target rate, times the events beyond F of the slower "
           "counter (not given by the paper: 10 R_AI, QCN's ratio).");
-  b.field("min_rate", min_rate,
-          "Floor of the current rate (not in the paper: 10 Mbps).");
+  b.field("min_rate", min_rate, "Floor of the current rate (not in the paper: 10 Mbps).");
   if (rate_ai.bps <= 0 || rate_hai.bps <= 0 || min_rate.bps <= 0)
     b.error("rate_ai, rate_hai and min_rate must be positive");
 }
@@ -140,8 +137,9 @@ void MprdmaConfig::bind(core::Binder& b) {
           "RTT the sender assumes for its burst timer, idle detection, probing period and "
           "synchronise delay (the paper measures none of them; the fabric's base RTT).",
           ns1, s1);
-  b.field("idle_rtts", idle_rtts, "Restart from IW after this many RTTs without sending "
-                                  "(paper: 3).",
+  b.field("idle_rtts", idle_rtts,
+          "Restart from IW after this many RTTs without sending "
+          "(paper: 3).",
           1, 1000, "RTTs");
   b.field("sync_alpha", sync_alpha,
           "Alpha: a synchronise message waits alpha * delta / (cwnd / RTT) after the message "
@@ -222,8 +220,9 @@ void NicConfig::bind(core::Binder& b) {
            "parameters under dcqcn).");
   b.section("dcqcn", dcqcn, "DCQCN parameters (used with congestion_control: dcqcn).");
   if (transport == "mprdma" && congestion_control != "none")
-    b.error("transport mprdma has its own congestion control: congestion_control must be "
-            "none");
+    b.error(
+        "transport mprdma has its own congestion control: congestion_control must be "
+        "none");
   b.field("qp_transports", qp_transports,
           "Further engines a QP may choose when it is created (gbn, mprdma, irn; e.g. "
           "[mprdma] on a gbn NIC runs MP-RDMA and RoCEv2 connections side by side): "
@@ -237,14 +236,12 @@ void NicConfig::bind(core::Binder& b) {
   b.section("mprdma", mprdma, "MP-RDMA parameters (transport: mprdma).");
   b.section("irn", irn, "IRN parameters (transport: irn).");
   b.field("tx_pipeline_depth", tx_pipeline_depth,
-          "Packets in flight between the scheduler and the wire (payload DMA reads included).",
-          1, 1024, "packets");
-  b.field("wqe_fetch_batch", wqe_fetch_batch, "Send WQEs fetched by one DMA read.", 1, 64,
-          "WQEs");
+          "Packets in flight between the scheduler and the wire (payload DMA reads included).", 1,
+          1024, "packets");
+  b.field("wqe_fetch_batch", wqe_fetch_batch, "Send WQEs fetched by one DMA read.", 1, 64, "WQEs");
   b.field("max_outstanding_wqes", max_outstanding_wqes,
           "Fetched send WQEs per QP not yet completed.", 1, 4096, "WQEs");
-  b.field("rq_prefetch", rq_prefetch, "Receive WQEs fetched ahead of need per QP.", 0, 64,
-          "WQEs");
+  b.field("rq_prefetch", rq_prefetch, "Receive WQEs fetched ahead of need per QP.", 0, 64, "WQEs");
   b.field("ack_coalesce", ack_coalesce,
           "The responder ACKs every N in-order packets, and always the last packet of a "
           "message.",

@@ -16,16 +16,16 @@ namespace mprdma::nic {
 
 // Cycle costs of the pipeline stages, in NIC core cycles.
 struct NicLatencies {
-  int64_t doorbell = 4;       // decode a doorbell and schedule the QP
-  int64_t wqe_parse = 8;      // parse and validate one fetched WQE
-  int64_t tx_schedule = 1;    // the TX scheduler picks the next QP
-  int64_t tx_packet = 4;      // build one outgoing packet, on the QP's PU
-  int64_t rx_parse = 2;       // the receive stage parses one frame's headers
-  int64_t rx_packet = 8;      // look up and check one incoming packet, on the QP's PU
-  int64_t ack_process = 4;    // process one ACK/NAK/response in the requester
-  int64_t cqe = 4;            // build one CQE or EQE
-  int64_t command = 500;      // firmware time per admin command, before its DMA
-  int64_t reset = 1000;       // device reset until STATUS.READY
+  int64_t doorbell = 4;     // decode a doorbell and schedule the QP
+  int64_t wqe_parse = 8;    // parse and validate one fetched WQE
+  int64_t tx_schedule = 1;  // the TX scheduler picks the next QP
+  int64_t tx_packet = 4;    // build one outgoing packet, on the QP's PU
+  int64_t rx_parse = 2;     // the receive stage parses one frame's headers
+  int64_t rx_packet = 8;    // look up and check one incoming packet, on the QP's PU
+  int64_t ack_process = 4;  // process one ACK/NAK/response in the requester
+  int64_t cqe = 4;          // build one CQE or EQE
+  int64_t command = 500;    // firmware time per admin command, before its DMA
+  int64_t reset = 1000;     // device reset until STATUS.READY
   void bind(core::Binder& b);
 };
 
@@ -36,12 +36,12 @@ struct NicLimits {
   int64_t max_eq = 32;
   int64_t max_pd = 4096;
   int64_t max_mr = 65536;
-  int64_t max_mtt = 1 << 22;      // page entries over all MRs
-  int64_t max_qp_wr = 16384;      // WQEs per queue (16-bit indices)
+  int64_t max_mtt = 1 << 22;  // page entries over all MRs
+  int64_t max_qp_wr = 16384;  // WQEs per queue (16-bit indices)
   int64_t max_sge = 16;
-  int64_t max_inline = 512;       // bytes
+  int64_t max_inline = 512;  // bytes
   int64_t max_cqe = 1 << 22;
-  int64_t max_rd_atomic = 16;     // outstanding READ/atomics per QP
+  int64_t max_rd_atomic = 16;  // outstanding READ/atomics per QP
   int64_t max_gids = 16;
   int64_t num_uar_pages = 1024;
   void bind(core::Binder& b);
@@ -62,8 +62,8 @@ struct DcqcnConfig {
   // Notification point: at most one CNP per flow per this interval (N).
   core::Duration min_cnp_interval = core::Duration::from_us(50);
   // Reaction point.
-  double g = 1.0 / 256;                                                 // alpha gain
-  double initial_alpha = 1.0;                                           // before the first CNP
+  double g = 1.0 / 256;                                                // alpha gain
+  double initial_alpha = 1.0;                                          // before the first CNP
   core::Duration alpha_update_interval = core::Duration::from_us(55);  // K
   core::Duration rate_increase_timer = core::Duration::from_us(55);    // T
   core::Bytes byte_counter{10000000};                                  // B, 10 MB
@@ -78,41 +78,41 @@ struct DcqcnConfig {
 // (Δ = 32, L = 64, at most two packets per ACK, restart after 3 idle RTTs),
 // our choices documented in bind().
 struct MprdmaConfig {
-  int64_t initial_window = 64;     // IW, packets (the paper: one BDP)
-  int64_t delta = 32;              // Δ: target out-of-order degree, packets
-  int64_t bitmap_slots = 64;       // L: receive bitmap slots (power of two)
-  bool ooo_control = true;         // prune paths whose SACK is below snd_ool
+  int64_t initial_window = 64;  // IW, packets (the paper: one BDP)
+  int64_t delta = 32;           // Δ: target out-of-order degree, packets
+  int64_t bitmap_slots = 64;    // L: receive bitmap slots (power of two)
+  bool ooo_control = true;      // prune paths whose SACK is below snd_ool
   // Loss-recovery readings the paper leaves open (transport.md):
-  std::string overflow_nack = "every_drop";                // or once_per_head
+  std::string overflow_nack = "every_drop";                 // or once_per_head
   std::string recovery_new_data = "after_retransmissions";  // or after_recovery
-  double probe_probability = 0.01; // p: probe a new virtual path, per RTT
-  int64_t max_packets_per_ack = 2; // burst control
+  double probe_probability = 0.01;                          // p: probe a new virtual path, per RTT
+  int64_t max_packets_per_ack = 2;                          // burst control
   core::Duration base_rtt = core::Duration::from_us(16);
   int64_t idle_rtts = 3;
-  double sync_alpha = 1.0;         // α of the synchronise delay
+  double sync_alpha = 1.0;  // α of the synchronise delay
   core::Duration rto = core::Duration::from_us(1000);
-  int64_t virtual_paths = 16384;   // UDP source ports 0xC000 + [0, N), power of two
+  int64_t virtual_paths = 16384;  // UDP source ports 0xC000 + [0, N), power of two
   void bind(core::Binder& b);
 };
 
 // IRN (SIGCOMM'18) parameters; RTO_low/RTO_high and N from the paper.
 struct IrnConfig {
-  int64_t bdp_packets = 64;        // BDP-FC cap and bitmap length (power of two)
+  int64_t bdp_packets = 64;  // BDP-FC cap and bitmap length (power of two)
   bool bdp_fc = true;
   core::Duration rto_low = core::Duration::from_us(100);
   core::Duration rto_high = core::Duration::from_us(320);
-  int64_t rto_low_threshold = 3;   // N: RTO_low with at most N packets in flight
-  bool read_acks = true;           // explicit READ acknowledgements (responder recovers)
+  int64_t rto_low_threshold = 3;  // N: RTO_low with at most N packets in flight
+  bool read_acks = true;          // explicit READ acknowledgements (responder recovers)
   void bind(core::Binder& b);
 };
 
 struct NicConfig {
   core::Frequency clock{250e6};
-  core::Bytes mtu{1024};               // largest path MTU of the port
+  core::Bytes mtu{1024};  // largest path MTU of the port
   // Send every RoCEv2 packet ECN-capable (ECT(0)), as a NIC with RoCE ECN
   // enabled does, so switches mark CE instead of ignoring it.
   bool ecn = true;
-  std::string transport = "gbn";      // engine of QPs that do not choose
+  std::string transport = "gbn";  // engine of QPs that do not choose
   // Further engines a QP may choose at CREATE_QP (mpr_cmd_create_qp.
   // transport): gbn, mprdma, irn. Go-back-N and `transport` are always
   // offered; every QPC line holds the largest offered engine's state.
@@ -137,17 +137,17 @@ struct NicConfig {
   int64_t ack_coalesce = 8;           // responder ACKs every N packets...
   NicLatencies latency;
   NicLimits limits;
-  PuConfig pu;          // processing units
+  PuConfig pu;            // processing units
   AtomicsConfig atomics;  // the responder's atomic unit
-  SramConfig sram;      // on-chip memory budget
-  CachesConfig cache;   // context caches over ICM
+  SramConfig sram;        // on-chip memory budget
+  CachesConfig cache;     // context caches over ICM
 
   // Set by the platform builder, not by scenarios.
   uint64_t bar0_base = 0xE0000000ull;
   uint64_t bar2_base = 0xE1000000ull;
   std::string name = "nic0";  // instance name: log channels and stats use it
   std::array<uint8_t, 6> mac{{0x02, 0, 0, 0, 0, 1}};
-  uint32_t ip = 0x0A000001;  // 10.0.0.1
+  uint32_t ip = 0x0A000001;          // 10.0.0.1
   uint32_t port_speed_mbps = 40000;  // the attached link's rate
 
   void bind(core::Binder& b);

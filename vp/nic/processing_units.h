@@ -7,9 +7,8 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/core/clock_domain.h"
 #include "vp/core/sim_env.h"

@@ -4,8 +4,7 @@ namespace mprdma::nic {
 
 namespace {
 uint32_t ipv4_of_gid(const uint8_t* gid) {
-  return (uint32_t{gid[12]} << 24) | (uint32_t{gid[13]} << 16) | (uint32_t{gid[14]} << 8) |
-         gid[15];
+  return (uint32_t{gid[12]} << 24) | (uint32_t{gid[13]} << 16) | (uint32_t{gid[14]} << 8) | gid[15];
 }
 }  // namespace
 
@@ -44,9 +43,9 @@ uint64_t ack_timeout_ps(uint8_t timeout) {
 uint64_t rnr_timer_ps(uint8_t code) {
   // IB spec table of RNR NAK timer values, in units of 10 ns.
   static const uint32_t kTenNs[32] = {
-      65536000, 1000,    2000,    3000,    4000,    6000,    8000,    12000,
-      16000,    24000,   32000,   48000,   64000,   96000,   128000,  192000,
-      256000,   384000,  512000,  768000,  1024000, 1536000, 2048000, 3072000,
+      65536000, 1000,    2000,    3000,     4000,     6000,     8000,     12000,
+      16000,    24000,   32000,   48000,    64000,    96000,    128000,   192000,
+      256000,   384000,  512000,  768000,   1024000,  1536000,  2048000,  3072000,
       4096000,  6144000, 8192000, 12288000, 16384000, 24576000, 32768000, 49152000};
   return uint64_t{kTenNs[code & 31]} * 10000;
 }

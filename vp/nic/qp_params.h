@@ -2,9 +2,9 @@
 // InfiniBand encodings of MTU, ACK timeout and RNR timer.
 #pragma once
 
-#include <cstdint>
-
 #include <mprdma/hw.h>
+
+#include <cstdint>
 
 #include "vp/net/roce_codec.h"
 #include "vp/nic/context_memory.h"

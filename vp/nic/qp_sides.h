@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "vp/net/roce_codec.h"
-#include "vp/nic/transport_engine.h"
 #include "vp/nic/translation.h"
+#include "vp/nic/transport_engine.h"
 
 namespace mprdma::nic {
 

@@ -18,12 +18,17 @@ namespace {
 uint8_t cqe_opcode(uint8_t wqe_opcode) {
   switch (wqe_opcode) {
     case MPR_WQE_SEND:
-    case MPR_WQE_SEND_IMM: return MPR_CQE_REQ_SEND;
+    case MPR_WQE_SEND_IMM:
+      return MPR_CQE_REQ_SEND;
     case MPR_WQE_RDMA_WRITE:
-    case MPR_WQE_RDMA_WRITE_IMM: return MPR_CQE_REQ_RDMA_WRITE;
-    case MPR_WQE_RDMA_READ: return MPR_CQE_REQ_RDMA_READ;
-    case MPR_WQE_ATOMIC_CAS: return MPR_CQE_REQ_ATOMIC_CAS;
-    case MPR_WQE_ATOMIC_FA: return MPR_CQE_REQ_ATOMIC_FA;
+    case MPR_WQE_RDMA_WRITE_IMM:
+      return MPR_CQE_REQ_RDMA_WRITE;
+    case MPR_WQE_RDMA_READ:
+      return MPR_CQE_REQ_RDMA_READ;
+    case MPR_WQE_ATOMIC_CAS:
+      return MPR_CQE_REQ_ATOMIC_CAS;
+    case MPR_WQE_ATOMIC_FA:
+      return MPR_CQE_REQ_ATOMIC_FA;
   }
   return MPR_CQE_REQ_SEND;
 }
@@ -56,12 +61,18 @@ void nak_status(uint8_t code, uint8_t& status, uint8_t& syndrome) {
 // What made the engine go back, for the log.
 const char* ack_kind_name(AckEvent::Kind k) {
   switch (k) {
-    case AckEvent::Kind::ack: return "an ACK (a READ or atomic response it passed was lost) at";
-    case AckEvent::Kind::nak_sequence: return "a sequence NAK for";
-    case AckEvent::Kind::nak_rnr: return "an RNR NAK for";
-    case AckEvent::Kind::nak_fatal: return "a fatal NAK for";
-    case AckEvent::Kind::read_response: return "a READ response after a lost one, at";
-    case AckEvent::Kind::atomic_ack: return "an atomic ACK after a lost response, at";
+    case AckEvent::Kind::ack:
+      return "an ACK (a READ or atomic response it passed was lost) at";
+    case AckEvent::Kind::nak_sequence:
+      return "a sequence NAK for";
+    case AckEvent::Kind::nak_rnr:
+      return "an RNR NAK for";
+    case AckEvent::Kind::nak_fatal:
+      return "a fatal NAK for";
+    case AckEvent::Kind::read_response:
+      return "a READ response after a lost one, at";
+    case AckEvent::Kind::atomic_ack:
+      return "an atomic ACK after a lost response, at";
   }
   return "?";
 }
@@ -98,8 +109,8 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
                                                 "SQ doorbells ignored (QP in RESET or bad index)")),
       wqes_by_mmio_(core.env.stats.counter(core.stat("requester.wqes_by_mmio"), "WQEs",
                                            "Send WQEs taken from the MMIO write, no DMA read")),
-      ud_sends_(core.env.stats.counter(core.stat("requester.ud_sends"), "packets",
-                                       "UD datagrams sent")),
+      ud_sends_(
+          core.env.stats.counter(core.stat("requester.ud_sends"), "packets", "UD datagrams sent")),
       read_acks_tx_(core.env.stats.counter(core.stat("requester.read_acks_tx"), "packets",
                                            "Read (N)ACKs sent for READ responses (IRN)")),
       read_acks_rx_(core.env.stats.counter(core.stat("requester.read_acks_rx"), "packets",
@@ -159,7 +170,8 @@ void Requester::sq_wqe_mmio(uint32_t qpn, const std::vector<uint8_t>& wqe) {
   // Kept until fetch() reaches its index (at once if the NIC is idle); the
   // widened index is the producer index just accepted, minus one.
   const uint32_t at = qp->sq_pi - 1;
-  if (wqe.size() <= (size_t{1} << q->sq_log_stride) && at - qp->fetch_idx < (1u << q->sq_log_size) &&
+  if (wqe.size() <= (size_t{1} << q->sq_log_stride) &&
+      at - qp->fetch_idx < (1u << q->sq_log_size) &&
       qp->mmio_wqes.size() < static_cast<size_t>(core_.cfg.max_outstanding_wqes))
     qp->mmio_wqes[at] = wqe;
   fetch(*qp);
@@ -193,14 +205,14 @@ Requester::Qp* Requester::accept_sq_pi(uint32_t qpn, uint16_t pi16) {
     qp.generation = ++generation_;
   }
   const uint32_t pi = qp.sq_pi + static_cast<uint16_t>(pi16 - static_cast<uint16_t>(qp.sq_pi));
-  const uint32_t oldest = !qp.inflight.empty() ? qp.inflight.front().index
+  const uint32_t oldest = !qp.inflight.empty()  ? qp.inflight.front().index
                           : !qp.pending.empty() ? qp.pending.front().index
                                                 : qp.fetch_idx;
   if (pi - oldest > (1u << q->sq_log_size)) {
     ++doorbells_dropped_;
-    MPR_LOG(log_, warn, "SQ doorbell for QP " << qpn << " claims " << (pi - oldest)
-                                              << " WQEs in a ring of " << (1u << q->sq_log_size)
-                                              << ": dropped");
+    MPR_LOG(log_, warn,
+            "SQ doorbell for QP " << qpn << " claims " << (pi - oldest) << " WQEs in a ring of "
+                                  << (1u << q->sq_log_size) << ": dropped");
     return nullptr;
   }
   qp.sq_pi = pi;
@@ -241,9 +253,10 @@ void Requester::qp_to_rts(uint32_t qpn) {
   }
   if (answering) {
     if (q->attr.sq_psn != qp.stream_base)
-      MPR_LOG(log_, warn, "QP " << qpn << " to RTS with SQ PSN " << q->attr.sq_psn
-                                << ": its stream already began at " << qp.stream_base
-                                << " (READ responses sent from RTR) and goes on from there");
+      MPR_LOG(log_, warn,
+              "QP " << qpn << " to RTS with SQ PSN " << q->attr.sq_psn
+                    << ": its stream already began at " << qp.stream_base
+                    << " (READ responses sent from RTR) and goes on from there");
   } else {
     core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
   }
@@ -258,9 +271,9 @@ void Requester::ensure_rp(Qp& qp) {
   if (qp.rp || !cnp_rx_ || core_.engine.engine_of(qp.qpn).own_congestion_control()) return;
   qp.rp.emplace(rp_params_);
   qp.pace_at = kNever;
-  qp.rate_gauge = &core_.env.stats.counter(
-      core_.stat("dcqcn.qp" + std::to_string(qp.qpn) + ".rate_mbps"), "Mb/s",
-      "Current DCQCN rate of the QP at its last packet or CNP");
+  qp.rate_gauge =
+      &core_.env.stats.counter(core_.stat("dcqcn.qp" + std::to_string(qp.qpn) + ".rate_mbps"),
+                               "Mb/s", "Current DCQCN rate of the QP at its last packet or CNP");
   qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
 }
 
@@ -315,12 +328,12 @@ void Requester::fetch(Qp& qp) {
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);
   const uint32_t size = 1u << q->sq_log_size;
   const uint32_t held = static_cast<uint32_t>(qp.pending.size() + qp.inflight.size());
-  const uint32_t room =
-      held >= core_.cfg.max_outstanding_wqes ? 0
-                                             : static_cast<uint32_t>(core_.cfg.max_outstanding_wqes) - held;
+  const uint32_t room = held >= core_.cfg.max_outstanding_wqes
+                            ? 0
+                            : static_cast<uint32_t>(core_.cfg.max_outstanding_wqes) - held;
   const uint32_t to_ring_end = size - (qp.fetch_idx & (size - 1));
   uint32_t n = std::min({qp.sq_pi - qp.fetch_idx, room, to_ring_end,
-                               static_cast<uint32_t>(core_.cfg.wqe_fetch_batch)});
+                         static_cast<uint32_t>(core_.cfg.wqe_fetch_batch)});
   if (n == 0) return;
   // WQEs that came by MMIO are taken as they are, one at a time; a DMA read
   // stops short of them.
@@ -404,12 +417,12 @@ void Requester::admit(uint32_t qpn, uint64_t gen, std::shared_ptr<Batch> batch,
   for (Message& m : batch->messages)
     for (Message::Sge& s : m.sges) {
       if (s.translated) continue;
-      s.translated = core_.tcache.access(s.lkey, s.addr, s.len, qpn,
-                                         [this, qpn, gen, batch, next_fetch_idx] {
-                                           if (--batch->waiting == 0)
-                                             admit(qpn, gen, batch, next_fetch_idx);
-                                         },
-                                         &s.progress);
+      s.translated = core_.tcache.access(
+          s.lkey, s.addr, s.len, qpn,
+          [this, qpn, gen, batch, next_fetch_idx] {
+            if (--batch->waiting == 0) admit(qpn, gen, batch, next_fetch_idx);
+          },
+          &s.progress);
       if (!s.translated) ++batch->waiting;
     }
   if (batch->waiting > 0) return;
@@ -435,17 +448,19 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
     m.status = status;
     m.syndrome = syndrome;
     ++wqe_errors_;
-    MPR_LOG(log_, info, "QP " << qp.qpn << " WQE " << index << " rejected: status "
-                              << int(status) << " syndrome " << int(syndrome));
+    MPR_LOG(log_, info,
+            "QP " << qp.qpn << " WQE " << index << " rejected: status " << int(status)
+                  << " syndrome " << int(syndrome));
   };
   if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
   const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
   if (!engine.carries_read_atomic() &&
       (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode)) && !engine.read_as_data()) {
-    MPR_LOG(log_, warn, "QP " << qp.qpn << " WQE " << index << ": the " << engine.name()
-                              << " transport carries no "
-                              << (is_atomic(ctrl.opcode) ? "atomics" : "RDMA READ"));
+    MPR_LOG(log_, warn,
+            "QP " << qp.qpn << " WQE " << index << ": the " << engine.name()
+                  << " transport carries no "
+                  << (is_atomic(ctrl.opcode) ? "atomics" : "RDMA READ"));
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_UNSUPPORTED);
   }
   if (ctrl.wqe_index != static_cast<uint16_t>(index) || (ctrl.flags & ~MPR_WQE_F_ALL) ||
@@ -505,11 +520,15 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
     const AccessStatus st =
         core_.translation.translate(d.lkey, q->pdn, d.addr, d.byte_count, need, m.local);
     switch (st) {
-      case AccessStatus::ok: break;
+      case AccessStatus::ok:
+        break;
       case AccessStatus::bad_key:
-      case AccessStatus::pd_mismatch: return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
-      case AccessStatus::bounds: return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_LKEY_BOUNDS);
-      case AccessStatus::access: return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_LKEY_ACCESS);
+      case AccessStatus::pd_mismatch:
+        return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
+      case AccessStatus::bounds:
+        return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_LKEY_BOUNDS);
+      case AccessStatus::access:
+        return bad(MPR_CQE_LOC_PROT_ERR, MPR_SYN_LKEY_ACCESS);
     }
   }
   if (nsge > core_.cfg.limits.max_sge) return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
@@ -570,7 +589,8 @@ void Requester::assign(Qp& qp) {
 
 Requester::Message* Requester::message_at(Qp& qp, uint32_t psn) {
   for (Message& m : qp.inflight)
-    if (m.npsn && psn_diff(psn, m.first_psn) >= 0 && psn_diff(psn, psn_add(m.first_psn, m.npsn)) < 0)
+    if (m.npsn && psn_diff(psn, m.first_psn) >= 0 &&
+        psn_diff(psn, psn_add(m.first_psn, m.npsn)) < 0)
       return &m;
   return nullptr;
 }
@@ -591,8 +611,8 @@ bool Requester::missing_responses(const Qp& qp, uint32_t end, std::vector<uint32
     for (uint32_t i = 0; i < m.npsn; ++i) {
       const uint32_t p = psn_add(m.first_psn, i);
       if (psn_diff(p, end) >= 0) break;
-      const bool got = m.resp_got.size() == m.npsn ? m.resp_got[i] != 0
-                                                   : psn_diff(p, m.resp_next) < 0;
+      const bool got =
+          m.resp_got.size() == m.npsn ? m.resp_got[i] != 0 : psn_diff(p, m.resp_next) < 0;
       if (got) continue;
       psns.push_back(p);
       atomic |= m.opcode != MPR_WQE_RDMA_READ;
@@ -721,7 +741,8 @@ bool Requester::try_emit(uint32_t qpn) {
       f.opcode = Opcode::RDMA_READ_REQUEST;
       f.reth_va = m->remote_va + uint64_t(k) * mtu;
       f.reth_rkey = m->rkey;
-      f.reth_dma_len = static_cast<uint32_t>(m->length - std::min<uint64_t>(m->length, uint64_t(k) * mtu));
+      f.reth_dma_len =
+          static_cast<uint32_t>(m->length - std::min<uint64_t>(m->length, uint64_t(k) * mtu));
       npsn = m->npsn - k;
       if (g.retransmit && core_.engine.engine_of(qpn).out_of_order()) {
         f.reth_dma_len = std::min<uint32_t>(f.reth_dma_len, mtu);
@@ -732,8 +753,8 @@ bool Requester::try_emit(uint32_t qpn) {
     case kReadDataOpcode:
       // Response k of the peer's READ, a data packet of this stream.
       offset = uint64_t(k) * mtu;
-      plen = static_cast<uint32_t>(
-          std::min<uint64_t>(mtu, m->length - std::min(m->length, offset)));
+      plen =
+          static_cast<uint32_t>(std::min<uint64_t>(mtu, m->length - std::min(m->length, offset)));
       f.opcode = first && last ? Opcode::RDMA_READ_RESPONSE_ONLY
                  : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
                  : last        ? Opcode::RDMA_READ_RESPONSE_LAST
@@ -791,8 +812,8 @@ bool Requester::try_emit(uint32_t qpn) {
     const bool answers = m->answers_read;
     const uint32_t read_psn = m->read_psn;
     core_.dma.gather(segs, DmaPurpose::payload,
-                     [this, f, slot, qpn, gen, index, answers, read_psn,
-                      trailer](bool ok, std::vector<uint8_t>&& data) {
+                     [this, f, slot, qpn, gen, index, answers, read_psn, trailer](
+                         bool ok, std::vector<uint8_t>&& data) {
                        if (ok) {
                          data.insert(data.end(), trailer.begin(), trailer.end());
                          core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
@@ -851,124 +872,125 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     responder_->response_ce(qpn);
   // ACK processing costs ack_process cycles before its effects are visible.
   std::shared_ptr<net::Packet> held(std::move(pkt));
-  calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
-               [this, qpn, gen, held, f, has_ext, ext] {
-    Qp* q = find(qpn);
-    if (!q || q->generation != gen || !sending(*q) || q->error) return;
-    using net::Opcode;
-    AckEvent ev;
-    ev.psn = f.psn;
-    ev.ack_limit = ack_limit(*q);
-    ev.egress_backlog = static_cast<uint32_t>(core_.tx.backlog());
-    if (has_ext) {
-      ev.has_ext = true;
-      ev.ext = ext;
-      const uint32_t end = psn_add(ext.aack, 1);
-      // Only engines that answer READ/atomics themselves read it (IRN),
-      // with or without explicit READ acknowledgements.
-      if (f.opcode == Opcode::ACKNOWLEDGE && core_.engine.engine_of(qpn).carries_read_atomic() &&
-          psn_diff(end, ev.ack_limit) > 0)
-        ev.missing_atomic = missing_responses(*q, end, ev.missing_responses);
-    }
-    Message* subject = nullptr;
-    uint8_t fatal_status = MPR_CQE_REM_INV_REQ_ERR, fatal_syn = MPR_SYN_NAK_INV_REQ;
-    switch (f.opcode) {
-      case Opcode::ACKNOWLEDGE:
-        switch (net::aeth_kind(f.aeth_syndrome)) {
-          case net::AethKind::ack:
-            ++acks_;
-            ev.kind = AckEvent::Kind::ack;
-            break;
-          case net::AethKind::rnr_nak:
-            ++naks_;
-            ev.kind = AckEvent::Kind::nak_rnr;
-            ev.rnr_delay_cycles = rnr_timer_ps(f.aeth_syndrome & 0x1f) / core_.cfg.period_ps();
-            break;
-          case net::AethKind::nak:
-            ++naks_;
-            if ((f.aeth_syndrome & 0x1f) == static_cast<uint8_t>(net::NakCode::psn_seq_error)) {
-              ev.kind = AckEvent::Kind::nak_sequence;
-            } else {
-              ev.kind = AckEvent::Kind::nak_fatal;
-              nak_status(f.aeth_syndrome & 0x1f, fatal_status, fatal_syn);
-              subject = message_at(*q, f.psn);
-              // A fatal NAK names the request it refuses. One that names no
-              // outstanding request (already acknowledged, or never sent: a
-              // stale duplicate or a forged frame) is a response to nothing,
-              // dropped like a READ response for no READ; taking it would
-              // fail the QP with flushes only, no error and no event.
-              if (!subject) {
+  calendar_.at(
+      core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.ack_process)),
+      [this, qpn, gen, held, f, has_ext, ext] {
+        Qp* q = find(qpn);
+        if (!q || q->generation != gen || !sending(*q) || q->error) return;
+        using net::Opcode;
+        AckEvent ev;
+        ev.psn = f.psn;
+        ev.ack_limit = ack_limit(*q);
+        ev.egress_backlog = static_cast<uint32_t>(core_.tx.backlog());
+        if (has_ext) {
+          ev.has_ext = true;
+          ev.ext = ext;
+          const uint32_t end = psn_add(ext.aack, 1);
+          // Only engines that answer READ/atomics themselves read it (IRN),
+          // with or without explicit READ acknowledgements.
+          if (f.opcode == Opcode::ACKNOWLEDGE &&
+              core_.engine.engine_of(qpn).carries_read_atomic() && psn_diff(end, ev.ack_limit) > 0)
+            ev.missing_atomic = missing_responses(*q, end, ev.missing_responses);
+        }
+        Message* subject = nullptr;
+        uint8_t fatal_status = MPR_CQE_REM_INV_REQ_ERR, fatal_syn = MPR_SYN_NAK_INV_REQ;
+        switch (f.opcode) {
+          case Opcode::ACKNOWLEDGE:
+            switch (net::aeth_kind(f.aeth_syndrome)) {
+              case net::AethKind::ack:
+                ++acks_;
+                ev.kind = AckEvent::Kind::ack;
+                break;
+              case net::AethKind::rnr_nak:
+                ++naks_;
+                ev.kind = AckEvent::Kind::nak_rnr;
+                ev.rnr_delay_cycles = rnr_timer_ps(f.aeth_syndrome & 0x1f) / core_.cfg.period_ps();
+                break;
+              case net::AethKind::nak:
+                ++naks_;
+                if ((f.aeth_syndrome & 0x1f) == static_cast<uint8_t>(net::NakCode::psn_seq_error)) {
+                  ev.kind = AckEvent::Kind::nak_sequence;
+                } else {
+                  ev.kind = AckEvent::Kind::nak_fatal;
+                  nak_status(f.aeth_syndrome & 0x1f, fatal_status, fatal_syn);
+                  subject = message_at(*q, f.psn);
+                  // A fatal NAK names the request it refuses. One that names no
+                  // outstanding request (already acknowledged, or never sent: a
+                  // stale duplicate or a forged frame) is a response to nothing,
+                  // dropped like a READ response for no READ; taking it would
+                  // fail the QP with flushes only, no error and no event.
+                  if (!subject) {
+                    ++bad_responses_;
+                    MPR_LOG(log_, debug,
+                            "QP " << qpn << ": fatal NAK for PSN " << f.psn
+                                  << ", no outstanding request: dropped");
+                    return;
+                  }
+                }
+                break;
+              default:
                 ++bad_responses_;
-                MPR_LOG(log_, debug, "QP " << qpn << ": fatal NAK for PSN " << f.psn
-                                           << ", no outstanding request: dropped");
                 return;
-              }
+            }
+            break;
+          case Opcode::RDMA_READ_RESPONSE_FIRST:
+          case Opcode::RDMA_READ_RESPONSE_MIDDLE:
+          case Opcode::RDMA_READ_RESPONSE_LAST:
+          case Opcode::RDMA_READ_RESPONSE_ONLY:
+            ev.kind = AckEvent::Kind::read_response;
+            subject = message_at(*q, f.psn);
+            if (!subject || subject->opcode != MPR_WQE_RDMA_READ) {
+              ++bad_responses_;
+              return;
+            }
+            break;
+          case Opcode::ATOMIC_ACKNOWLEDGE:
+            ev.kind = AckEvent::Kind::atomic_ack;
+            subject = message_at(*q, f.psn);
+            if (!subject || !is_atomic(subject->opcode)) {
+              ++bad_responses_;
+              return;
             }
             break;
           default:
             ++bad_responses_;
             return;
         }
-        break;
-      case Opcode::RDMA_READ_RESPONSE_FIRST:
-      case Opcode::RDMA_READ_RESPONSE_MIDDLE:
-      case Opcode::RDMA_READ_RESPONSE_LAST:
-      case Opcode::RDMA_READ_RESPONSE_ONLY:
-        ev.kind = AckEvent::Kind::read_response;
-        subject = message_at(*q, f.psn);
-        if (!subject || subject->opcode != MPR_WQE_RDMA_READ) {
-          ++bad_responses_;
+        const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
+        if (r.rewound)
+          MPR_LOG(log_, debug,
+                  "QP " << qpn << ": " << core_.engine.engine_of(qpn).name() << " goes back on "
+                        << ack_kind_name(ev.kind) << " PSN " << f.psn << ", snd_una "
+                        << core_.engine.snd_una(qpn) << ", snd_nxt " << core_.engine.snd_nxt(qpn));
+        if (r.send_read_ack) queue_read_ack(*q, r.read_ack);
+        if (r.accept && subject) {
+          if (ev.kind == AckEvent::Kind::read_response) {
+            place_read(*q, *subject, f, *held);
+            if (q->error) return;
+          } else {
+            const uint64_t orig = f.atomic_ack_orig;
+            core_.dma.scatter(subject->local, reinterpret_cast<const uint8_t*>(&orig),
+                              DmaPurpose::atomic);
+            response_arrived(qpn, *subject, f.psn);
+          }
+        }
+        if (r.error != AckResult::Error::none) {
+          if (r.error == AckResult::Error::fatal_nak) {
+            fail(*q, subject, fatal_status, fatal_syn);
+          } else {
+            Message* oldest = q->inflight.empty() ? nullptr : &q->inflight.front();
+            const bool rnr = r.error == AckResult::Error::rnr_exceeded;
+            fail(*q, oldest, uint8_t(rnr ? MPR_CQE_RNR_RETRY_EXC_ERR : MPR_CQE_RETRY_EXC_ERR),
+                 uint8_t(rnr ? MPR_SYN_RNR_EXCEEDED : MPR_SYN_RETRY_EXCEEDED));
+          }
           return;
         }
-        break;
-      case Opcode::ATOMIC_ACKNOWLEDGE:
-        ev.kind = AckEvent::Kind::atomic_ack;
-        subject = message_at(*q, f.psn);
-        if (!subject || !is_atomic(subject->opcode)) {
-          ++bad_responses_;
-          return;
+        if (r.progress) retire(*q);
+        if (Qp* again = find(qpn); again && again->generation == gen && !again->error) {
+          if (r.progress || r.rewound || r.tx_ready) core_.tx.activate(qpn);
+          schedule_wake(*again);
         }
-        break;
-      default:
-        ++bad_responses_;
-        return;
-    }
-    const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
-    if (r.rewound)
-      MPR_LOG(log_, debug, "QP " << qpn << ": " << core_.engine.engine_of(qpn).name()
-                                 << " goes back on " << ack_kind_name(ev.kind) << " PSN "
-                                 << f.psn << ", snd_una "
-                                 << core_.engine.snd_una(qpn) << ", snd_nxt "
-                                 << core_.engine.snd_nxt(qpn));
-    if (r.send_read_ack) queue_read_ack(*q, r.read_ack);
-    if (r.accept && subject) {
-      if (ev.kind == AckEvent::Kind::read_response) {
-        place_read(*q, *subject, f, *held);
-        if (q->error) return;
-      } else {
-        const uint64_t orig = f.atomic_ack_orig;
-        core_.dma.scatter(subject->local, reinterpret_cast<const uint8_t*>(&orig),
-                          DmaPurpose::atomic);
-        response_arrived(qpn, *subject, f.psn);
-      }
-    }
-    if (r.error != AckResult::Error::none) {
-      if (r.error == AckResult::Error::fatal_nak) {
-        fail(*q, subject, fatal_status, fatal_syn);
-      } else {
-        Message* oldest = q->inflight.empty() ? nullptr : &q->inflight.front();
-        const bool rnr = r.error == AckResult::Error::rnr_exceeded;
-        fail(*q, oldest, uint8_t(rnr ? MPR_CQE_RNR_RETRY_EXC_ERR : MPR_CQE_RETRY_EXC_ERR),
-             uint8_t(rnr ? MPR_SYN_RNR_EXCEEDED : MPR_SYN_RETRY_EXCEEDED));
-      }
-      return;
-    }
-    if (r.progress) retire(*q);
-    if (Qp* again = find(qpn); again && again->generation == gen && !again->error) {
-      if (r.progress || r.rewound || r.tx_ready) core_.tx.activate(qpn);
-      schedule_wake(*again);
-    }
-  });
+      });
 }
 
 void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const net::Packet& pkt) {
@@ -1080,8 +1102,9 @@ void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syn
   qp.generation = ++generation_;  // outstanding DMA and timers of the QP are void
   qp.wake_at = kNever;
   if (culprit && status != MPR_CQE_WR_FLUSH_ERR)
-    MPR_LOG(log_, info, "QP " << qp.qpn << " to ERR: WQE " << culprit->index << " status "
-                              << int(status) << " syndrome " << int(syndrome));
+    MPR_LOG(log_, info,
+            "QP " << qp.qpn << " to ERR: WQE " << culprit->index << " status " << int(status)
+                  << " syndrome " << int(syndrome));
   if (mpr_qpc* q = core_.contexts.qp(qp.qpn)) {
     q->state = MPR_QPS_ERR;
     q->attr.qp_state = MPR_QPS_ERR;
@@ -1134,9 +1157,9 @@ void Requester::on_cnp(const net::RoceFields& f) {
   qp->rp->on_cnp(core_.now_cycle());
   ++*rate_cuts_;
   qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
-  MPR_LOG(log_, debug, "QP " << qp->qpn << ": CNP, rate " << qp->rp->rate_bps() / 1e9
-                             << " Gb/s, target " << qp->rp->target_bps() / 1e9
-                             << " Gb/s, alpha " << qp->rp->alpha());
+  MPR_LOG(log_, debug,
+          "QP " << qp->qpn << ": CNP, rate " << qp->rp->rate_bps() / 1e9 << " Gb/s, target "
+                << qp->rp->target_bps() / 1e9 << " Gb/s, alpha " << qp->rp->alpha());
 }
 
 void Requester::schedule_pace(Qp& qp, uint64_t at) {
@@ -1170,12 +1193,11 @@ void Requester::schedule_wake(Qp& qp) {
     const AckResult r = core_.engine.on_timer(qpn, core_.now_cycle());
     if (r.rewound) {
       ++timeouts_;
-      MPR_LOG(log_, debug, "QP " << qpn << ": " << core_.engine.engine_of(qpn).name()
-                                 << " retransmission timeout, snd_una "
-                                 << core_.engine.snd_una(qpn) << ", snd_nxt "
-                                 << core_.engine.snd_nxt(qpn)
-                                 << (r.error != AckResult::Error::none ? ", retries exhausted"
-                                                                       : ""));
+      MPR_LOG(log_, debug,
+              "QP " << qpn << ": " << core_.engine.engine_of(qpn).name()
+                    << " retransmission timeout, snd_una " << core_.engine.snd_una(qpn)
+                    << ", snd_nxt " << core_.engine.snd_nxt(qpn)
+                    << (r.error != AckResult::Error::none ? ", retries exhausted" : ""));
     }
     if (r.error != AckResult::Error::none) {
       fail(*q, q->inflight.empty() ? nullptr : &q->inflight.front(), MPR_CQE_RETRY_EXC_ERR,
@@ -1222,8 +1244,9 @@ void Requester::check_answers(uint32_t qpn, uint64_t gen, uint64_t at) {
     return;
   }
   const Message& m = q->inflight.front();
-  MPR_LOG(log_, info, "QP " << qpn << ": " << m.data_left << " answers of WQE " << m.index
-                            << " (PSN " << m.first_psn << ") never came; retries exhausted");
+  MPR_LOG(log_, info,
+          "QP " << qpn << ": " << m.data_left << " answers of WQE " << m.index << " (PSN "
+                << m.first_psn << ") never came; retries exhausted");
   fail(*q, &m, MPR_CQE_RETRY_EXC_ERR, MPR_SYN_RETRY_EXCEEDED);
 }
 

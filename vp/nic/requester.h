@@ -15,16 +15,16 @@
 // WR_FLUSH_ERR, in order. Doorbells of a QP in ERR flush the new WQEs.
 #pragma once
 
+#include <mprdma/hw.h>
+
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
+#include <systemc>
 #include <unordered_map>
 #include <vector>
-
-#include <mprdma/hw.h>
-#include <systemc>
 
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
@@ -167,13 +167,13 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
 
   struct Qp {
     uint32_t qpn = 0;
-    bool active = false;   // RTS
+    bool active = false;  // RTS
     // READ as data: a QP in RTR whose send side answers the peer's READs
     // (its stream began at stream_base); WQEs still wait for RTS.
     bool answering = false;
     uint32_t stream_base = 0;
-    bool error = false;    // ERR: flushing
-    uint32_t sq_pi = 0;    // free-running, widened from the 16-bit doorbell
+    bool error = false;  // ERR: flushing
+    uint32_t sq_pi = 0;  // free-running, widened from the 16-bit doorbell
     uint32_t fetch_idx = 0;
     bool fetching = false;
     // WQEs that arrived by MMIO, by index, until fetch() takes them (in

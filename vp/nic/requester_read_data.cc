@@ -70,8 +70,9 @@ Requester::Qp* Requester::start_answering(uint32_t qpn, uint32_t stream_base) {
   p.sq_psn = stream_base;
   p.retry_cnt = 7;
   core_.engine.set_requester(p);
-  MPR_LOG(log_, debug, "QP " << qpn << " in RTR starts its stream at PSN " << stream_base
-                             << " for READ responses");
+  MPR_LOG(
+      log_, debug,
+      "QP " << qpn << " in RTR starts its stream at PSN " << stream_base << " for READ responses");
   return &qp;
 }
 
@@ -89,8 +90,8 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
   // the payload its index implies (an atomic's value is in its header).
   const uint64_t offset = uint64_t(k) * qp->mtu;
   const bool atomic = f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE;
-  bool fits = m && k < m->resp_got.size() && !m->resp_got[k] &&
-              atomic == (m->opcode != MPR_WQE_RDMA_READ);
+  bool fits =
+      m && k < m->resp_got.size() && !m->resp_got[k] && atomic == (m->opcode != MPR_WQE_RDMA_READ);
   if (fits && atomic) {
     fits = f.payload_len == 0;
   } else if (fits) {
@@ -101,8 +102,9 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
   }
   if (!fits) {
     ++bad_responses_;
-    MPR_LOG(log_, info, "QP " << qpn << ": READ response " << k << " for READ PSN " << read_psn
-                              << (m ? " does not fit that READ" : ", which is not in flight"));
+    MPR_LOG(log_, info,
+            "QP " << qpn << ": READ response " << k << " for READ PSN " << read_psn
+                  << (m ? " does not fit that READ" : ", which is not in flight"));
     fail(*qp, qp->inflight.empty() ? nullptr : &qp->inflight.front(), MPR_CQE_BAD_RESP_ERR,
          MPR_SYN_BAD_RESPONSE);
     return false;

@@ -22,8 +22,9 @@ bool Requester::parse_ud(Qp& qp, const uint8_t*& seg, const uint8_t* end, Messag
     m.status = status;
     m.syndrome = syndrome;
     ++wqe_errors_;
-    MPR_LOG(log_, info, "UD QP " << qp.qpn << " WQE " << m.index << " rejected: status "
-                                 << int(status) << " syndrome " << int(syndrome));
+    MPR_LOG(log_, info,
+            "UD QP " << qp.qpn << " WQE " << m.index << " rejected: status " << int(status)
+                     << " syndrome " << int(syndrome));
     return false;
   };
   if (m.opcode != MPR_WQE_SEND && m.opcode != MPR_WQE_SEND_IMM)
@@ -57,8 +58,9 @@ void Requester::assign_ud(Qp& qp) {
       m.status = MPR_CQE_LOC_LEN_ERR;
       m.syndrome = MPR_SYN_MSG_TOO_LONG;
       ++wqe_errors_;
-      MPR_LOG(log_, info, "UD QP " << qp.qpn << " WQE " << m.index << ": " << m.length
-                                   << " bytes exceed the path MTU " << qp.mtu);
+      MPR_LOG(log_, info,
+              "UD QP " << qp.qpn << " WQE " << m.index << ": " << m.length
+                       << " bytes exceed the path MTU " << qp.mtu);
     }
     m.first_psn = qp.next_psn;
     if (m.status != MPR_CQE_SUCCESS) {

@@ -43,8 +43,8 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
                                        "Request messages completed")),
       duplicates_(core.env.stats.counter(core.stat("responder.duplicates"), "packets",
                                          "Duplicate request packets")),
-      seq_naks_(core.env.stats.counter(core.stat("responder.seq_naks"), "packets",
-                                       "Sequence NAKs sent")),
+      seq_naks_(
+          core.env.stats.counter(core.stat("responder.seq_naks"), "packets", "Sequence NAKs sent")),
       ooo_drops_(core.env.stats.counter(core.stat("responder.ooo_drops"), "packets",
                                         "Out-of-order packets dropped after a NAK")),
       rnr_naks_(core.env.stats.counter(core.stat("responder.rnr_naks"), "packets",
@@ -58,9 +58,9 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
       atomic_lock_conflicts_(core.env.stats.counter(
           core.stat("atomics.lock_conflicts"), "atomics",
           "Atomics that found their lock bucket held and waited (nic.atomics)")),
-      atomic_lock_max_queue_(core.env.stats.counter(
-          core.stat("atomics.lock_max_queue"), "atomics",
-          "Longest queue of atomics waiting behind one bucket's holder")),
+      atomic_lock_max_queue_(
+          core.env.stats.counter(core.stat("atomics.lock_max_queue"), "atomics",
+                                 "Longest queue of atomics waiting behind one bucket's holder")),
       doorbells_dropped_(core.env.stats.counter(core.stat("responder.doorbells_dropped"),
                                                 "doorbells", "RQ doorbells ignored")),
       rnr_drops_(core.env.stats.counter(
@@ -68,9 +68,8 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
           "Out-of-order transports: SEND packets dropped, no RECV posted for their message")),
       qkey_drops_(core.env.stats.counter(core.stat("responder.qkey_drops"), "packets",
                                          "UD datagrams dropped: Q_Key differs from the QP's")),
-      ud_drops_(core.env.stats.counter(
-          core.stat("responder.ud_drops"), "packets",
-          "UD datagrams dropped: no RECV posted, or not a UD SEND")),
+      ud_drops_(core.env.stats.counter(core.stat("responder.ud_drops"), "packets",
+                                       "UD datagrams dropped: no RECV posted, or not a UD SEND")),
       header_only_recvs_(core.env.stats.counter(
           core.stat("responder.header_only_recvs"), "RECVs",
           "SENDs without payload taken by RECVs without scatter entries: completed with "
@@ -115,8 +114,8 @@ void Responder::rq_doorbell(uint32_t qpn, uint16_t pi16) {
   mpr_qpc* q = core_.contexts.qp(qpn);
   if (!q || q->state == MPR_QPS_RESET) {
     ++doorbells_dropped_;
-    MPR_LOG(log_, warn, "RQ doorbell for QP " << qpn << (q ? " in RESET" : " (no such QP)")
-                                              << " dropped");
+    MPR_LOG(log_, warn,
+            "RQ doorbell for QP " << qpn << (q ? " in RESET" : " (no such QP)") << " dropped");
     return;
   }
   auto [it, created] = qps_.try_emplace(qpn);
@@ -194,8 +193,7 @@ void Responder::qp_removed(uint32_t qpn) {
 
 void Responder::flush_recvs(Qp& qp) {
   if (qp.in_send) {
-    recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_WR_FLUSH_ERR,
-             MPR_SYN_FLUSHED);
+    recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
     qp.in_send = false;
   }
   for (const RecvWqe& w : qp.recv_cache)
@@ -219,9 +217,10 @@ void Responder::fetch_recv(Qp& qp) {
   if (qp.recv_cache.size() >= want && !qp.waiting_recv) return;
   const uint32_t size = 1u << q->rq_log_size;
   const uint32_t to_end = size - (qp.rq_fetch_idx & (size - 1));
-  const uint32_t n = std::min({qp.rq_pi - qp.rq_fetch_idx, to_end,
-                               want - std::min<uint32_t>(want, static_cast<uint32_t>(qp.recv_cache.size())) +
-                                   (qp.waiting_recv ? 1u : 0u)});
+  const uint32_t n =
+      std::min({qp.rq_pi - qp.rq_fetch_idx, to_end,
+                want - std::min<uint32_t>(want, static_cast<uint32_t>(qp.recv_cache.size())) +
+                    (qp.waiting_recv ? 1u : 0u)});
   if (n == 0) return;
   qp.rq_fetching = true;
   const uint32_t first = qp.rq_fetch_idx;
@@ -231,42 +230,44 @@ void Responder::fetch_recv(Qp& qp) {
   const uint64_t gen = qp.generation;
   core_.dma.read(addr, n << log_stride, DmaPurpose::recv_wqe,
                  [this, qpn, gen, first, n, log_stride](bool ok, std::vector<uint8_t>&& data) {
-    Qp* q2 = find(qpn);
-    if (!q2 || q2->generation != gen) return;
-    q2->rq_fetching = false;
-    if (!ok) {
-      if (q2->active) {
-        fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
-              MPR_EQE_QP_FATAL, "receive queue unreadable", MPR_SYN_DMA_FAULT);
-      } else {
-        // Before RTR there is no peer to NAK: report and fail the QP.
-        MPR_LOG(log_, info, "QP " << qpn << ": receive queue unreadable");
-        if (mpr_qpc* ctx = core_.contexts.qp(qpn)) ctx->state = ctx->attr.qp_state = MPR_QPS_ERR;
-        core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
-        qp_to_error(qpn);
-        if (requester_) requester_->qp_to_error(qpn);
-      }
-      return;
-    }
-    const uint32_t stride = 1u << log_stride;
-    for (uint32_t i = 0; i < n; ++i) {
-      RecvWqe w;
-      w.index = first + i;
-      for (uint32_t off = 0; off + sizeof(mpr_wqe_data) <= stride; off += sizeof(mpr_wqe_data)) {
-        mpr_wqe_data d;
-        std::memcpy(&d, data.data() + size_t(i) * stride + off, sizeof d);
-        if (d.lkey == MPR_LKEY_END) break;
-        w.sges.push_back(d);
-      }
-      q2->recv_cache.push_back(std::move(w));
-    }
-    q2->rq_fetch_idx = first + n;
-    if (q2->waiting_recv) {
-      q2->waiting_recv = false;
-      drain_stalled(*q2);
-    }
-    if (Qp* q3 = find(qpn); q3 && q3->generation == gen) fetch_recv(*q3);
-  });
+                   Qp* q2 = find(qpn);
+                   if (!q2 || q2->generation != gen) return;
+                   q2->rq_fetching = false;
+                   if (!ok) {
+                     if (q2->active) {
+                       fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
+                             MPR_EQE_QP_FATAL, "receive queue unreadable", MPR_SYN_DMA_FAULT);
+                     } else {
+                       // Before RTR there is no peer to NAK: report and fail the QP.
+                       MPR_LOG(log_, info, "QP " << qpn << ": receive queue unreadable");
+                       if (mpr_qpc* ctx = core_.contexts.qp(qpn))
+                         ctx->state = ctx->attr.qp_state = MPR_QPS_ERR;
+                       core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
+                       qp_to_error(qpn);
+                       if (requester_) requester_->qp_to_error(qpn);
+                     }
+                     return;
+                   }
+                   const uint32_t stride = 1u << log_stride;
+                   for (uint32_t i = 0; i < n; ++i) {
+                     RecvWqe w;
+                     w.index = first + i;
+                     for (uint32_t off = 0; off + sizeof(mpr_wqe_data) <= stride;
+                          off += sizeof(mpr_wqe_data)) {
+                       mpr_wqe_data d;
+                       std::memcpy(&d, data.data() + size_t(i) * stride + off, sizeof d);
+                       if (d.lkey == MPR_LKEY_END) break;
+                       w.sges.push_back(d);
+                     }
+                     q2->recv_cache.push_back(std::move(w));
+                   }
+                   q2->rq_fetch_idx = first + n;
+                   if (q2->waiting_recv) {
+                     q2->waiting_recv = false;
+                     drain_stalled(*q2);
+                   }
+                   if (Qp* q3 = find(qpn); q3 && q3->generation == gen) fetch_recv(*q3);
+                 });
 }
 
 void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {
@@ -321,7 +322,8 @@ Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFi
   if (qp.ud || net::has_deth(f.opcode)) return handle_ud(qp, pkt, f);
   if (core_.engine.engine_of(qp.qpn).out_of_order()) return handle_ooo(qp, pkt, f);
   switch (core_.engine.classify(qp.qpn, f.psn, core_.now_cycle())) {
-    case RxVerdict::accept: return execute(qp, pkt, f);
+    case RxVerdict::accept:
+      return execute(qp, pkt, f);
     case RxVerdict::duplicate:
       ++duplicates_;
       duplicate(qp, f);
@@ -598,9 +600,8 @@ void Responder::queue_atomic(Qp& qp, const net::RoceFields& f, uint64_t pa, bool
   qp.out.push_back(o);
   ++qp.rd_atomic_out;
   ++packets_;
-  atomics_.push_back(AtomicJob{qp.qpn, qp.generation, f.psn, pa,
-                               f.opcode == Opcode::COMPARE_SWAP, f.atomic_swap_add,
-                               f.atomic_compare});
+  atomics_.push_back(AtomicJob{qp.qpn, qp.generation, f.psn, pa, f.opcode == Opcode::COMPARE_SWAP,
+                               f.atomic_swap_add, f.atomic_compare});
   run_atomics();
 }
 
@@ -657,8 +658,9 @@ void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
         core_.tx.activate(qp.qpn);
         return;
       }
-    MPR_LOG(log_, info, "QP " << qp.qpn << ": duplicate atomic PSN " << f.psn
-                              << " beyond the replay buffer, dropped");
+    MPR_LOG(log_, info,
+            "QP " << qp.qpn << ": duplicate atomic PSN " << f.psn
+                  << " beyond the replay buffer, dropped");
   }
 }
 
@@ -685,49 +687,54 @@ void Responder::run_atomics() {
 void Responder::start_rmw(const AtomicJob& job) {
   const uint64_t epoch = reset_epoch_;
   const sc_core::sc_time granted = sc_core::sc_time_stamp();
-  core_.dma.read(job.pa, 8, DmaPurpose::atomic, [this, job, epoch, granted](bool ok, std::vector<uint8_t>&& data) {
-    if (epoch != reset_epoch_) return;  // the lock table and counts were reset
-    Qp* qp = find(job.qpn);
-    const bool live = qp && qp->generation == job.generation && !qp->error;
-    if (!ok) {
-      if (live)
-        fatal(*qp, net::NakCode::remote_operational_error, job.psn, MPR_EQE_QP_FATAL,
-              "atomic target not readable", MPR_SYN_DMA_FAULT);
-    } else {
-      uint64_t orig;
-      std::memcpy(&orig, data.data(), 8);
-      uint64_t result = job.cas ? (orig == job.compare ? job.swap_add : orig) : orig + job.swap_add;
-      // The lock is released once the write is issued: a later read of the
-      // same address (the next holder's) is a read request behind this
-      // posted write on the same PCIe link, which may not pass it.
-      if (result != orig || !job.cas) core_.dma.write(job.pa, &result, 8, DmaPurpose::atomic);
-      ++atomics_done_;
-      if (live && job.as_data) {
-        if (!requester_ || !requester_->send_atomic_data(job.qpn, job.psn, job.stream_base, orig))
-          fatal(*qp, net::NakCode::invalid_request, job.psn, MPR_EQE_QP_REQ_ERR,
-                "atomic on a QP that cannot send its response");
-      } else if (live) {
-        for (Out& o : qp->out)
-          if (o.kind == Out::Kind::atomic && o.psn == job.psn && !o.ready) {
-            o.ready = true;
-            o.orig = orig;
-          }
-        qp->atomic_replay.emplace_back(job.psn, orig);
-        if (qp->atomic_replay.size() > kAtomicReplayDepth) qp->atomic_replay.pop_front();
-        core_.tx.activate(job.qpn);
-      }
-    }
-    --atomics_active_;
-    lock_held_ps_[locks_.bucket_of(job.pa)] += static_cast<uint64_t>(
-        (sc_core::sc_time_stamp() - granted) / sc_core::sc_time(1, sc_core::SC_PS));
-    if (const std::optional<uint64_t> next = locks_.release(job.pa, job.op)) {
-      auto it = lock_waiters_.find(*next);
-      const AtomicJob waiting = it->second;
-      lock_waiters_.erase(it);
-      start_rmw(waiting);
-    }
-    run_atomics();
-  });
+  core_.dma.read(job.pa, 8, DmaPurpose::atomic,
+                 [this, job, epoch, granted](bool ok, std::vector<uint8_t>&& data) {
+                   if (epoch != reset_epoch_) return;  // the lock table and counts were reset
+                   Qp* qp = find(job.qpn);
+                   const bool live = qp && qp->generation == job.generation && !qp->error;
+                   if (!ok) {
+                     if (live)
+                       fatal(*qp, net::NakCode::remote_operational_error, job.psn, MPR_EQE_QP_FATAL,
+                             "atomic target not readable", MPR_SYN_DMA_FAULT);
+                   } else {
+                     uint64_t orig;
+                     std::memcpy(&orig, data.data(), 8);
+                     uint64_t result = job.cas ? (orig == job.compare ? job.swap_add : orig)
+                                               : orig + job.swap_add;
+                     // The lock is released once the write is issued: a later read of the
+                     // same address (the next holder's) is a read request behind this
+                     // posted write on the same PCIe link, which may not pass it.
+                     if (result != orig || !job.cas)
+                       core_.dma.write(job.pa, &result, 8, DmaPurpose::atomic);
+                     ++atomics_done_;
+                     if (live && job.as_data) {
+                       if (!requester_ ||
+                           !requester_->send_atomic_data(job.qpn, job.psn, job.stream_base, orig))
+                         fatal(*qp, net::NakCode::invalid_request, job.psn, MPR_EQE_QP_REQ_ERR,
+                               "atomic on a QP that cannot send its response");
+                     } else if (live) {
+                       for (Out& o : qp->out)
+                         if (o.kind == Out::Kind::atomic && o.psn == job.psn && !o.ready) {
+                           o.ready = true;
+                           o.orig = orig;
+                         }
+                       qp->atomic_replay.emplace_back(job.psn, orig);
+                       if (qp->atomic_replay.size() > kAtomicReplayDepth)
+                         qp->atomic_replay.pop_front();
+                       core_.tx.activate(job.qpn);
+                     }
+                   }
+                   --atomics_active_;
+                   lock_held_ps_[locks_.bucket_of(job.pa)] += static_cast<uint64_t>(
+                       (sc_core::sc_time_stamp() - granted) / sc_core::sc_time(1, sc_core::SC_PS));
+                   if (const std::optional<uint64_t> next = locks_.release(job.pa, job.op)) {
+                     auto it = lock_waiters_.find(*next);
+                     const AtomicJob waiting = it->second;
+                     lock_waiters_.erase(it);
+                     start_rmw(waiting);
+                   }
+                   run_atomics();
+                 });
 }
 
 void Responder::push_ack(Qp& qp, uint32_t psn) {
@@ -879,7 +886,8 @@ bool Responder::try_emit(uint32_t qpn) {
     case Out::Kind::read: {
       const uint32_t k = o.next_k;
       const uint64_t offset = uint64_t(k) * qp->mtu;
-      const uint32_t plen = static_cast<uint32_t>(std::min<uint64_t>(qp->mtu, o.len - std::min(o.len, offset)));
+      const uint32_t plen =
+          static_cast<uint32_t>(std::min<uint64_t>(qp->mtu, o.len - std::min(o.len, offset)));
       const bool first = k == 0, last = k + 1 == o.npkts;
       f.opcode = first && last ? Opcode::RDMA_READ_RESPONSE_ONLY
                  : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
@@ -952,8 +960,8 @@ void Responder::fill_read_response(Qp& qp, const net::RoceFields& f, TxScheduler
                      core_.tx.cancel(slot);
                      Qp* q = find(qpn);
                      if (q && q->generation == gen && !q->error)
-                       fatal(*q, net::NakCode::remote_operational_error, f.psn,
-                             MPR_EQE_QP_FATAL, "READ source not readable", MPR_SYN_DMA_FAULT);
+                       fatal(*q, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
+                             "READ source not readable", MPR_SYN_DMA_FAULT);
                    });
 }
 
@@ -976,10 +984,9 @@ void Responder::prune_read_table(Qp& qp) {
   // READs whose responses are all acknowledged (or given up) free their
   // entries.
   auto& t = qp.read_table;
-  t.erase(std::remove_if(t.begin(), t.end(),
-                         [&](const Qp::ReadDesc& d) {
-                           return !core_.engine.read_pending(qp.qpn, d.psn);
-                         }),
+  t.erase(std::remove_if(
+              t.begin(), t.end(),
+              [&](const Qp::ReadDesc& d) { return !core_.engine.read_pending(qp.qpn, d.psn); }),
           t.end());
 }
 

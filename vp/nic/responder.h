@@ -19,15 +19,15 @@
 // asynchronous event.
 #pragma once
 
+#include <mprdma/hw.h>
+
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <systemc>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <mprdma/hw.h>
-#include <systemc>
 
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
@@ -165,8 +165,8 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     std::deque<ReadDesc> read_table;
     uint64_t read_wake = kNever;
     // out-of-order engines
-    uint32_t recv_msn_base = 0;  // message number of recv_cache.front()
-    uint32_t recv_need = 0;      // RECV WQEs wanted on chip (an early SEND)
+    uint32_t recv_msn_base = 0;                // message number of recv_cache.front()
+    uint32_t recv_need = 0;                    // RECV WQEs wanted on chip (an early SEND)
     std::unordered_map<uint32_t, Tail> tails;  // by tail PSN
     // UD QP (responder_ud.cc): datagrams, no engine, no ACKs.
     bool ud = false;
@@ -237,13 +237,13 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   core::Calendar calendar_;
   core::LogChannel& log_;
   std::unordered_map<uint32_t, Qp> qps_;
-  std::deque<AtomicJob> atomics_;         // not yet taken up
+  std::deque<AtomicJob> atomics_;                                 // not yet taken up
   uarch::AtomicLockTable locks_{uarch::AtomicLockTableParams{}};  // nic.atomics
-  std::unordered_map<uint64_t, AtomicJob> lock_waiters_;  // by op, queued for a lock
+  std::unordered_map<uint64_t, AtomicJob> lock_waiters_;          // by op, queued for a lock
   // Per lock bucket that was ever held: picoseconds it was held, summed
   // (added at each release), for the bottleneck analysis.
   std::unordered_map<uint32_t, uint64_t> lock_held_ps_;
-  int64_t atomics_active_ = 0;            // taken up: running or waiting for a lock
+  int64_t atomics_active_ = 0;  // taken up: running or waiting for a lock
   uint64_t next_atomic_op_ = 0;
   uint64_t generation_ = 0;  // hands out QP generations; bumped by every QP event
   // Device resets only: what a callback in flight across a reset must check.

@@ -40,8 +40,7 @@ Responder::Step Responder::recv_for(Qp& qp, uint32_t msn, const RecvWqe*& wqe) {
 
 Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
   const Opcode op = f.opcode;
-  if ((op == Opcode::RDMA_READ_REQUEST || op == Opcode::COMPARE_SWAP ||
-       op == Opcode::FETCH_ADD) &&
+  if ((op == Opcode::RDMA_READ_REQUEST || op == Opcode::COMPARE_SWAP || op == Opcode::FETCH_ADD) &&
       core_.engine.engine_of(qp.qpn).carries_read_atomic()) {
     read_atomic_ooo(qp, f);
     return Step::done;
@@ -61,8 +60,9 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
                     uint8_t syndrome = MPR_SYN_NONE) {
     if (ahead < 0 || static_cast<uint32_t>(ahead) >= engine.rx_window(qp.qpn)) {
       ++ooo_drops_;
-      MPR_LOG(log_, debug, "QP " << qp.qpn << " PSN " << f.psn << ": " << why
-                                 << ", outside the window: dropped");
+      MPR_LOG(
+          log_, debug,
+          "QP " << qp.qpn << " PSN " << f.psn << ": " << why << ", outside the window: dropped");
       return Step::done;
     }
     fatal(qp, code, f.psn, event, why, syndrome);
@@ -85,16 +85,15 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   const uint32_t plen = f.payload_len;
   const bool consumes = is_send(op) || carries_imm(op);
   const bool first = x.ipsn == 0;
-  const bool opcode_ok =
-      is_send(op)  ? ends(op) == x.tail && starts(op) == first
-      : read_req   ? x.tail && first && plen == 0
-      : op == Opcode::ATOMIC_ACKNOWLEDGE ? x.tail && first && plen == 0
-      : read_resp  ? op == (first && x.tail ? Opcode::RDMA_READ_RESPONSE_ONLY
-                            : first         ? Opcode::RDMA_READ_RESPONSE_FIRST
-                            : x.tail        ? Opcode::RDMA_READ_RESPONSE_LAST
-                                            : Opcode::RDMA_READ_RESPONSE_MIDDLE)
-                   : (op == Opcode::RDMA_WRITE_ONLY ||
-                      (op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE && x.tail));
+  const bool opcode_ok = is_send(op) ? ends(op) == x.tail && starts(op) == first
+                         : read_req  ? x.tail && first && plen == 0
+                         : op == Opcode::ATOMIC_ACKNOWLEDGE ? x.tail && first && plen == 0
+                         : read_resp ? op == (first && x.tail ? Opcode::RDMA_READ_RESPONSE_ONLY
+                                              : first         ? Opcode::RDMA_READ_RESPONSE_FIRST
+                                              : x.tail        ? Opcode::RDMA_READ_RESPONSE_LAST
+                                                              : Opcode::RDMA_READ_RESPONSE_MIDDLE)
+                                     : (op == Opcode::RDMA_WRITE_ONLY ||
+                                        (op == Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE && x.tail));
   // Every WRITE packet's RETH covers exactly its own payload: a mismatch is
   // a peer that frames WRITEs otherwise (another out-of-order engine, with or
   // without the trailer), whose bytes must not be placed.
@@ -109,7 +108,8 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
   // Where the data goes, checked before the engine records the packet, so
   // that a packet held for its RECV WQE is seen again unchanged.
   std::vector<Segment> segs;
-  if (is_write(op) && !check_rkey(qp, f.reth_rkey, f.reth_va, plen, MPR_ACCESS_REMOTE_WRITE, segs)) {
+  if (is_write(op) &&
+      !check_rkey(qp, f.reth_rkey, f.reth_va, plen, MPR_ACCESS_REMOTE_WRITE, segs)) {
     return refuse(net::NakCode::remote_access_error, MPR_EQE_QP_ACCESS_ERR,
                   "WRITE rkey check failed");
   }
@@ -203,8 +203,12 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
       }
       break;
     }
-    case RxOutcome::Verdict::duplicate: ++duplicates_; break;
-    case RxOutcome::Verdict::drop: ++ooo_drops_; break;
+    case RxOutcome::Verdict::duplicate:
+      ++duplicates_;
+      break;
+    case RxOutcome::Verdict::drop:
+      ++ooo_drops_;
+      break;
   }
   if (o.send_ack) {
     Out a;
@@ -234,8 +238,13 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
     // joins this QP's own send stream.
     std::vector<Segment> segs;
     if (!check_atomic(qp, f, segs)) return false;  // NAKed, QP in ERR
-    AtomicJob job{qpn, qp.generation, f.psn, segs.front().pa, f.opcode == Opcode::COMPARE_SWAP,
-                  f.atomic_swap_add, f.atomic_compare};
+    AtomicJob job{qpn,
+                  qp.generation,
+                  f.psn,
+                  segs.front().pa,
+                  f.opcode == Opcode::COMPARE_SWAP,
+                  f.atomic_swap_add,
+                  f.atomic_compare};
     job.as_data = true;
     job.stream_base = x.msn;
     atomic = job;
@@ -243,8 +252,7 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
     // A READ of the peer: its responses join this QP's own send stream.
     Out o;
     if (!check_read(qp, f, o)) return false;  // NAKed, QP in ERR
-    if (!requester_ ||
-        !requester_->send_read_data(qpn, f.psn, x.msn, std::move(o.segs), o.len)) {
+    if (!requester_ || !requester_->send_read_data(qpn, f.psn, x.msn, std::move(o.segs), o.len)) {
       fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
             "READ on a QP that cannot send its responses");
       return false;
@@ -284,8 +292,8 @@ void Responder::read_atomic_ooo(Qp& qp, const net::RoceFields& f) {
   p.vp = f.udp_sport;
   p.ce = f.ecn == 3;
   p.tail = true;
-  p.npsn = read ? std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{f.reth_dma_len} + qp.mtu - 1) /
-                                                                qp.mtu))
+  p.npsn = read ? std::max<uint32_t>(
+                      1, static_cast<uint32_t>((uint64_t{f.reth_dma_len} + qp.mtu - 1) / qp.mtu))
                 : 1;
   RxOutcome r = core_.engine.on_data(qp.qpn, p, core_.now_cycle());
   switch (r.verdict) {
@@ -308,7 +316,9 @@ void Responder::read_atomic_ooo(Qp& qp, const net::RoceFields& f) {
       ++duplicates_;
       duplicate(qp, f);
       break;
-    case RxOutcome::Verdict::drop: ++ooo_drops_; break;
+    case RxOutcome::Verdict::drop:
+      ++ooo_drops_;
+      break;
   }
   for (const auto& c : r.completed) {
     complete_ooo(qp, c.first);
@@ -319,8 +329,9 @@ void Responder::read_atomic_ooo(Qp& qp, const net::RoceFields& f) {
 void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {
   auto it = qp.tails.find(tail_psn);
   if (it == qp.tails.end()) {
-    MPR_LOG(log_, error, "QP " << qp.qpn << ": engine completed a message at PSN " << tail_psn
-                               << " whose tail was never placed");
+    MPR_LOG(log_, error,
+            "QP " << qp.qpn << ": engine completed a message at PSN " << tail_psn
+                  << " whose tail was never placed");
     return;
   }
   Tail t = std::move(it->second);
@@ -335,17 +346,18 @@ void Responder::complete_ooo(Qp& qp, uint32_t tail_psn) {
   }
   if (!t.consumes_recv) return;
   if (qp.recv_cache.empty()) {
-    MPR_LOG(log_, error, "QP " << qp.qpn << ": message at PSN " << tail_psn
-                               << " completed without its RECV WQE on chip");
+    MPR_LOG(log_, error,
+            "QP " << qp.qpn << ": message at PSN " << tail_psn
+                  << " completed without its RECV WQE on chip");
     return;
   }
   const RecvWqe w = std::move(qp.recv_cache.front());
   qp.recv_cache.pop_front();
   qp.recv_msn_base = psn_add(qp.recv_msn_base, 1);
   if (qp.recv_need) --qp.recv_need;
-  const uint8_t opcode = is_write(t.f.opcode)          ? MPR_CQE_RESP_WRITE_IMM
-                         : carries_imm(t.f.opcode)     ? MPR_CQE_RESP_RECV_IMM
-                                                       : MPR_CQE_RESP_RECV;
+  const uint8_t opcode = is_write(t.f.opcode)      ? MPR_CQE_RESP_WRITE_IMM
+                         : carries_imm(t.f.opcode) ? MPR_CQE_RESP_RECV_IMM
+                                                   : MPR_CQE_RESP_RECV;
   recv_cqe(qp, w, opcode, t.byte_len, &t.f, MPR_CQE_SUCCESS, MPR_SYN_NONE,
            std::move(t.inline_data));
   ++qp.rq_ci;

@@ -26,16 +26,18 @@ namespace mprdma::nic {
 Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
   if (!qp.ud || !net::has_deth(f.opcode)) {
     ++ud_drops_;
-    MPR_LOG(log_, info, "QP " << qp.qpn << ": " << net::to_string(f.opcode)
-                              << (qp.ud ? " on a UD QP" : " on an RC QP") << " dropped");
+    MPR_LOG(log_, info,
+            "QP " << qp.qpn << ": " << net::to_string(f.opcode)
+                  << (qp.ud ? " on a UD QP" : " on an RC QP") << " dropped");
     return Step::done;
   }
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);
   const uint32_t qkey = q ? q->attr.qkey : qp.qkey;
   if (f.deth_qkey != qkey) {
     ++qkey_drops_;
-    MPR_LOG(log_, info, "UD QP " << qp.qpn << ": Q_Key 0x" << std::hex << f.deth_qkey
-                                 << " from QP 0x" << f.deth_src_qp << " dropped" << std::dec);
+    MPR_LOG(log_, info,
+            "UD QP " << qp.qpn << ": Q_Key 0x" << std::hex << f.deth_qkey << " from QP 0x"
+                     << f.deth_src_qp << " dropped" << std::dec);
     return Step::done;
   }
   if (qp.recv_cache.empty()) {

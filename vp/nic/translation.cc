@@ -6,11 +6,16 @@ namespace mprdma::nic {
 
 const char* to_string(AccessStatus s) {
   switch (s) {
-    case AccessStatus::ok: return "ok";
-    case AccessStatus::bad_key: return "invalid key";
-    case AccessStatus::pd_mismatch: return "key of another protection domain";
-    case AccessStatus::bounds: return "range outside the memory region";
-    case AccessStatus::access: return "memory region lacks the access right";
+    case AccessStatus::ok:
+      return "ok";
+    case AccessStatus::bad_key:
+      return "invalid key";
+    case AccessStatus::pd_mismatch:
+      return "key of another protection domain";
+    case AccessStatus::bounds:
+      return "range outside the memory region";
+    case AccessStatus::access:
+      return "memory region lacks the access right";
   }
   return "?";
 }

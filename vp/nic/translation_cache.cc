@@ -1,11 +1,11 @@
 #include "vp/nic/translation_cache.h"
 
+#include <mprdma/hw.h>
+
 #include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
-
-#include <mprdma/hw.h>
 
 namespace mprdma::nic {
 
@@ -14,8 +14,8 @@ TranslationCache::TranslationCache(const NicConfig& cfg, ContextMemory& contexts
     : contexts_(contexts),
       mpt_("mpt", IcmTable::mpt, static_cast<uint32_t>(sizeof(mpr_mpt)), cfg.cache.mpt,
            contexts.icm(), dma, env, cfg.name),
-      mtt_("mtt", IcmTable::mtt, kMttPerLine * 8, cfg.cache.mtt, contexts.icm(), dma, env,
-           cfg.name, kMttPerLine),
+      mtt_("mtt", IcmTable::mtt, kMttPerLine * 8, cfg.cache.mtt, contexts.icm(), dma, env, cfg.name,
+           kMttPerLine),
       window_lines_(std::max<int64_t>(1, cfg.cache.mtt.sets * cfg.cache.mtt.ways / 2)) {}
 
 bool TranslationCache::access(uint32_t key, uint64_t va, uint64_t len, uint32_t owner,

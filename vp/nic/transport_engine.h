@@ -43,14 +43,14 @@ struct StateField {
 struct ConnParams {
   uint32_t qpn = 0;
   uint32_t dest_qpn = 0;
-  uint32_t sq_psn = 0;             // first PSN the requester sends
-  uint32_t rq_psn = 0;             // first PSN the responder expects
-  uint64_t ack_timeout_cycles = 0; // 0: never time out
-  uint8_t retry_cnt = 7;           // retransmissions before giving up
-  uint8_t rnr_retry = 7;           // 7 = retry for ever
-  uint16_t udp_sport = 0xC000;     // path of the connection (RoCEv2 entropy)
-  uint32_t ack_coalesce = 1;       // responder: ACK every N packets
-  uint8_t engine = 0;              // enum mpr_transport of the QP (TransportMux)
+  uint32_t sq_psn = 0;              // first PSN the requester sends
+  uint32_t rq_psn = 0;              // first PSN the responder expects
+  uint64_t ack_timeout_cycles = 0;  // 0: never time out
+  uint8_t retry_cnt = 7;            // retransmissions before giving up
+  uint8_t rnr_retry = 7;            // 7 = retry for ever
+  uint16_t udp_sport = 0xC000;      // path of the connection (RoCEv2 entropy)
+  uint32_t ack_coalesce = 1;        // responder: ACK every N packets
+  uint8_t engine = 0;               // enum mpr_transport of the QP (TransportMux)
 };
 
 // Requester: the engine's answer to "may this QP send, and what".
@@ -75,13 +75,13 @@ struct AckExt {
 struct AckEvent {
   enum class Kind { ack, nak_sequence, nak_rnr, nak_fatal, read_response, atomic_ack };
   Kind kind = Kind::ack;
-  uint32_t psn = 0;              // BTH PSN of the ACK/NAK/response
-  bool has_ext = false;          // out-of-order engines: `ext` holds the ACK trailer
+  uint32_t psn = 0;      // BTH PSN of the ACK/NAK/response
+  bool has_ext = false;  // out-of-order engines: `ext` holds the ACK trailer
   AckExt ext;
   // Packets the NIC has built but not yet put on the wire (its TX pipeline,
   // all QPs): a window-limited sender sees ~0, a port-limited one more.
   uint32_t egress_backlog = 0;
-  uint64_t rnr_delay_cycles = 0; // nak_rnr: how long to wait
+  uint64_t rnr_delay_cycles = 0;  // nak_rnr: how long to wait
   // The message layer's limit: the first PSN whose READ or atomic response
   // has not arrived. A plain ACK beyond it implies that response was lost.
   uint32_t ack_limit = 0;
@@ -158,7 +158,7 @@ class TransportEngine {
   // Per-connection on-chip state of this engine, in bytes.
   virtual size_t state_bytes() const = 0;
 
-  virtual void open(const ConnParams& params) = 0;     // QP reached RTR
+  virtual void open(const ConnParams& params) = 0;           // QP reached RTR
   virtual void set_requester(const ConnParams& params) = 0;  // QP reached RTS
   virtual void close(uint32_t qpn) = 0;
 

@@ -42,8 +42,9 @@ TransportEngine* TransportMux::find(uint8_t kind) const {
 TransportEngine& TransportMux::engine(uint8_t kind) const {
   TransportEngine* e = find(kind);
   // The firmware admits only offered kinds into a QP context.
-  if (!e) throw std::invalid_argument("TransportMux: transport " + std::to_string(kind) +
-                                      " is not offered");
+  if (!e)
+    throw std::invalid_argument("TransportMux: transport " + std::to_string(kind) +
+                                " is not offered");
   return *e;
 }
 

@@ -10,12 +10,12 @@
 // unbound at close(); calls for an unbound QP go to the NIC's default engine.
 #pragma once
 
+#include <mprdma/hw.h>
+
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
-
-#include <mprdma/hw.h>
 
 #include "vp/nic/transport_engine.h"
 
@@ -55,9 +55,7 @@ class TransportMux : public TransportEngine {
     return route(qpn).on_ack(qpn, ack, now);
   }
   uint64_t wake_at(uint32_t qpn) const override { return route(qpn).wake_at(qpn); }
-  AckResult on_timer(uint32_t qpn, uint64_t now) override {
-    return route(qpn).on_timer(qpn, now);
-  }
+  AckResult on_timer(uint32_t qpn, uint64_t now) override { return route(qpn).on_timer(qpn, now); }
   uint32_t snd_una(uint32_t qpn) const override { return route(qpn).snd_una(qpn); }
   uint32_t snd_nxt(uint32_t qpn) const override { return route(qpn).snd_nxt(qpn); }
 

@@ -62,8 +62,8 @@ void TxScheduler::step() {
     }
     serving_ = true;
     serving_qpn_ = qpn;
-    const bool sent = (responder_ && responder_->try_emit(qpn)) ||
-                      (requester_ && requester_->try_emit(qpn));
+    const bool sent =
+        (responder_ && responder_->try_emit(qpn)) || (requester_ && requester_->try_emit(qpn));
     serving_ = false;
     if (sent) {
       // It may have more: back to the end of the round.
@@ -81,8 +81,8 @@ TxScheduler::Slot TxScheduler::reserve(net::RoceFields& f) {
   if (!room()) throw std::logic_error("TxScheduler::reserve without room");
   // The packet is built on the QP's PU (a reserve outside a turn, which the
   // sources do not make, would cost nothing).
-  const sc_core::sc_time built = serving_ ? core_.pus.run(serving_qpn_, uarch::PuOp::tx_packet)
-                                          : sc_core::sc_time_stamp();
+  const sc_core::sc_time built =
+      serving_ ? core_.pus.run(serving_qpn_, uarch::PuOp::tx_packet) : sc_core::sc_time_stamp();
   pipeline_.push_back(Entry{next_slot_, false, nullptr, built});
   f.ip_id = next_ip_id_++;  // uint16_t: wraps from 65535 to 0
   return next_slot_++;

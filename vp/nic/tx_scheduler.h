@@ -24,9 +24,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <unordered_set>
-
 #include <systemc>
+#include <unordered_set>
 
 #include "vp/core/calendar.h"
 #include "vp/net/packet.h"

@@ -6,8 +6,8 @@ void CacheConfig::bind(core::Binder& b) {
   b.field("enabled", enabled,
           "Cache the table on chip with misses to ICM in host memory; off: every entry is on "
           "chip and free (an ideal NIC, no SRAM charged).");
-  b.field("sets", sets, "Sets (a power of two; the set is the entry index's low bits).", 1,
-          1 << 20, "sets");
+  b.field("sets", sets, "Sets (a power of two; the set is the entry index's low bits).", 1, 1 << 20,
+          "sets");
   if (sets & (sets - 1)) b.error("sets must be a power of two");
   b.field("ways", ways, "Lines per set.", 1, 64, "lines");
   b.choice("replacement", replacement, {"lru", "random"},
@@ -52,11 +52,10 @@ void AtomicsConfig::bind(core::Binder& b) {
           "serialises all atomics (ConnectX-3), 4096 on bits 0-11 is Connect-IB-like.",
           1, 1 << 20, "locks");
   if (lock_buckets & (lock_buckets - 1)) b.error("lock_buckets must be a power of two");
-  b.field("lock_low_bit", lock_low_bit, "Lowest address bit of the bucket index.", 0, 63,
-          "bit");
+  b.field("lock_low_bit", lock_low_bit, "Lowest address bit of the bucket index.", 0, 63, "bit");
   b.field("max_outstanding", max_outstanding,
-          "Atomics taken up at once by the atomic unit (holding or waiting for their lock).",
-          1, 4096, "atomics");
+          "Atomics taken up at once by the atomic unit (holding or waiting for their lock).", 1,
+          4096, "atomics");
 }
 
 void SramConfig::bind(core::Binder& b) {

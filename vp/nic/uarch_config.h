@@ -15,9 +15,9 @@ namespace mprdma::nic {
 // table; the line size follows from the entry (nic.md, "Caches").
 struct CacheConfig {
   bool enabled = true;
-  int64_t sets = 64;                 // power of two
-  int64_t ways = 4;                  // lines per set
-  std::string replacement = "lru";   // lru | random
+  int64_t sets = 64;                // power of two
+  int64_t ways = 4;                 // lines per set
+  std::string replacement = "lru";  // lru | random
   void bind(core::Binder& b);
 };
 

@@ -7,15 +7,15 @@
 // bounded by the peak number in flight and nothing leaks per transaction.
 #pragma once
 
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <vector>
-
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
+#include <vector>
 
 namespace mprdma::pcie {
 

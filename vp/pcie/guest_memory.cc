@@ -109,9 +109,8 @@ std::vector<std::string> GuestMemory::replace(std::vector<Region> regions) {
     const Mapping& prev = map->regions[i - 1];
     const Mapping& cur = map->regions[i];
     if (cur.gpa < prev.gpa + prev.size) {
-      errors.push_back("region [" + hex(cur.gpa) + ", " + hex(cur.gpa + cur.size) +
-                       ") overlaps [" + hex(prev.gpa) + ", " + hex(prev.gpa + prev.size) +
-                       "): left out");
+      errors.push_back("region [" + hex(cur.gpa) + ", " + hex(cur.gpa + cur.size) + ") overlaps [" +
+                       hex(prev.gpa) + ", " + hex(prev.gpa + prev.size) + "): left out");
       ::munmap(cur.map_addr, cur.map_len);
       map->regions.erase(map->regions.begin() + static_cast<std::ptrdiff_t>(i));
       continue;

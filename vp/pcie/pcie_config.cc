@@ -22,9 +22,10 @@ void check_receiver(const PcieConfig& c, const PcieReceiverConfig& r, const char
   auto check = [&](const char* key, int64_t v, int64_t max, int64_t min) {
     const std::string name = std::string(side) + "." + key;
     if (v < 0 || v > max * scale)
-      out.push_back(name + " must be 0 (infinite) to " + std::to_string(max * scale) +
-                    (scale > 1 ? " (scaled flow control)" : " without scaled flow control (gen 4+)") +
-                    ", got " + std::to_string(v));
+      out.push_back(
+          name + " must be 0 (infinite) to " + std::to_string(max * scale) +
+          (scale > 1 ? " (scaled flow control)" : " without scaled flow control (gen 4+)") +
+          ", got " + std::to_string(v));
     else if (v != 0 && v < min)
       out.push_back(name + " must be 0 (infinite) or at least " + std::to_string(min) +
                     " (the spec's minimum advertisement" +
@@ -87,8 +88,8 @@ void PcieReceiverConfig::bind(core::Binder& b) {
           "below gen 4",
           0, hmax, "credits");
   b.field("non_posted_data", non_posted_data,
-          "non-posted data credits (16 B each; no modelled request carries data); 0 = infinite",
-          0, dmax, "credits");
+          "non-posted data credits (16 B each; no modelled request carries data); 0 = infinite", 0,
+          dmax, "credits");
   b.field("completion_header", completion_header,
           "completion header credits; 0 = infinite, which the spec requires of endpoints and "
           "root ports commonly advertise",
@@ -135,8 +136,7 @@ void PcieConfig::bind(core::Binder& b) {
   b.field("max_payload", max_payload,
           "Max_Payload_Size: largest data payload of one write TLP (power of two)", 128, 4096);
   b.field("max_read_request", max_read_request,
-          "Max_Read_Request_Size: largest read one request TLP asks for (power of two)", 128,
-          4096);
+          "Max_Read_Request_Size: largest read one request TLP asks for (power of two)", 128, 4096);
   b.field("read_completion_boundary", read_completion_boundary,
           "read completion boundary: completions are cut at its multiples (64 or 128 B; Kalia's "
           "128 B completion combining)",
@@ -162,8 +162,8 @@ void PcieConfig::bind(core::Binder& b) {
           "and are not counted (credits still apply)",
           0, 64);
   b.field("ack_every", ack_every,
-          "TLPs acknowledged by one Ack DLLP, sent the other way (our coalescing choice)", 1,
-          1024, "TLPs");
+          "TLPs acknowledged by one Ack DLLP, sent the other way (our coalescing choice)", 1, 1024,
+          "TLPs");
   b.field("update_fc_every", update_fc_every,
           "TLPs of one credit type (posted, non-posted, completion) whose credits one UpdateFC "
           "DLLP returns, the other way; sooner when the sender runs low; none for infinite "
@@ -198,9 +198,7 @@ double PcieConfig::transfer_rate_gtps() const {
   throw std::invalid_argument("PCIe generation must be 1..5 (got " + std::to_string(gen) + ")");
 }
 
-double PcieConfig::encoding_efficiency() const {
-  return gen <= 2 ? 8.0 / 10.0 : 128.0 / 130.0;
-}
+double PcieConfig::encoding_efficiency() const { return gen <= 2 ? 8.0 / 10.0 : 128.0 / 130.0; }
 
 double PcieConfig::lane_bytes_per_sec() const {
   return transfer_rate_gtps() * 1e9 * encoding_efficiency() / 8.0;

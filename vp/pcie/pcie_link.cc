@@ -74,16 +74,15 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, core::Si
                            std::string("Ack and UpdateFC DLLPs sent ") + dir);
     d->dllp_bytes = &st.counter(base + ".dllp.bytes", "B",
                                 std::string("DLLP bytes sent ") + dir + " (not in .bytes)");
-    d->acks = &st.counter(base + ".dllp.acks", "DLLPs",
-                          std::string("Ack DLLPs sent ") + dir);
-    d->update_fcs = &st.counter(base + ".dllp.update_fcs", "DLLPs",
-                                std::string("UpdateFC DLLPs sent ") + dir);
-    d->credit_waits = &st.counter(base + ".credit_waits", "TLPs",
-                                  std::string("TLPs sent ") + dir +
-                                      " that waited for flow-control credits");
-    d->credit_wait_ps = &st.counter(base + ".credit_wait_ps", "ps",
-                                    std::string("time TLPs sent ") + dir +
-                                        " waited for flow-control credits, summed");
+    d->acks = &st.counter(base + ".dllp.acks", "DLLPs", std::string("Ack DLLPs sent ") + dir);
+    d->update_fcs =
+        &st.counter(base + ".dllp.update_fcs", "DLLPs", std::string("UpdateFC DLLPs sent ") + dir);
+    d->credit_waits =
+        &st.counter(base + ".credit_waits", "TLPs",
+                    std::string("TLPs sent ") + dir + " that waited for flow-control credits");
+    d->credit_wait_ps = &st.counter(
+        base + ".credit_wait_ps", "ps",
+        std::string("time TLPs sent ") + dir + " waited for flow-control credits, summed");
   }
   register_kind(st, down_, "downstream", TlpKind::mmio_write);
   register_kind(st, down_, "downstream", TlpKind::mmio_read);
@@ -98,8 +97,8 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& cfg, core::Si
   dma_write_bytes_ = &st.counter(prefix_ + ".dma_write_bytes", "B",
                                  "payload bytes the device wrote to host memory (cf. PCIeItoM)");
   dma_reads_ = &st.counter(prefix_ + ".dma_reads", "transactions", "DMA reads accepted");
-  dma_writes_ = &st.counter(prefix_ + ".dma_writes", "transactions",
-                            "DMA writes accepted (MSIs excluded)");
+  dma_writes_ =
+      &st.counter(prefix_ + ".dma_writes", "transactions", "DMA writes accepted (MSIs excluded)");
   dma_read_errors_ = &st.counter(prefix_ + ".dma_read_errors", "transactions",
                                  "DMA reads answered with an error (unbacked address)");
   tag_waits_ = &st.counter(prefix_ + ".read_tag_waits", "TLPs",
@@ -238,8 +237,8 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
   const uint64_t len = trans.get_data_length();
   if (trans.is_read() || trans.is_write()) {
     if (len == 0 || addr + len < addr) {
-      MPR_LOG(log_, error, "MMIO access of " << len << " B at 0x" << std::hex << addr
-                                             << " rejected");
+      MPR_LOG(log_, error,
+              "MMIO access of " << len << " B at 0x" << std::hex << addr << " rejected");
       trans.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
       return;
     }
@@ -252,8 +251,9 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
     ep_mmio->b_transport(trans, dev_delay);
     // Posted: the CPU is released once its last TLP is on the wire.
     delay = s.last_start - now;
-    MPR_LOG(log_, trace, "mmio write 0x" << std::hex << addr << std::dec << " " << len
-                                         << " B arrives " << (s.end + latency_));
+    MPR_LOG(log_, trace,
+            "mmio write 0x" << std::hex << addr << std::dec << " " << len << " B arrives "
+                            << (s.end + latency_));
   } else if (trans.is_read()) {
     tlps_.clear();
     for_each_read_request(addr, len, rules_, [this](const Tlp& t) { tlps_.push_back(t); });
@@ -271,8 +271,9 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
     }
     const Slot r = reserve(up_, ready, TlpKind::mmio_read, rules_.completion_overhead);
     delay = r.end + latency_ - now;
-    MPR_LOG(log_, trace, "mmio read 0x" << std::hex << addr << std::dec << " " << len
-                                        << " B completes " << (r.end + latency_));
+    MPR_LOG(log_, trace,
+            "mmio read 0x" << std::hex << addr << std::dec << " " << len << " B completes "
+                           << (r.end + latency_));
   } else {
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
   }
@@ -292,8 +293,8 @@ tlm::tlm_sync_enum PcieLink::dma_nb_transport_fw(tlm::tlm_generic_payload& trans
   const uint64_t len = trans.get_data_length();
   if (trans.is_read() || trans.is_write()) {
     if (len == 0 || addr + len < addr) {
-      MPR_LOG(log_, error, "DMA access of " << len << " B at 0x" << std::hex << addr
-                                            << " rejected");
+      MPR_LOG(log_, error,
+              "DMA access of " << len << " B at 0x" << std::hex << addr << " rejected");
       trans.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
       return tlm::TLM_COMPLETED;
     }
@@ -335,8 +336,9 @@ void PcieLink::dma_write(tlm::tlm_generic_payload& trans, sc_time& delay) {
   // Posted: the device learns nothing of the outcome, as on real PCIe.
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
   delay = arrival - now;
-  MPR_LOG(log_, trace, tlp_kind_name(kind) << " 0x" << std::hex << addr << std::dec << " " << len
-                                           << " B arrives " << arrival);
+  MPR_LOG(log_, trace,
+          tlp_kind_name(kind) << " 0x" << std::hex << addr << std::dec << " " << len
+                              << " B arrives " << arrival);
 }
 
 void PcieLink::dma_read_accept(tlm::tlm_generic_payload& trans, const sc_time& delay) {
@@ -351,8 +353,9 @@ void PcieLink::dma_read_accept(tlm::tlm_generic_payload& trans, const sc_time& d
   job->accepted = sc_time_stamp() + delay;
   ++active_jobs_;
   dma_reads_->add();
-  MPR_LOG(log_, trace, "dma read 0x" << std::hex << addr << std::dec << " " << len << " B, "
-                                     << job->requests.size() << " requests");
+  MPR_LOG(log_, trace,
+          "dma read 0x" << std::hex << addr << std::dec << " " << len << " B, "
+                        << job->requests.size() << " requests");
   if (delay == sc_core::SC_ZERO_TIME) {
     enqueue(job);
   } else {
@@ -431,8 +434,8 @@ void PcieLink::service(ReadJob* job, size_t first, size_t count) {
       job->ok = false;
     }
     // rq.service >= now: later requests of a burst arrived later.
-    const Slot s = reserve(down_, rq.service, TlpKind::dma_read_completion,
-                           rules_.completion_overhead);
+    const Slot s =
+        reserve(down_, rq.service, TlpKind::dma_read_completion, rules_.completion_overhead);
     const sc_time arrival = s.end + latency_;
     tag_release_.push_back(arrival);
     job->last_arrival = arrival;
@@ -451,9 +454,9 @@ void PcieLink::deliver(ReadJob* job) {
     dma_read_bytes_->add(trans->get_data_length());
   } else {
     dma_read_errors_->add();
-    MPR_LOG(log_, warn, "DMA read 0x" << std::hex << trans->get_address() << std::dec << " "
-                                      << trans->get_data_length()
-                                      << " B touches unbacked memory");
+    MPR_LOG(log_, warn,
+            "DMA read 0x" << std::hex << trans->get_address() << std::dec << " "
+                          << trans->get_data_length() << " B touches unbacked memory");
   }
   dma_read_latency_->record((sc_time_stamp() - job->accepted).to_seconds() * 1e9);
   --active_jobs_;

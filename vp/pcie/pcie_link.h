@@ -57,17 +57,17 @@
 // payload totals an Intel uncore would report as PCIeRdCur / PCIeItoM).
 #pragma once
 
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
+#include <vector>
 
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"

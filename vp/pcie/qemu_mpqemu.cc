@@ -8,20 +8,27 @@ namespace mprdma::pcie::mpqemu {
 
 std::string cmd_name(int32_t cmd) {
   switch (cmd) {
-    case kSyncSysmem: return "SYNC_SYSMEM";
-    case kRet: return "RET";
-    case kPciCfgWrite: return "PCI_CFGWRITE";
-    case kPciCfgRead: return "PCI_CFGREAD";
-    case kBarWrite: return "BAR_WRITE";
-    case kBarRead: return "BAR_READ";
-    case kSetIrqfd: return "SET_IRQFD";
-    case kDeviceReset: return "DEVICE_RESET";
+    case kSyncSysmem:
+      return "SYNC_SYSMEM";
+    case kRet:
+      return "RET";
+    case kPciCfgWrite:
+      return "PCI_CFGWRITE";
+    case kPciCfgRead:
+      return "PCI_CFGREAD";
+    case kBarWrite:
+      return "BAR_WRITE";
+    case kBarRead:
+      return "BAR_READ";
+    case kSetIrqfd:
+      return "SET_IRQFD";
+    case kDeviceReset:
+      return "DEVICE_RESET";
   }
   return "cmd " + std::to_string(cmd);
 }
 
-bool send(int sock, int32_t cmd, const void* payload, size_t size, const int* fds,
-          size_t nfds) {
+bool send(int sock, int32_t cmd, const void* payload, size_t size, const int* fds, size_t nfds) {
   if (size > kMaxPayload) {
     errno = EMSGSIZE;
     return false;

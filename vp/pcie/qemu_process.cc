@@ -80,10 +80,12 @@ std::vector<std::string> build_qemu_command(const QemuCommand& c) {
   if (c.icount_shift >= 0 && c.plugin.empty() == false &&
       (c.plugin_fd < 0 || c.plugin_counter_fd < 0))
     throw std::invalid_argument("QEMU command: the sync plugin needs its socket and counter fds");
-  for (const auto& [what, v] :
-       {std::pair<std::string, std::string>{"kernel", c.kernel}, {"initrd", c.initrd},
-        {"bios", c.bios}, {"ivshmem socket", c.ivshmem_socket}, {"share dir", c.share_dir},
-        {"plugin", c.plugin}})
+  for (const auto& [what, v] : {std::pair<std::string, std::string>{"kernel", c.kernel},
+                                {"initrd", c.initrd},
+                                {"bios", c.bios},
+                                {"ivshmem socket", c.ivshmem_socket},
+                                {"share dir", c.share_dir},
+                                {"plugin", c.plugin}})
     check_no_comma(what, v);
 
   const std::string mem = std::to_string(c.memory_mib) + "M";

@@ -47,7 +47,7 @@ struct QemuCommand {
   std::string cpu;  // -cpu (empty: QEMU's default)
   // Boot: a kernel (PVH ELF) with initrd and command line, or firmware.
   std::string kernel, initrd, append;
-  std::string bios;  // -bios (empty: QEMU's default SeaBIOS)
+  std::string bios;     // -bios (empty: QEMU's default SeaBIOS)
   bool paused = false;  // -S: stop before the first guest instruction
   // The NIC: proxy socket fd (inherited), slot on bus 0.
   int proxy_fd = -1;

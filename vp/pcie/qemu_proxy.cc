@@ -43,9 +43,9 @@ QemuProxy::QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, R
   c_unclaimed_ = &env.stats.counter(p + "unclaimed", "accesses",
                                     "BAR accesses no BAR claimed (reads answered all ones)");
   c_resets_ = &env.stats.counter(p + "resets", "resets", "DEVICE_RESET requests from QEMU");
-  h_read_wall_us_ = &env.stats.histogram(
-      p + "bar_read_wall_us", "us",
-      "Wall time from QEMU's BAR_READ arriving to our reply being sent");
+  h_read_wall_us_ =
+      &env.stats.histogram(p + "bar_read_wall_us", "us",
+                           "Wall time from QEMU's BAR_READ arriving to our reply being sent");
   h_read_interval_us_ = &env.stats.histogram(
       p + "bar_read_interval_us", "us",
       "Wall time between consecutive BAR_READs (a guest's read loop: its round trip)");
@@ -117,8 +117,7 @@ void QemuProxy::note(core::LogLevel level, std::string msg) {
   notes_.emplace_back(level, std::move(msg));
 }
 
-void QemuProxy::record(int32_t cmd, uint64_t addr, uint64_t value, uint32_t len,
-                       uint64_t stamp) {
+void QemuProxy::record(int32_t cmd, uint64_t addr, uint64_t value, uint32_t len, uint64_t stamp) {
   // Caller holds mu_.
   if (history_.size() < kHistory) history_.push_back(HistoryEntry{cmd, addr, value, len, stamp});
 }
@@ -182,8 +181,8 @@ bool QemuProxy::handle(mpqemu::Message& msg) {
   switch (msg.cmd) {
     case kSyncSysmem: {
       if (msg.size != sizeof(SyncSysmem)) {
-        note(core::LogLevel::error, "SYNC_SYSMEM of " + std::to_string(msg.size) +
-                                        " bytes ignored (expected 192)");
+        note(core::LogLevel::error,
+             "SYNC_SYSMEM of " + std::to_string(msg.size) + " bytes ignored (expected 192)");
         return true;
       }
       const auto& s = msg.as<SyncSysmem>();
@@ -279,17 +278,16 @@ bool QemuProxy::handle(mpqemu::Message& msg) {
         }
         if (bar < 0) {
           ++counts_.unclaimed;
-          notes_.emplace_back(core::LogLevel::warn,
-                              std::string(write ? "write" : "read") + " of " +
-                                  std::to_string(b.size) + " bytes at " + hex(b.addr) +
-                                  " claimed by no BAR (" +
-                                  (config_.memory_enabled() ? "" : "memory decoding off, ") +
-                                  "BAR0 " + hex(config_.bar_base(0)) + ", BAR2 " +
-                                  hex(config_.bar_base(2)) + ")");
+          notes_.emplace_back(
+              core::LogLevel::warn,
+              std::string(write ? "write" : "read") + " of " + std::to_string(b.size) +
+                  " bytes at " + hex(b.addr) + " claimed by no BAR (" +
+                  (config_.memory_enabled() ? "" : "memory decoding off, ") + "BAR0 " +
+                  hex(config_.bar_base(0)) + ", BAR2 " + hex(config_.bar_base(2)) + ")");
         } else {
           ++(write ? counts_.bar_writes : counts_.bar_reads);
-          arrived_.push_back(Request{write ? Kind::kWrite : Kind::kRead,
-                                     cfg_.bar_target[bar] + off, b.size, b.val, stamp, now});
+          arrived_.push_back(Request{write ? Kind::kWrite : Kind::kRead, cfg_.bar_target[bar] + off,
+                                     b.size, b.val, stamp, now});
         }
       }
       if (bar < 0) {
@@ -307,8 +305,8 @@ bool QemuProxy::handle(mpqemu::Message& msg) {
         bus_master_.store(false);
         ++counts_.resets;
         record(msg.cmd, 0, 0, 0);
-        arrived_.push_back(Request{Kind::kReset, 0, 0, 0, clock_.stamp(),
-                                   std::chrono::steady_clock::now()});
+        arrived_.push_back(
+            Request{Kind::kReset, 0, 0, 0, clock_.stamp(), std::chrono::steady_clock::now()});
       }
       signal_eventfd(wake_.get());
       return true;

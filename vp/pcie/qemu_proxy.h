@@ -43,10 +43,9 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <systemc>
 #include <thread>
 #include <vector>
-
-#include <systemc>
 
 #include "vp/core/log.h"
 #include "vp/core/sim_env.h"

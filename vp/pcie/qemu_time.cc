@@ -175,8 +175,7 @@ std::optional<sc_time> QemuRunLoop::next_step(const sc_time& max_slice) {
       // Unpaced, bound by a participant (a vCPU waiting for its quantum),
       // or serving an access: go. Paced: go when SystemC has something to
       // do within the step, or lazily once idle time has piled up.
-      if (!pacing_binds || busy || kicked || step >= idle_step ||
-          next_activity(now) <= now + step)
+      if (!pacing_binds || busy || kicked || step >= idle_step || next_activity(now) <= now + step)
         return step;
     }
     if (kicked) return sc_core::SC_ZERO_TIME;
@@ -184,14 +183,14 @@ std::optional<sc_time> QemuRunLoop::next_step(const sc_time& max_slice) {
     // Wait for QEMU, or for wall time to allow what comes next.
     auto timeout = std::chrono::duration<double>(opt_.max_wait);
     if (pacing_binds) {
-      sc_time want = busy ? now + sc_time(1, sc_core::SC_NS)
-                          : std::min(next_activity(now), now + idle_step);
+      sc_time want =
+          busy ? now + sc_time(1, sc_core::SC_NS) : std::min(next_activity(now), now + idle_step);
       if (want <= now) want = now + sc_time(1, sc_core::SC_NS);
       const double target_wall_s = (want - sim0_).to_seconds() / r;
       const double now_wall_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
-      timeout = std::min(timeout, std::chrono::duration<double>(
-                                      std::max(0.0, target_wall_s - now_wall_s)));
+      timeout = std::min(timeout,
+                         std::chrono::duration<double>(std::max(0.0, target_wall_s - now_wall_s)));
     }
     fds.clear();
     for (const Participant* p : parts_) p->wait_fds(&fds);

@@ -39,9 +39,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "vp/pcie/qemu_fd.h"
 

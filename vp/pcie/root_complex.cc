@@ -17,8 +17,8 @@ RootComplex::RootComplex(sc_core::sc_module_name name, HostMemoryIf& mem, core::
       mmio("mmio"),
       dma("dma"),
       mem_(mem),
-      prefix_("pcie." + (stats_name.empty() ? std::string(static_cast<const char*>(name))
-                                            : stats_name)),
+      prefix_("pcie." +
+              (stats_name.empty() ? std::string(static_cast<const char*>(name)) : stats_name)),
       log_(core::Log::channel(prefix_)),
       cal_("calendar") {
   dma.register_b_transport(this, &RootComplex::dma_b_transport);
@@ -50,8 +50,9 @@ sc_time RootComplex::post_mmio_write(uint64_t addr, const void* data, size_t len
     sc_time delay = sc_core::SC_ZERO_TIME;
     mmio->b_transport(gp, delay);
     if (gp.is_response_error())
-      MPR_LOG(log_, warn, "MMIO write 0x" << std::hex << a << std::dec << " " << n
-                                          << " B: device answered " << gp.get_response_string());
+      MPR_LOG(log_, warn,
+              "MMIO write 0x" << std::hex << a << std::dec << " " << n << " B: device answered "
+                              << gp.get_response_string());
     stall = delay;  // lines drain in order: the last one bounds the stall
     a += n;
   }
@@ -77,8 +78,9 @@ void RootComplex::mmio_read(uint64_t addr, void* data, size_t len) {
     // A failed non-posted read returns all ones to the CPU, as on x86.
     std::memset(data, 0xff, len);
     mmio_read_errors_->add();
-    MPR_LOG(log_, warn, "MMIO read 0x" << std::hex << addr << std::dec << " " << len
-                                       << " B: device answered " << gp.get_response_string());
+    MPR_LOG(log_, warn,
+            "MMIO read 0x" << std::hex << addr << std::dec << " " << len << " B: device answered "
+                           << gp.get_response_string());
   }
   if (delay > sc_core::SC_ZERO_TIME) sc_core::wait(delay);
 }
@@ -89,9 +91,9 @@ void RootComplex::add_write_watch(uint64_t pa, uint64_t len, sc_core::sc_event* 
 }
 
 void RootComplex::remove_write_watch(sc_core::sc_event* ev) {
-  watches_.erase(std::remove_if(watches_.begin(), watches_.end(),
-                                [ev](const Watch& w) { return w.ev == ev; }),
-                 watches_.end());
+  watches_.erase(
+      std::remove_if(watches_.begin(), watches_.end(), [ev](const Watch& w) { return w.ev == ev; }),
+      watches_.end());
 }
 
 void RootComplex::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
@@ -130,9 +132,10 @@ void RootComplex::commit(uint64_t pa, const std::vector<uint8_t>& data) {
     dma_write_errors_->add();
     uint64_t suppressed = 0;
     if (write_error_log_.allow(&suppressed))
-      MPR_LOG(log_, warn, "DMA write 0x" << std::hex << pa << std::dec << " " << data.size()
-                                         << " B to unbacked memory dropped (" << suppressed
-                                         << " more since the last report)");
+      MPR_LOG(log_, warn,
+              "DMA write 0x" << std::hex << pa << std::dec << " " << data.size()
+                             << " B to unbacked memory dropped (" << suppressed
+                             << " more since the last report)");
     return;
   }
   const uint64_t end = pa + data.size();
@@ -147,8 +150,8 @@ void RootComplex::deliver_msi(uint64_t pa, const std::vector<uint8_t>& data) {
     value |= static_cast<uint32_t>(data[i]) << (8 * i);
   msis_->add();
   if (!on_msi) {
-    MPR_LOG(log_, warn, "MSI 0x" << std::hex << pa << " data 0x" << value
-                                 << " with no handler set");
+    MPR_LOG(log_, warn,
+            "MSI 0x" << std::hex << pa << " data 0x" << value << " with no handler set");
     return;
   }
   on_msi(pa, value);

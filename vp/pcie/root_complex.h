@@ -27,15 +27,15 @@
 //     TLM_ADDRESS_ERROR_RESPONSE.
 #pragma once
 
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <vector>
-
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
+#include <vector>
 
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"

@@ -19,8 +19,7 @@ void add(TlpTotals& t, uint64_t wire) {
 
 void detail::check_access(uint64_t addr, uint64_t len) {
   if (len == 0) throw std::invalid_argument("PCIe access of zero bytes");
-  if (addr + len < addr)
-    throw std::invalid_argument("PCIe access wraps the 64-bit address space");
+  if (addr + len < addr) throw std::invalid_argument("PCIe access wraps the 64-bit address space");
 }
 
 void TlpRules::validate() const {

@@ -38,9 +38,7 @@ inline constexpr uint64_t kDwordBytes = 4;
 // x86 MSI window: a posted write here is an interrupt message, not memory.
 inline constexpr uint64_t kMsiWindowBase = 0xFEE00000ull;
 inline constexpr uint64_t kMsiWindowEnd = 0xFEF00000ull;  // exclusive
-inline bool is_msi_address(uint64_t addr) {
-  return addr >= kMsiWindowBase && addr < kMsiWindowEnd;
-}
+inline bool is_msi_address(uint64_t addr) { return addr >= kMsiWindowBase && addr < kMsiWindowEnd; }
 
 // The splitting parameters, in bytes. validate() throws std::invalid_argument
 // unless the three sizes are powers of two in [kDwordBytes, 4096] and
@@ -135,9 +133,8 @@ void for_each_chunk(uint64_t addr, uint64_t len, uint64_t boundary, Fn&& fn) {
 template <class Fn>
 void for_each_read_request(uint64_t addr, uint64_t len, const TlpRules& rules, Fn&& fn) {
   detail::check_access(addr, len);
-  detail::for_each_chunk(addr, len, rules.max_read_request, [&](uint64_t a, uint64_t n) {
-    fn(Tlp{a, n, rules.request_overhead});
-  });
+  detail::for_each_chunk(addr, len, rules.max_read_request,
+                         [&](uint64_t a, uint64_t n) { fn(Tlp{a, n, rules.request_overhead}); });
 }
 template <class Fn>
 void for_each_completion(uint64_t addr, uint64_t len, const TlpRules& rules, Fn&& fn) {

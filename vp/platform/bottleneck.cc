@@ -90,12 +90,12 @@ std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& d
   }
 
   // The Ethernet port.
-  for (auto [dir, bps] : {std::pair<const char*, double>{"tx", cap.port_tx_bps},
-                          {"rx", cap.port_rx_bps}}) {
+  for (auto [dir, bps] :
+       {std::pair<const char*, double>{"tx", cap.port_tx_bps}, {"rx", cap.port_rx_bps}}) {
     if (bps <= 0) continue;
     const std::string m = nic + "mac." + dir;
-    const double wire = static_cast<double>(get(delta, m + "_bytes") +
-                                            kFrameGapBytes * get(delta, m + "_packets"));
+    const double wire =
+        static_cast<double>(get(delta, m + "_bytes") + kFrameGapBytes * get(delta, m + "_packets"));
     out.push_back({std::string("port.") + dir, wire * 8 / (bps * window_s)});
   }
 

@@ -34,10 +34,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <systemc>
 #include <unordered_map>
 #include <vector>
-
-#include <systemc>
 
 #include "vp/core/observer.h"
 #include "vp/core/stats.h"
@@ -110,7 +109,7 @@ class BottleneckProbe : public core::Observer {
   BottleneckSpec spec_;
   HostCapacity cap_;
   const LockHeld* lock_held_ps_;
-  int taken_ = 0;  // snapshots taken: 0, 1 (start), 2 (end)
+  int taken_ = 0;        // snapshots taken: 0, 1 (start), 2 (end)
   uint64_t end_ps_ = 0;  // when the end snapshot was taken
   std::map<std::string, uint64_t> start_, end_;
   LockHeld locks_start_, locks_end_;

@@ -39,7 +39,7 @@ class HistogramWindows : public core::Observer {
 
  private:
   const core::StatsRegistry& stats_;
-  std::set<std::pair<uint64_t, std::string>> pending_;                     // (time, path)
+  std::set<std::pair<uint64_t, std::string>> pending_;                          // (time, path)
   std::map<std::pair<std::string, uint64_t>, core::Histogram::Tally> tallies_;  // taken
 };
 

@@ -181,13 +181,13 @@ void JobGroup::bind(core::Binder& b) {
       b.error("job_metrics: '" + prefix + "' is not a metric name prefix");
     if (expr.find("{job}") == std::string::npos && expr.find("{client}") == std::string::npos &&
         expr.find("{server}") == std::string::npos)
-      b.error("job_metrics." + prefix + ": the expression names neither {job}, {client} nor "
+      b.error("job_metrics." + prefix +
+              ": the expression names neither {job}, {client} nor "
               "{server}, so every job's metric would be the same");
   }
 }
 
-std::vector<host::JobConfig> expand_job_group(const JobGroup& group,
-                                              const JobGroupContext& ctx) {
+std::vector<host::JobConfig> expand_job_group(const JobGroup& group, const JobGroupContext& ctx) {
   const auto& error = ctx.error;
   // The (client, server) pairs, in job order.
   std::vector<std::pair<std::string, std::string>> pairs;
@@ -212,12 +212,13 @@ std::vector<host::JobConfig> expand_job_group(const JobGroup& group,
         error("permutation: clients and servers must each name a host once");
       if (clients.size() != servers.size())
         error("permutation pairs each client with a different server, but there are " +
-              std::to_string(clients.size()) + " clients and " +
-              std::to_string(servers.size()) + " servers");
+              std::to_string(clients.size()) + " clients and " + std::to_string(servers.size()) +
+              " servers");
       core::RandomStream rng(ctx.seed, "job_groups." + std::to_string(ctx.index) + ".pairs");
       if (clients.size() == servers.size() && !draw_pairing(clients, servers, rng))
-        error("permutation: no pairing of these clients and servers avoids pairing a host "
-              "with itself");
+        error(
+            "permutation: no pairing of these clients and servers avoids pairing a host "
+            "with itself");
       else
         for (size_t i = 0; i < std::min(clients.size(), servers.size()); ++i)
           pairs.emplace_back(clients[i], servers[i]);
@@ -285,9 +286,9 @@ std::map<std::string, std::string> job_group_metrics(const JobGroup& group,
   std::map<std::string, std::string> out;
   for (const auto& [prefix, expr] : group.job_metrics)
     for (const host::JobConfig& j : jobs)
-      out[prefix + "." + j.name] = replace_all(
-          replace_all(replace_all(expr, "{job}", j.name), "{client}", j.client), "{server}",
-          j.server);
+      out[prefix + "." + j.name] =
+          replace_all(replace_all(replace_all(expr, "{job}", j.name), "{client}", j.client),
+                      "{server}", j.server);
   return out;
 }
 

@@ -70,8 +70,7 @@ struct JobGroupContext {
 
 // The jobs of `group`. Errors (an unknown host, a switch count without an
 // ideal_base, clients and servers of different lengths) go to ctx.error.
-std::vector<host::JobConfig> expand_job_group(const JobGroup& group,
-                                              const JobGroupContext& ctx);
+std::vector<host::JobConfig> expand_job_group(const JobGroup& group, const JobGroupContext& ctx);
 
 // The metrics group.job_metrics gives `jobs` (the group's expansion):
 // "<prefix>.<job>" -> its expression with {job}, {client}, {server} filled.

@@ -2,8 +2,8 @@
 #include "vp/platform/platform.h"
 
 #include <arpa/inet.h>
-#include <poll.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -50,8 +50,8 @@ struct Platform::JobRunner : sc_core::sc_module {
     if (cfg.qps > 1) {
       out.results = {run_connections(cfg)};
     } else {
-      host::PerfTest test(cfg, platform.modeled_host(cfg.client),
-                          platform.modeled_host(cfg.server), platform.env_);
+      host::PerfTest test(cfg, platform.modeled_host(cfg.client), platform.modeled_host(cfg.server),
+                          platform.env_);
       test.run();
       out.results = test.results();
     }
@@ -321,8 +321,8 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
   for (size_t i = 0; i < host_list_.size(); ++i) {
     const HostEntry& h = host_list_[i];
     if (h.kind == "modeled") {
-      hosts_[h.name] = std::make_unique<host::ModeledHost>(h.name.c_str(), cfg_.host,
-                                                           nic_cfgs_[i], cfg_.pcie, env_);
+      hosts_[h.name] = std::make_unique<host::ModeledHost>(h.name.c_str(), cfg_.host, nic_cfgs_[i],
+                                                           cfg_.pcie, env_);
       continue;
     }
     host::QemuHostConfig q = cfg_.qemu;
@@ -418,15 +418,14 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
                       "nic." + h.name + ".mac." + d + "_gbps", "Gb/s", kBytesPerGbit,
                       "NIC port throughput (frame bytes)");
       for (const char* d : {"upstream", "downstream"})
-        sampler_->add("pcie." + h.name + "." + d + ".bytes",
-                      "pcie." + h.name + "." + d + ".gbps", "Gb/s", kBytesPerGbit,
-                      "PCIe throughput including TLP overheads");
+        sampler_->add("pcie." + h.name + "." + d + ".bytes", "pcie." + h.name + "." + d + ".gbps",
+                      "Gb/s", kBytesPerGbit, "PCIe throughput including TLP overheads");
       // MP-RDMA's windows over time (a connection's window collapsing, or
       // connections stuck in recovery, show here without a packet trace).
       const auto* mux = dynamic_cast<const nic::TransportMux*>(&host(h.name).nic().engine());
-      const auto* mp = mux ? dynamic_cast<const nic::MprdmaTransport*>(
-                                 mux->find(MPR_TRANSPORT_MP_RDMA))
-                           : nullptr;
+      const auto* mp =
+          mux ? dynamic_cast<const nic::MprdmaTransport*>(mux->find(MPR_TRANSPORT_MP_RDMA))
+              : nullptr;
       if (mp) {
         sampler_->add_gauge("nic." + h.name + ".transport.cwnd", "packets",
                             "Congestion windows of the NIC's MP-RDMA connections, summed",
@@ -452,16 +451,15 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
         for (int p = 0; p < sw->ports(); ++p) {
           if (fabric_->topology().nodes()[n].port_link[p] < 0) continue;
           sampler_->add_gauge("switch." + sname + ".port" + std::to_string(p) + ".queue_bytes",
-                              "bytes", "Egress queue length of the port, all priorities",
-                              [sw, p] {
+                              "bytes", "Egress queue length of the port, all priorities", [sw, p] {
                                 uint64_t q = 0;
                                 for (int prio = 0; prio < fabric::kNumPriorities; ++prio)
                                   q += sw->queue_bytes(p, prio);
                                 return static_cast<double>(q);
                               });
         }
-        sampler_->add_gauge("switch." + sname + ".buffer_bytes", "bytes",
-                            "Shared buffer in use", [sw] { return double(sw->buffer_used()); });
+        sampler_->add_gauge("switch." + sname + ".buffer_bytes", "bytes", "Shared buffer in use",
+                            [sw] { return double(sw->buffer_used()); });
       }
     }
     check_series_memory(*sampler_, cfg_.end_time);
@@ -475,7 +473,8 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     if (!spec) continue;
     // A window to the jobs' end starts where their measured parts do.
     if (spec->until_jobs_end)
-      for (const host::JobConfig& j : cfg_.jobs) spec->from.ps = std::max(spec->from.ps, j.run_at.ps);
+      for (const host::JobConfig& j : cfg_.jobs)
+        spec->from.ps = std::max(spec->from.ps, j.run_at.ps);
     const nic::Nic& n = host(spec->host).nic();
     HostCapacity cap;
     cap.pcie_bytes_per_s = cfg_.pcie.link_bytes_per_sec();
@@ -561,8 +560,7 @@ bool Platform::run(const std::function<void(uint64_t)>& progress) {
     observers_.run_due();  // those due now have looked: every due time is ahead
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const sc_core::sc_time due = observers_.next_due();
-    std::optional<sc_core::sc_time> step =
-        loop.next_step(std::min({slice, end - now, due - now}));
+    std::optional<sc_core::sc_time> step = loop.next_step(std::min({slice, end - now, due - now}));
     if (!step) break;  // a QEMU ended and its host asked to stop
     sc_core::sc_start(*step);
     if (progress) progress(sim_time_ps());
@@ -664,7 +662,8 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
     if (!found && missing) missing->push_back(m.name);
   }
   const double active_s = active_time_s();
-  auto series_mean_of = [&](const std::string& sname, const MetricTerm& t) -> std::optional<double> {
+  auto series_mean_of = [&](const std::string& sname,
+                            const MetricTerm& t) -> std::optional<double> {
     const core::TimeSeries* ts = env_.stats.find_series(sname);
     if (!ts) return std::nullopt;
     return series_mean(ts->points(), cfg_.sample_interval.ps, t.from.ps, t.to.ps);
@@ -754,9 +753,9 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
       } else if (t.kind == MetricTerm::Kind::kHistPct) {
         const core::Histogram* h = env_.stats.find_histogram(t.counter);
         const auto v = t.windowed ? hist_windows_->percentile(t.counter, t.from.ps, t.to.ps, t.pct)
-                       : t.mean   ? (h && h->count() ? std::optional<double>(h->mean())
-                                                     : std::nullopt)
-                                  : histogram_percentile(h, t.pct);
+                       : t.mean
+                           ? (h && h->count() ? std::optional<double>(h->mean()) : std::nullopt)
+                           : histogram_percentile(h, t.pct);
         if (v) {
           sum += *v;
           found = true;

@@ -4,14 +4,13 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <map>
 #include <memory>
-#include <string>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <systemc>
+#include <vector>
 
 #include "vp/core/observer.h"
 #include "vp/core/rate_sampler.h"
@@ -31,11 +30,11 @@ namespace mprdma::platform {
 // What a QEMU guest did in the run.
 struct GuestOutcome {
   std::string name;
-  bool ready = false;             // MPRDMA-READY seen
-  std::optional<int> run_exit;    // exit status of its run script
+  bool ready = false;           // MPRDMA-READY seen
+  std::optional<int> run_exit;  // exit status of its run script
   bool qemu_exited = false;
-  std::string exit_report;        // how QEMU ended, if it did
-  std::string console_log;        // path of the console copy ("" if none)
+  std::string exit_report;              // how QEMU ended, if it did
+  std::string console_log;              // path of the console copy ("" if none)
   std::vector<std::string> run_output;  // console lines of the run script
 };
 
@@ -109,7 +108,7 @@ class Platform {
   std::vector<std::unique_ptr<fabric::EthLink>> links_;
   std::unique_ptr<JobRunner> runner_;
   std::unique_ptr<core::RateSampler> sampler_;
-  core::ObserverSet observers_;  // run between kernel runs (observer.h)
+  core::ObserverSet observers_;                     // run between kernel runs (observer.h)
   std::unique_ptr<HistogramWindows> hist_windows_;  // pct(...) over [from, to)
   std::map<std::string, std::unique_ptr<BottleneckProbe>> bottlenecks_;  // by metric name
   std::vector<JobOutcome> outcomes_;

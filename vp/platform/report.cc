@@ -34,9 +34,8 @@ void print_job_tables(std::ostream& os, const Platform& p) {
     const JobOutcome& out = p.outcomes()[i];
     os << kRule << "\n"
        << " " << job.app << "  job '" << job.name << "'  " << job.client << " -> " << job.server
-       << "   (" << (job.transport == "ud" ? "UD" : "RC") << ", MTU " << job.mtu.n
-       << ", tx_depth " << job.tx_depth << ", "
-       << (job.events ? "events" : "polling") << ")\n"
+       << "   (" << (job.transport == "ud" ? "UD" : "RC") << ", MTU " << job.mtu.n << ", tx_depth "
+       << job.tx_depth << ", " << (job.events ? "events" : "polling") << ")\n"
        << kRule << "\n";
     char line[256];
     if (job.is_latency()) {
@@ -48,8 +47,8 @@ void print_job_tables(std::ostream& os, const Platform& p) {
                       " %-6llu %-11llu  %-11.2f  %-11.2f  %-15.2f  %-11.2f  %-13.2f  %-9.2f  "
                       "%-11.2f\n",
                       static_cast<unsigned long long>(r.bytes),
-                      static_cast<unsigned long long>(r.iterations), r.t_min, r.t_max,
-                      r.t_typical, r.t_avg, r.t_stdev, r.t_p99, r.t_p999);
+                      static_cast<unsigned long long>(r.iterations), r.t_min, r.t_max, r.t_typical,
+                      r.t_avg, r.t_stdev, r.t_p99, r.t_p999);
         os << line;
       }
     } else if (job.app == "write_flows") {

@@ -3,10 +3,9 @@
 // the scenario's metrics).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "vp/core/sim_env.h"
 #include "vp/platform/platform.h"

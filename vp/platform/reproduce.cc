@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,8 +15,6 @@
 #include <iostream>
 #include <set>
 #include <stdexcept>
-
-#include <yaml-cpp/yaml.h>
 
 #include "vp/core/config.h"
 
@@ -108,7 +107,7 @@ CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>&
     }
     if (l_it == labels.end() || l_it->second.empty()) {
       v.reason = measured.count(c.metric) ? c.metric + " is a number, not a name"
-                                           : "no measurement of " + c.metric;
+                                          : "no measurement of " + c.metric;
       return v;
     }
     const std::vector<std::string>& got = l_it->second;
@@ -149,8 +148,7 @@ CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>&
   const std::string head = c.metric + " = " + fmt(m) + ", wanted " + e.op + " " + rhs_text;
   if (e.op == "==") {
     const double d = std::fabs(m - rhs);
-    const std::string off =
-        rhs != 0 ? "off by " + percent(d / std::fabs(rhs)) : "off by " + fmt(d);
+    const std::string off = rhs != 0 ? "off by " + percent(d / std::fabs(rhs)) : "off by " + fmt(d);
     if (d <= slack) {
       v.verdict = "match";
       v.reason = head + ": " + off + " (tolerance " + percent(c.tolerance) + ")";
@@ -314,7 +312,8 @@ void print_reproduce_table(std::ostream& os, const nlohmann::json& doc) {
     std::string published = doc["published"].value(name, std::string("-"));
     std::string verdict;
     for (const auto& c : doc["checks"])
-      if (c["metric"] == name) verdict += (verdict.empty() ? "" : ", ") + c["verdict"].get<std::string>();
+      if (c["metric"] == name)
+        verdict += (verdict.empty() ? "" : ", ") + c["verdict"].get<std::string>();
     rows.push_back({name, measured, published, verdict.empty() ? "-" : verdict});
   }
   // Column widths in characters (the ± sign is two bytes, one column).
@@ -341,8 +340,7 @@ void print_reproduce_table(std::ostream& os, const nlohmann::json& doc) {
     }
   }
   for (const auto& c : doc["checks"])
-    os << "  " << c["verdict"].get<std::string>() << ": " << c["reason"].get<std::string>()
-       << "\n";
+    os << "  " << c["verdict"].get<std::string>() << ": " << c["reason"].get<std::string>() << "\n";
   for (const auto& f : doc["failed_runs"]) os << "  FAILED run " << f.get<std::string>() << "\n";
   os << "verdict: " << doc["verdict"].get<std::string>() << "\n";
 }
@@ -454,8 +452,7 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
     const SweepPoint& p = *std::find_if(points.begin(), points.end(),
                                         [&](const SweepPoint& q) { return q.id == r.point; });
     for (const std::string& s : p.overrides) argv.insert(argv.end(), {"--set", s});
-    argv.insert(argv.end(),
-                {"--seed", std::to_string(r.seed), "--out", dir.string(), "--quiet"});
+    argv.insert(argv.end(), {"--seed", std::to_string(r.seed), "--out", dir.string(), "--quiet"});
     Child c;
     c.pid = spawn(argv, (dir / "sim.log").string());
     c.run = i;
@@ -479,8 +476,7 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
       else if (r.exit_code == 1 && has_results)
         r.status = "incomplete";
       else
-        r.error = "exit " + std::to_string(r.exit_code) +
-                  (has_results ? "" : ", no results.json");
+        r.error = "exit " + std::to_string(r.exit_code) + (has_results ? "" : ", no results.json");
     } else if (WIFSIGNALED(status)) {
       r.error = "killed by signal " + std::to_string(WTERMSIG(status));
     }
@@ -518,7 +514,8 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
       if (errno == EINTR) continue;
       break;
     }
-    auto it = std::find_if(active.begin(), active.end(), [&](const Child& c) { return c.pid == pid; });
+    auto it =
+        std::find_if(active.begin(), active.end(), [&](const Child& c) { return c.pid == pid; });
     if (it == active.end()) continue;
     const Child c = *it;
     active.erase(it);

@@ -10,10 +10,9 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "vp/platform/scenario.h"
 #include "vp/platform/sweep.h"
@@ -24,15 +23,15 @@ namespace mprdma::platform {
 struct RunRecord {
   std::string point;
   int64_t seed = 0;
-  std::string dir;        // run directory, relative to the reproduce out dir
-  int exit_code = -1;     // the child's exit status; -1 when it did not exit normally
+  std::string dir;     // run directory, relative to the reproduce out dir
+  int exit_code = -1;  // the child's exit status; -1 when it did not exit normally
   // ok: exit 0; incomplete: exit 1 with a results.json (a job did not finish
   // or failed; its metrics still count, e.g. a deadlocked run); failed: no
   // results (crash, signal, bad arguments).
   std::string status = "failed";
-  std::string error;      // why it failed
+  std::string error;  // why it failed
   double wall_s = 0;
-  std::map<std::string, double> metrics;  // results.json "metrics" that are numbers
+  std::map<std::string, double> metrics;      // results.json "metrics" that are numbers
   std::map<std::string, std::string> labels;  // ... and those that are names
 };
 
@@ -42,7 +41,7 @@ struct AggregatedMetric {
   SweepMetricSource source;
   double value = 0;  // source.stat of the values
   double mean = 0, min = 0, max = 0;
-  double stddev = 0;  // sample standard deviation (n - 1); 0 for one value
+  double stddev = 0;                   // sample standard deviation (n - 1); 0 for one value
   std::vector<int64_t> seeds;          // seeds that gave a value, in run order
   std::vector<double> values;          // their values
   std::vector<int64_t> missing_seeds;  // seeds whose run failed or lacked the metric

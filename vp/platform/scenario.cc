@@ -1,13 +1,13 @@
 #include "vp/platform/scenario.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <regex>
 #include <set>
-
-#include <yaml-cpp/yaml.h>
+#include <stdexcept>
 
 #include "vp/platform/bottleneck.h"
 
@@ -15,9 +15,9 @@ namespace mprdma::platform {
 
 const std::vector<std::string>& metric_fields() {
   static const std::vector<std::string> kFields = {
-      "bw_gbps", "bw_MBps", "msg_rate_mpps", "seconds", "t_min",  "t_max",
-      "t_typical", "t_avg", "t_stdev",       "t_p99",   "t_p999", "iterations",
-      "sync_messages", "sync_wait_us"};
+      "bw_gbps", "bw_MBps",    "msg_rate_mpps", "seconds",     "t_min",
+      "t_max",   "t_typical",  "t_avg",         "t_stdev",     "t_p99",
+      "t_p999",  "iterations", "sync_messages", "sync_wait_us"};
   return kFields;
 }
 
@@ -89,9 +89,10 @@ void parse_window(const std::string& t, const std::string& from, const std::stri
 // "avg(<series>,<from>,<to>)", "stdev(<series>,<from>,<to>)" or
 // "jain(<s>|<s>|...,<from>,<to>)".
 void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& m) {
-  const std::string form = fn == "jain" ? "jain(<series>|<series>|...,<from>,<to>)"
-                                        : fn + "(<series>,<from>,<to>)";
-  const std::vector<std::string> args = split(t.substr(fn.size() + 1, t.size() - fn.size() - 2), ',');
+  const std::string form =
+      fn == "jain" ? "jain(<series>|<series>|...,<from>,<to>)" : fn + "(<series>,<from>,<to>)";
+  const std::vector<std::string> args =
+      split(t.substr(fn.size() + 1, t.size() - fn.size() - 2), ',');
   if (args.size() != 3) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
   m.kind = fn == "avg"     ? MetricTerm::Kind::kSeriesAvg
            : fn == "stdev" ? MetricTerm::Kind::kSeriesStdev
@@ -100,7 +101,8 @@ void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& 
   for (const std::string& s : m.series)
     if (s.empty()) throw std::invalid_argument("term '" + t + "' has an empty series name");
   if (fn != "jain" && m.series.size() != 1)
-    throw std::invalid_argument("term '" + t + "': " + fn + " takes one series (jain takes several)");
+    throw std::invalid_argument("term '" + t + "': " + fn +
+                                " takes one series (jain takes several)");
   parse_window(t, args[1], args[2], m);
 }
 
@@ -131,8 +133,8 @@ void parse_rate_term(const std::string& t, MetricTerm& m) {
   const size_t host_end = path.compare(0, 4, "nic.") == 0 ? path.find('.', 4) : std::string::npos;
   if (host_end == std::string::npos || host_end == 4 || host_end + 1 >= path.size() ||
       path.find_first_of("()|*") != std::string::npos)
-    throw std::invalid_argument("term '" + t + "': '" + path +
-                                "' is not a NIC counter (form " + form + ")");
+    throw std::invalid_argument("term '" + t + "': '" + path + "' is not a NIC counter (form " +
+                                form + ")");
   m.kind = MetricTerm::Kind::kCounterRate;
   m.counter = path;
   m.link = path.substr(4, host_end - 4);  // the host
@@ -169,7 +171,8 @@ void parse_mean_term(const std::string& t, MetricTerm& m) {
   const std::string path = t.substr(5, t.size() - 6);
   if (path.empty() || path.find_first_of("()|*,") != std::string::npos ||
       path.find('.') == std::string::npos || path.front() == '.' || path.back() == '.')
-    throw std::invalid_argument("term '" + t + "' is not of the form mean(<histogram>), e.g. "
+    throw std::invalid_argument("term '" + t +
+                                "' is not of the form mean(<histogram>), e.g. "
                                 "mean(flows.all.fct_us)");
   m.kind = MetricTerm::Kind::kHistPct;
   m.counter = path;
@@ -225,7 +228,8 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       char* endp = nullptr;
       m.factor = std::strtod(num.c_str(), &endp);
       if (num.empty() || *endp)
-        throw std::invalid_argument("term '" + t + "': '" + num + "' is not a number (a factor is <number>*term)");
+        throw std::invalid_argument("term '" + t + "': '" + num +
+                                    "' is not a number (a factor is <number>*term)");
       t = t.substr(star + 1);
     }
     if (t == "model.mprdma.extra_state_bytes" || t == "model.irn.extra_state_bytes") {
@@ -305,14 +309,14 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
     const std::string kPrefix = "link.", kSuffix = ".avg_gbps";
     if (t.size() > kPrefix.size() + kSuffix.size() && t.compare(0, kPrefix.size(), kPrefix) == 0 &&
         t.compare(t.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
-      const std::string mid =
-          t.substr(kPrefix.size(), t.size() - kPrefix.size() - kSuffix.size());
+      const std::string mid = t.substr(kPrefix.size(), t.size() - kPrefix.size() - kSuffix.size());
       const size_t dot = mid.rfind('.');
       m.kind = MetricTerm::Kind::kLink;
       m.link = dot == std::string::npos ? std::string() : mid.substr(0, dot);
       m.dir = dot == std::string::npos ? mid : mid.substr(dot + 1);
       if (m.link.empty() || (m.dir != "a2b" && m.dir != "b2a"))
-        throw std::invalid_argument("term '" + t + "' is not of the form link.<link>.<a2b|b2a>.avg_gbps");
+        throw std::invalid_argument("term '" + t +
+                                    "' is not of the form link.<link>.<a2b|b2a>.avg_gbps");
     } else {
       const size_t d1 = t.find('.'), d2 = t.rfind('.');
       if (d1 == std::string::npos || d1 == d2 || t.find_first_of("(),|") != std::string::npos)
@@ -409,7 +413,9 @@ void ScenarioConfig::check_nic_tables(core::Binder& b) const {
       b.error("host '" + host_name + "': its jobs need at least " + std::to_string(count) + " " +
               what + ", more than nic.limits." + how + " " + std::to_string(limit) +
               " (each connection end takes one QP, two CQs and one MR over its two buffer "
-              "halves; the most MTT entries: job '" + n.biggest + "'): fewer connections "
+              "halves; the most MTT entries: job '" +
+              n.biggest +
+              "'): fewer connections "
               "(jobs, qps), smaller sizes, or larger limits");
     };
     over("MTT entries", n.mtt, l.max_mtt, "max_mtt");
@@ -443,7 +449,8 @@ void ScenarioConfig::expand_job_groups(core::Binder& b) {
     const std::vector<host::JobConfig> group_jobs = expand_job_group(job_groups[i], ctx);
     for (const auto& [name, expr] : job_group_metrics(job_groups[i], group_jobs))
       if (!metrics.emplace(name, expr).second)
-        b.error(where + "job_metrics makes metric '" + name + "', which the scenario's "
+        b.error(where + "job_metrics makes metric '" + name +
+                "', which the scenario's "
                 "metrics already define");
     jobs.insert(jobs.end(), group_jobs.begin(), group_jobs.end());
   }
@@ -458,9 +465,9 @@ void ScenarioConfig::resolve_flow_sizes(core::Binder& b) {
   for (host::JobConfig& j : jobs) {
     j.flow_size_cdf.clear();
     if (j.app != "write_flows") continue;
-    auto own = std::find_if(
-        flow_size_cdfs.begin(), flow_size_cdfs.end(),
-        [&](const host::FlowSizeCdfConfig& c) { return c.name == j.flow_sizes; });
+    auto own =
+        std::find_if(flow_size_cdfs.begin(), flow_size_cdfs.end(),
+                     [&](const host::FlowSizeCdfConfig& c) { return c.name == j.flow_sizes; });
     if (own != flow_size_cdfs.end()) {
       try {
         const host::FlowSizes dist = own->distribution();
@@ -512,51 +519,54 @@ void ScenarioConfig::bind(core::Binder& b) {
          "pair: an all-to-all flow workload), appended to jobs; their names follow the "
          "group's name pattern and metrics see them as jobs; --set job_groups.<i>.job.KEY=V "
          "changes all of a group's jobs (--set jobs.* reaches listed jobs only).");
-  b.field("metrics", metrics,
-          "Named figures for results.json: metric name -> a sum of terms \"t1 + t2 + ...\"; a "
-          "term is \"job.size.field\", where field is one of bw_gbps, bw_MBps, msg_rate_mpps, "
-          "seconds, t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999, iterations, "
-          "sync_messages, sync_wait_us, or "
-          "\"link.<link>.<a2b|b2a>.avg_gbps\": wire bits sent in that direction (frames with "
-          "FCS, preamble and gap, lost ones included) over the run's active time (first job "
-          "start, or its run_at if later, to last job end), in Gb/s, or \"fabric.deadlocks\": the number of PFC deadlocks the "
-          "fabric's detector reported (0 with PFC or the detector off), or "
-          "\"model.<mprdma|irn>.extra_state_bytes\": the per-connection state that engine's "
-          "golden model adds over RoCEv2, from its field table (vp/nic/transport.md), or "
-          "\"avg(<series>,<from>,<to>)\": the time-weighted mean of a time series (e.g. "
-          "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
-          "\"stdev(<series>,<from>,<to>)\": its time-weighted standard deviation over [from, to) "
-          "(e.g. of a queue, switch.<s>.port<p>.queue_bytes), or "
-          "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
-          "means over [from, to); a series window the run did not sample in full leaves the "
-          "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
-          "ECN-capable frames RED judged at the switch port sending into that direction, or "
-          "\"ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)\": the same over the frames judged in "
-          "[from, to) (e.g. after slow start), or \"nic.<host>.<counter>\": "
-          "a NIC counter at the end of the run (e.g. nic.t1h0.transport.rx_max_ood), or "
-          "\"rate(nic.<host>.<counter>,<from>,<to>)\": how fast that counter grew over [from, "
-          "to), per second (e.g. 8e-9*rate(nic.t1h0.responder.bytes,2ms,12ms): payload placed "
-          "in Gb/s while every flow runs; no such counter leaves the metric out), or "
-          "\"pct(<histogram>,<p>)\": the p-th percentile (nearest rank, p in [0, 100]) of a "
-          "histogram statistic at the end of the run (e.g. pct(nic.t1h0.transport.rx_ood,99.9); "
-          "for nic.<host>., pcie.<host>. and flow.<job>. paths the host or job must exist; no "
-          "such histogram or no samples leaves the metric out), or "
-          "\"pct(<histogram>,<p>,<from>,<to>)\": the same over the samples recorded in [from, "
-          "to) (e.g. in steady state, after the start-up; a window the run did not reach leaves "
-          "the metric out), or \"mean(<histogram>)\": the mean of all its samples (e.g. "
-          "mean(flows.all.fct_us), the average flow completion time of write_flows jobs), or "
-          "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
-          "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
-          "may instead be \"min(<metric>,...)\", \"max(...)\" or \"average(...)\" (the "
-          "arithmetic mean, each metric counted once) of other (sum) metrics; an "
-          "argument \"prefix*\" stands for every metric whose name starts with prefix. A metric "
-          "\"bottleneck(<host>,<from>,<to>)\" is a name, not a number: the host's NIC resource "
-          "that was busiest over [from, to) (bottleneck(<host>): from the jobs' latest run_at to "
-          "the end of the last job) (pcie.<downstream|upstream>.<TLP kind with the most "
-          "bytes>, port.<tx|rx>, pu.<i>, tx_scheduler, rx_stage.<parse|qpc_miss|wqe_miss|"
-          "mpt_mtt_miss>, completion_unit, atomics.lock; \"latency\" when none is 80 % busy: the rate is set by the "
-          "operations outstanding; vp/platform/bottleneck.h), with every resource's utilisation under "
-          "results.json \"bottlenecks\".");
+  b.field(
+      "metrics", metrics,
+      "Named figures for results.json: metric name -> a sum of terms \"t1 + t2 + ...\"; a "
+      "term is \"job.size.field\", where field is one of bw_gbps, bw_MBps, msg_rate_mpps, "
+      "seconds, t_min, t_max, t_typical, t_avg, t_stdev, t_p99, t_p999, iterations, "
+      "sync_messages, sync_wait_us, or "
+      "\"link.<link>.<a2b|b2a>.avg_gbps\": wire bits sent in that direction (frames with "
+      "FCS, preamble and gap, lost ones included) over the run's active time (first job "
+      "start, or its run_at if later, to last job end), in Gb/s, or \"fabric.deadlocks\": the "
+      "number of PFC deadlocks the "
+      "fabric's detector reported (0 with PFC or the detector off), or "
+      "\"model.<mprdma|irn>.extra_state_bytes\": the per-connection state that engine's "
+      "golden model adds over RoCEv2, from its field table (vp/nic/transport.md), or "
+      "\"avg(<series>,<from>,<to>)\": the time-weighted mean of a time series (e.g. "
+      "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
+      "\"stdev(<series>,<from>,<to>)\": its time-weighted standard deviation over [from, to) "
+      "(e.g. of a queue, switch.<s>.port<p>.queue_bytes), or "
+      "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
+      "means over [from, to); a series window the run did not sample in full leaves the "
+      "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
+      "ECN-capable frames RED judged at the switch port sending into that direction, or "
+      "\"ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)\": the same over the frames judged in "
+      "[from, to) (e.g. after slow start), or \"nic.<host>.<counter>\": "
+      "a NIC counter at the end of the run (e.g. nic.t1h0.transport.rx_max_ood), or "
+      "\"rate(nic.<host>.<counter>,<from>,<to>)\": how fast that counter grew over [from, "
+      "to), per second (e.g. 8e-9*rate(nic.t1h0.responder.bytes,2ms,12ms): payload placed "
+      "in Gb/s while every flow runs; no such counter leaves the metric out), or "
+      "\"pct(<histogram>,<p>)\": the p-th percentile (nearest rank, p in [0, 100]) of a "
+      "histogram statistic at the end of the run (e.g. pct(nic.t1h0.transport.rx_ood,99.9); "
+      "for nic.<host>., pcie.<host>. and flow.<job>. paths the host or job must exist; no "
+      "such histogram or no samples leaves the metric out), or "
+      "\"pct(<histogram>,<p>,<from>,<to>)\": the same over the samples recorded in [from, "
+      "to) (e.g. in steady state, after the start-up; a window the run did not reach leaves "
+      "the metric out), or \"mean(<histogram>)\": the mean of all its samples (e.g. "
+      "mean(flows.all.fct_us), the average flow completion time of write_flows jobs), or "
+      "\"jobs.goodput_gbps\": payload bytes of every job's messages over the active time. "
+      "Any term may carry a factor, \"<number>*term\" (-1* subtracts). A metric "
+      "may instead be \"min(<metric>,...)\", \"max(...)\" or \"average(...)\" (the "
+      "arithmetic mean, each metric counted once) of other (sum) metrics; an "
+      "argument \"prefix*\" stands for every metric whose name starts with prefix. A metric "
+      "\"bottleneck(<host>,<from>,<to>)\" is a name, not a number: the host's NIC resource "
+      "that was busiest over [from, to) (bottleneck(<host>): from the jobs' latest run_at to "
+      "the end of the last job) (pcie.<downstream|upstream>.<TLP kind with the most "
+      "bytes>, port.<tx|rx>, pu.<i>, tx_scheduler, rx_stage.<parse|qpc_miss|wqe_miss|"
+      "mpt_mtt_miss>, completion_unit, atomics.lock; \"latency\" when none is 80 % busy: the rate "
+      "is set by the "
+      "operations outstanding; vp/platform/bottleneck.h), with every resource's utilisation under "
+      "results.json \"bottlenecks\".");
   b.list("guest_metrics", guest_metrics, "Named figures read from guest consoles.");
   b.section("sweep", sweep,
             "Points and seeds for `mprdma-vp-sim reproduce` (`run` runs the base scenario "
@@ -625,9 +635,8 @@ void ScenarioConfig::bind(core::Binder& b) {
         guest_net = ip & 0xFFFFFF00u;
         first_guest = h.name;
       } else if ((ip & 0xFFFFFF00u) != *guest_net) {
-        b.error("qemu hosts '" + first_guest + "' and '" + h.name +
-                "' are not in one /24 (" + fabric::ip_text(ip) +
-                "); guests reach each other on their own /24 network");
+        b.error("qemu hosts '" + first_guest + "' and '" + h.name + "' are not in one /24 (" +
+                fabric::ip_text(ip) + "); guests reach each other on their own /24 network");
       }
     }
   } else {
@@ -655,7 +664,8 @@ void ScenarioConfig::bind(core::Binder& b) {
   for (const host::JobConfig& j : jobs) {
     if (j.name.empty()) b.error("every job needs a name");
     if (j.name.find_first_of(". ") != std::string::npos)
-      b.error("job '" + j.name + "': a job name may not contain dots or spaces (metrics name "
+      b.error("job '" + j.name +
+              "': a job name may not contain dots or spaces (metrics name "
               "a job's figures <job>.<size>.<field>)");
     if (!job_names.insert(j.name).second) b.error("job '" + j.name + "' is defined twice");
     for (const std::string* h : {&j.client, &j.server}) {
@@ -668,9 +678,8 @@ void ScenarioConfig::bind(core::Binder& b) {
     if (j.client == j.server) b.error("job '" + j.name + "': client and server are the same host");
     for (const std::string* h : {&j.client, &j.server})
       if (j.mtu.n > nic_of(*h).mtu.n)
-        b.error("job '" + j.name + "': mtu " + std::to_string(j.mtu.n) +
-                " exceeds the NIC's mtu " + std::to_string(nic_of(*h).mtu.n) + " (host '" + *h +
-                "')");
+        b.error("job '" + j.name + "': mtu " + std::to_string(j.mtu.n) + " exceeds the NIC's mtu " +
+                std::to_string(nic_of(*h).mtu.n) + " (host '" + *h + "')");
     if (j.qp_transport == "default") {
       if (nic_of(j.client).transport != nic_of(j.server).transport)
         b.error("job '" + j.name + "': client '" + j.client + "' uses transport " +
@@ -685,7 +694,8 @@ void ScenarioConfig::bind(core::Binder& b) {
           b.error("job '" + j.name + "': qp_transport " + j.qp_transport + " is not offered by " +
                   "host '" + *h + "' (" +
                   (dcqcn ? std::string("its nic.congestion_control is not dcqcn")
-                         : "add it to nic.qp_transports") + ")");
+                         : "add it to nic.qp_transports") +
+                  ")");
       }
       if (j.transport == "ud")
         b.error("job '" + j.name + "': qp_transport is for RC jobs (UD QPs have no engine)");
@@ -732,7 +742,8 @@ void ScenarioConfig::bind(core::Binder& b) {
         if (!bn->until_jobs_end && bn->to.ps > end_time.ps)
           b.error("metric '" + metric + "': its window ends after end_time");
         if (bn->until_jobs_end && jobs.empty())
-          b.error("metric '" + metric + "': bottleneck(<host>) needs jobs (its window ends with them)");
+          b.error("metric '" + metric +
+                  "': bottleneck(<host>) needs jobs (its window ends with them)");
         continue;
       }
       if (const auto agg = parse_metric_aggregate(ref)) {
@@ -767,8 +778,8 @@ void ScenarioConfig::bind(core::Binder& b) {
           b.error("metric '" + metric + "' term rate(" + t.counter +
                   ",...) reads a sampled counter, but sample_interval is 0");
         if (!host_names.count(t.link))
-          b.error("metric '" + metric + "' term rate(" + t.counter +
-                  ",...) names unknown host '" + t.link + "'");
+          b.error("metric '" + metric + "' term rate(" + t.counter + ",...) names unknown host '" +
+                  t.link + "'");
         if (t.to.ps > end_time.ps)
           b.error("metric '" + metric + "': its window ends after end_time");
         continue;
@@ -788,8 +799,8 @@ void ScenarioConfig::bind(core::Binder& b) {
       }
       if (t.kind == MetricTerm::Kind::kCounter) {
         if (!host_names.count(t.link))
-          b.error("metric '" + metric + "' term '" + t.counter + "' names unknown host '" +
-                  t.link + "'");
+          b.error("metric '" + metric + "' term '" + t.counter + "' names unknown host '" + t.link +
+                  "'");
         if (std::any_of(jobs.begin(), jobs.end(),
                         [](const host::JobConfig& j) { return j.name == "nic"; }))
           b.error("metric '" + metric + "': a job named 'nic' makes '" + t.counter +
@@ -830,7 +841,8 @@ void ScenarioConfig::bind(core::Binder& b) {
           continue;
         }
         if (t.windowed && !sample_interval.ps)
-          b.error("metric '" + metric + "': ecn_mark_ratio over a window reads sampled "
+          b.error("metric '" + metric +
+                  "': ecn_mark_ratio over a window reads sampled "
                   "counters, but sample_interval is 0");
         if (t.windowed && t.to.ps > end_time.ps)
           b.error("metric '" + metric + "': its window ends after end_time");
@@ -857,9 +869,11 @@ void ScenarioConfig::bind(core::Binder& b) {
         b.error("metric '" + metric + "' names unknown job '" + t.job + "'");
         continue;
       }
-      const bool size_known = std::any_of(it->sizes.begin(), it->sizes.end(),
-                                          [&](core::Bytes s) { return std::to_string(s.n) == t.size; });
-      if (!size_known) b.error("metric '" + metric + "': job '" + t.job + "' has no size " + t.size);
+      const bool size_known = std::any_of(it->sizes.begin(), it->sizes.end(), [&](core::Bytes s) {
+        return std::to_string(s.n) == t.size;
+      });
+      if (!size_known)
+        b.error("metric '" + metric + "': job '" + t.job + "' has no size " + t.size);
       const auto& fields = metric_fields();
       if (std::find(fields.begin(), fields.end(), t.field) == fields.end())
         b.error("metric '" + metric + "': unknown field '" + t.field + "'");
@@ -888,8 +902,7 @@ void ScenarioConfig::bind(core::Binder& b) {
     return;  // the sweep section reported its problems
   }
   for (const auto& [name, text] : published)
-    if (!sweep_names.count(name))
-      b.error("published figure '" + name + "' is not a sweep metric");
+    if (!sweep_names.count(name)) b.error("published figure '" + name + "' is not a sweep metric");
   for (const Check& c : checks) {
     if (!sweep_names.count(c.metric)) b.error("check names '" + c.metric + "', not a sweep metric");
     try {
@@ -994,8 +1007,7 @@ ScenarioConfig load_scenario(const std::string& path, const std::vector<std::str
     std::vector<std::string> errors;
     for (const SweepPoint& p : sweep_points(cfg.sweep)) {
       std::string what = "sweep point " + p.id + " (";
-      for (size_t i = 0; i < p.overrides.size(); ++i)
-        what += (i ? ", " : "") + p.overrides[i];
+      for (size_t i = 0; i < p.overrides.size(); ++i) what += (i ? ", " : "") + p.overrides[i];
       what += "): ";
       try {
         YAML::Node point = YAML::Clone(root);

@@ -3,13 +3,13 @@
 // here (bind functions) and generated into docs/scenario-reference.md.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "vp/core/config.h"
 #include "vp/fabric/eth_link.h"
@@ -17,9 +17,9 @@
 #include "vp/host/host_config.h"
 #include "vp/host/perftest.h"
 #include "vp/host/qemu_host.h"
-#include "vp/platform/job_group.h"
 #include "vp/nic/nic_config.h"
 #include "vp/pcie/pcie_config.h"
+#include "vp/platform/job_group.h"
 #include "vp/platform/sweep.h"
 
 namespace mprdma::platform {
@@ -179,8 +179,18 @@ const std::vector<std::string>& metric_fields();
 // "prefix*" stands for every such metric whose name starts with prefix.
 struct MetricTerm {
   enum class Kind {
-    kJob, kLink, kDeadlocks, kModelState, kSeriesAvg, kSeriesStdev, kJain, kEcnRatio, kCounter,
-    kGoodput, kHistPct, kCounterRate
+    kJob,
+    kLink,
+    kDeadlocks,
+    kModelState,
+    kSeriesAvg,
+    kSeriesStdev,
+    kJain,
+    kEcnRatio,
+    kCounter,
+    kGoodput,
+    kHistPct,
+    kCounterRate
   };
   Kind kind = Kind::kJob;
   double factor = 1;

@@ -91,13 +91,12 @@ void SweepParameter::bind(core::Binder& b) {
       start = end + 1;
     }
   }
-  if (!is_name(name))
-    b.error("sweep parameter name '" + name + "' must be letters, digits and _");
+  if (!is_name(name)) b.error("sweep parameter name '" + name + "' must be letters, digits and _");
   if (key.empty()) b.error("sweep parameter '" + name + "' needs a key");
   if (values.empty()) b.error("sweep parameter '" + name + "' has no values");
   if (!labels.empty() && labels.size() != values.size())
-    b.error("sweep parameter '" + name + "' has " + std::to_string(labels.size()) +
-            " labels for " + std::to_string(values.size()) + " values");
+    b.error("sweep parameter '" + name + "' has " + std::to_string(labels.size()) + " labels for " +
+            std::to_string(values.size()) + " values");
   std::set<std::string> seen;
   for (size_t i = 0; i < values.size() && (labels.empty() || i < labels.size()); ++i) {
     const std::string l = label(i);
@@ -217,7 +216,8 @@ std::vector<SweepPoint> sweep_points(const SweepConfig& s) {
       if (!p.id.empty()) p.id += "_";
       p.id += par.name + "-" + label;
       p.overrides.push_back(par.key + "=" + par.values[pick[k]]);
-      for (const std::string& key : par.also) p.overrides.push_back(key + "=" + par.values[pick[k]]);
+      for (const std::string& key : par.also)
+        p.overrides.push_back(key + "=" + par.values[pick[k]]);
       if (pick[k] < par.with.size()) {  // (a size mismatch is reported by bind)
         const std::string& w = par.with[pick[k]];
         for (size_t start = 0; start < w.size();) {
@@ -231,8 +231,7 @@ std::vector<SweepPoint> sweep_points(const SweepConfig& s) {
     out.push_back(std::move(p));
   };
   if (s.combine == "zip") {
-    for (size_t i = 0; i < shortest; ++i)
-      add(std::vector<size_t>(s.parameters.size(), i));
+    for (size_t i = 0; i < shortest; ++i) add(std::vector<size_t>(s.parameters.size(), i));
     return out;
   }
   std::vector<size_t> pick(s.parameters.size(), 0);
@@ -289,8 +288,7 @@ std::string expand_template(const std::string& tmpl,
       continue;
     }
     const size_t close = tmpl.find('}', i);
-    if (close == std::string::npos)
-      throw std::invalid_argument("unclosed '{' in '" + tmpl + "'");
+    if (close == std::string::npos) throw std::invalid_argument("unclosed '{' in '" + tmpl + "'");
     const std::string name = tmpl.substr(i + 1, close - i - 1);
     auto it = labels.find(name);
     if (it == labels.end())
@@ -306,8 +304,8 @@ std::vector<SweepMetricInstance> sweep_metric_instances(const SweepConfig& s) {
   const std::vector<SweepPoint> points = sweep_points(s);
   for (const SweepPoint& p : points)
     for (const auto& [tmpl, src] : s.metrics)
-      out.push_back(SweepMetricInstance{expand_template(tmpl, p.labels), p.id,
-                                        parse_sweep_metric(src)});
+      out.push_back(
+          SweepMetricInstance{expand_template(tmpl, p.labels), p.id, parse_sweep_metric(src)});
   return out;
 }
 

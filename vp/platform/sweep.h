@@ -66,9 +66,9 @@ struct Check {
 
 // One point of a sweep.
 struct SweepPoint {
-  std::string id;                              // "base" or "<name>-<label>_<name>-<label>"
-  std::vector<std::string> overrides;          // "key=value", for apply_override / --set
-  std::map<std::string, std::string> labels;   // parameter name -> label
+  std::string id;                             // "base" or "<name>-<label>_<name>-<label>"
+  std::vector<std::string> overrides;         // "key=value", for apply_override / --set
+  std::map<std::string, std::string> labels;  // parameter name -> label
 };
 
 // The points in order (the first parameter varies slowest); one point
@@ -98,8 +98,8 @@ std::vector<SweepMetricInstance> sweep_metric_instances(const SweepConfig& s);
 
 // A parsed Check::check.
 struct CheckExpr {
-  std::string op;      // < <= > >= ==
-  double factor = 1;   // rhs = factor * ref, or factor alone when ref is empty
+  std::string op;     // < <= > >= ==
+  double factor = 1;  // rhs = factor * ref, or factor alone when ref is empty
   std::string ref;
   // == 'text': the metric is a name (e.g. a bottleneck) that must equal text.
   std::optional<std::string> text;

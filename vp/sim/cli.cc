@@ -32,7 +32,8 @@ namespace {
 const char* kUsage =
     "usage: mprdma-vp-sim run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE]... [--log SPEC] "
     "[--quiet]\n"
-    "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--set KEY=VALUE]... [--log SPEC]\n"
+    "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--set KEY=VALUE]... [--log "
+    "SPEC]\n"
     "       mprdma-vp-sim bench SCENARIO... [--set KEY=VALUE]... [--log SPEC]\n"
     "       mprdma-vp-sim validate SCENARIO... [--set KEY=VALUE]...\n"
     "       mprdma-vp-sim config SCENARIO [--set KEY=VALUE]...\n"
@@ -54,10 +55,10 @@ struct Options {
   bool has_seed = false;
   int64_t seed = 0;
   bool quiet = false;
-  std::string shell;  // boot: the guest whose console is interactive
-  std::vector<std::string> overrides;  // --set KEY=VALUE, in order
-  int jobs = 2;                        // reproduce: children at a time
-  std::string sim;                     // reproduce: simulator executable
+  std::string shell;                    // boot: the guest whose console is interactive
+  std::vector<std::string> overrides;   // --set KEY=VALUE, in order
+  int jobs = 2;                         // reproduce: children at a time
+  std::string sim;                      // reproduce: simulator executable
   std::string scenarios = "scenarios";  // reproduce: where rows are looked up
 };
 
@@ -157,8 +158,8 @@ struct RunFigures {
 
 // Runs one scenario in this process's SystemC kernel. Writes results when
 // `out` is not empty.
-RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file,
-                    const Options& o, bool print_tables) {
+RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file, const Options& o,
+                    bool print_tables) {
   core::reset_kernel();
   core::Log::reset();
   core::Log::configure(cfg.log);
@@ -173,9 +174,8 @@ RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file
   {
     platform::Platform p(cfg, env, o.shell);
     core::ProgressReporter progress(std::cerr, !o.quiet && isatty(STDERR_FILENO));
-    f.complete = p.run([&](uint64_t ps) {
-      progress.update(ps, core::Calendar::total_dispatched() - actions0);
-    });
+    f.complete = p.run(
+        [&](uint64_t ps) { progress.update(ps, core::Calendar::total_dispatched() - actions0); });
     progress.finish();
     f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     f.sim_s = static_cast<double>(p.sim_time_ps()) * 1e-12;
@@ -218,8 +218,7 @@ RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file
                 if (!u.empty()) std::cout << ")";
               }
               std::cout << "\n";
-            }
-            else
+            } else
               std::cout << v.get<double>() << "\n";
           }
         }
@@ -329,7 +328,8 @@ int cmd_bench(Options o) {
     nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
     uint64_t data_packets = 0, frames = 0;
     for (const auto& [nic, stats] : doc["nics"].items()) {
-      if (stats.contains("requester.packets")) data_packets += stats["requester.packets"].get<uint64_t>();
+      if (stats.contains("requester.packets"))
+        data_packets += stats["requester.packets"].get<uint64_t>();
       if (stats.contains("mac.tx_packets")) frames += stats["mac.tx_packets"].get<uint64_t>();
     }
     // Packet-hops: frames put on any link (NIC ports and switch ports),
@@ -412,9 +412,9 @@ int cmd_reproduce(const Options& o) {
   }
   platform::ReproduceOptions r;
   r.scenario = o.files[0];
-  const bool is_file = r.scenario.find('/') != std::string::npos ||
-                       (r.scenario.size() > 5 &&
-                        r.scenario.compare(r.scenario.size() - 5, 5, ".yaml") == 0);
+  const bool is_file =
+      r.scenario.find('/') != std::string::npos ||
+      (r.scenario.size() > 5 && r.scenario.compare(r.scenario.size() - 5, 5, ".yaml") == 0);
   if (!is_file) {
     try {
       r.scenario = platform::find_row_scenario(o.scenarios, o.files[0]);

@@ -2,7 +2,6 @@
 // sc_main(); we run the command line there.
 #include <csignal>
 #include <cstdlib>
-
 #include <systemc>
 
 #include "vp/core/kernel.h"

@@ -1,12 +1,12 @@
 #include "vp/core/calendar.h"
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/sim_test.h"
 #include "vp/core/log.h"

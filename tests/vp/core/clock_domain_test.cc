@@ -1,8 +1,8 @@
 #include "vp/core/clock_domain.h"
 
-#include <stdexcept>
-
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 #include "support/sim_test.h"
 

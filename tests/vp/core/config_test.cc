@@ -1,14 +1,13 @@
 #include "vp/core/config.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
 namespace mprdma::core {
 namespace {

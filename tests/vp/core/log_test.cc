@@ -1,9 +1,9 @@
 #include "vp/core/log.h"
 
+#include <gtest/gtest.h>
+
 #include <sstream>
 #include <stdexcept>
-
-#include <gtest/gtest.h>
 
 namespace mprdma::core {
 namespace {
@@ -89,8 +89,8 @@ TEST(LogRateLimit, BurstThenOneInEveryWithTheSuppressedCount) {
   EXPECT_EQ(suppressed, 0u);
   int passed = 0;
   for (int i = 0; i < 10; ++i) passed += limit.allow(&suppressed);
-  EXPECT_EQ(passed, 2);          // occurrences 7 and 12
-  EXPECT_EQ(suppressed, 4u);     // 8, 9, 10, 11 dropped before 12
+  EXPECT_EQ(passed, 2);       // occurrences 7 and 12
+  EXPECT_EQ(suppressed, 4u);  // 8, 9, 10, 11 dropped before 12
 }
 
 }  // namespace

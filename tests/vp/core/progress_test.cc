@@ -1,9 +1,9 @@
 #include "vp/core/progress.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace mprdma::core {
 namespace {

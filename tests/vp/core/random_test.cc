@@ -1,9 +1,9 @@
 #include "vp/core/random.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace mprdma::core {
 namespace {

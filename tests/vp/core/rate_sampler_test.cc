@@ -1,10 +1,9 @@
 #include "vp/core/rate_sampler.h"
 
-#include "vp/core/calendar.h"
-
 #include <gtest/gtest.h>
 
 #include "support/sim_test.h"
+#include "vp/core/calendar.h"
 
 namespace mprdma::core {
 namespace {

@@ -1,13 +1,12 @@
 #include "vp/core/results.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace mprdma::core {
 namespace {
@@ -24,7 +23,7 @@ std::string read(const fs::path& p) {
 // A fresh, empty directory per test.
 fs::path fresh_dir(const std::string& name) {
   fs::path dir = fs::path(::testing::TempDir()) /
-                ("mprdma_results_" + name + "_" + std::to_string(::getpid()));
+                 ("mprdma_results_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }

@@ -1,11 +1,11 @@
 #include "vp/core/stats.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "vp/core/random.h"
 

@@ -1,9 +1,9 @@
 #include "vp/core/units.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace mprdma::core {
 namespace {
@@ -130,7 +130,7 @@ TEST(Units, SerialisationIsExactOrRoundedUp) {
       EXPECT_EQ(Bandwidth::gbps(gbps).serialize_ps(bytes), want) << gbps << " Gb/s, " << bytes;
     }
   EXPECT_EQ(Bandwidth::gbps(40).serialize_ps(1130), 226000u);  // 200 ps per byte
-  EXPECT_EQ(Bandwidth::gbps(56).serialize_ps(7), 1000u);        // 142.857 ps per byte
+  EXPECT_EQ(Bandwidth::gbps(56).serialize_ps(7), 1000u);       // 142.857 ps per byte
   EXPECT_EQ(Bandwidth::gbps(56).serialize_ps(1), 143u);
 }
 

@@ -1,5 +1,8 @@
 // EthLink: serialisation and arrival timing, the idle/transmit contract,
 // seeded loss, statistics and capture.
+#include "vp/fabric/eth_link.h"
+
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -15,16 +18,12 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "support/files.h"
 #include "support/recording_binder.h"
-
 #include "support/sim_test.h"
 #include "vp/core/calendar.h"
 #include "vp/core/config.h"
 #include "vp/core/random.h"
-#include "vp/fabric/eth_link.h"
 #include "vp/net/packet.h"
 
 namespace mprdma::fabric {
@@ -302,15 +301,14 @@ using test::RecordingBinder;
 using test::u32;
 
 TEST_F(EthLinkTest, PcapHoldsBothDirectionsAtTransmitStart) {
-  const std::string dir =
-      ::testing::TempDir() + "/mprdma_link_pcap_" + std::to_string(::getpid());
+  const std::string dir = ::testing::TempDir() + "/mprdma_link_pcap_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   env->out_dir = dir;
   LinkConfig cfg;
   cfg.name = "cap";
   cfg.pcap = true;
   cfg.pcap_snaplen = core::Bytes{0};  // whole frames
-  cfg.loss = 0.5;  // lost frames are captured too
+  cfg.loss = 0.5;                     // lost frames are captured too
   make(cfg);
   stream(0, 6, 1000, 0);
   driver->at(ps(1000), [&] { link->transmit(1, frame(200, 99)); });
@@ -345,8 +343,7 @@ TEST_F(EthLinkTest, PcapHoldsBothDirectionsAtTransmitStart) {
 }
 
 TEST_F(EthLinkTest, PcapSnapLengthTruncatesRecordsButKeepsTheirLength) {
-  const std::string dir =
-      ::testing::TempDir() + "/mprdma_link_snap_" + std::to_string(::getpid());
+  const std::string dir = ::testing::TempDir() + "/mprdma_link_snap_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   env->out_dir = dir;
   LinkConfig cfg;
@@ -358,7 +355,7 @@ TEST_F(EthLinkTest, PcapSnapLengthTruncatesRecordsButKeepsTheirLength) {
   link.reset();
   const auto d = read_file(dir + "/snap.pcap");
   ASSERT_GE(d.size(), 24u + 2 * (16 + 128));
-  EXPECT_EQ(u32(d, 16), 128u);  // snaplen in the global header
+  EXPECT_EQ(u32(d, 16), 128u);        // snaplen in the global header
   EXPECT_EQ(u32(d, 24 + 8), 128u);    // incl_len
   EXPECT_EQ(u32(d, 24 + 12), 1000u);  // orig_len
   EXPECT_EQ(d.size(), 24u + 2 * (16 + 128));

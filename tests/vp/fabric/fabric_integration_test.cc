@@ -1,6 +1,7 @@
 // Modeled hosts over a fabric, end to end: a link that fails and recovers
 // carries traffic again, a rate change shows in transfer time, and the
 // switches forward each flow over the path Fabric::path_of predicts.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "support/sim_test.h"
 #include "vp/core/results.h"
 #include "vp/platform/platform.h"
@@ -25,8 +24,8 @@ namespace mprdma::platform {
 namespace {
 
 std::string temp_path(const std::string& suffix) {
-  return testing::TempDir() + testing::UnitTest::GetInstance()->current_test_info()->name() +
-         "_" + std::to_string(getpid()) + suffix;
+  return testing::TempDir() + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+         std::to_string(getpid()) + suffix;
 }
 
 ScenarioConfig load_text(const std::string& text) {
@@ -206,13 +205,14 @@ metrics:
 // in full (the jobs end at ~2.7 ms) leaves the metric out.
 TEST_F(FabricRun, TheWindowedEcnRatioSplitsTheRatioByTime) {
   std::string text = kIncastEcn;
-  text += "  span: ecn_mark_ratio(r-sw.b2a,0s,2ms)\n"
-          "  early: ecn_mark_ratio(r-sw.b2a,0s,500us)\n"
-          "  late: ecn_mark_ratio(r-sw.b2a,500us,2ms)\n"
-          "  early_judged: avg(switch.sw.port2.ecn_capable_mps,0s,500us)\n"
-          "  late_judged: avg(switch.sw.port2.ecn_capable_mps,500us,2ms)\n"
-          "  beyond: ecn_mark_ratio(r-sw.b2a,1ms,40ms)\n"
-          "sample_interval: 100us\n";
+  text +=
+      "  span: ecn_mark_ratio(r-sw.b2a,0s,2ms)\n"
+      "  early: ecn_mark_ratio(r-sw.b2a,0s,500us)\n"
+      "  late: ecn_mark_ratio(r-sw.b2a,500us,2ms)\n"
+      "  early_judged: avg(switch.sw.port2.ecn_capable_mps,0s,500us)\n"
+      "  late_judged: avg(switch.sw.port2.ecn_capable_mps,500us,2ms)\n"
+      "  beyond: ecn_mark_ratio(r-sw.b2a,1ms,40ms)\n"
+      "sample_interval: 100us\n";
   const nlohmann::json doc = run(load_text(text));
   const nlohmann::json& m = doc["metrics"];
   const double whole = m["ratio"].get<double>();
@@ -286,8 +286,8 @@ TEST_F(FabricRun, AnEcnOverrideSetsTheMarkingOfItsPortAndTheRatioTermReadsIt) {
 // switches' own ECMP picks) uses that uplink.
 TEST_F(FabricRun, SwitchesForwardEachFlowOnItsPredictedPath) {
   const char* src = std::getenv("MPRDMA_SOURCE_DIR");
-  ScenarioConfig cfg = load_scenario(std::string(src ? src : ".") +
-                                     "/scenarios/fabric/testbed-permutation.yaml");
+  ScenarioConfig cfg =
+      load_scenario(std::string(src ? src : ".") + "/scenarios/fabric/testbed-permutation.yaml");
   for (host::JobConfig& j : cfg.jobs) j.iterations = 20;
   cfg.fabric.pcap = "t0-s0, t0-s1, t0-s2, t0-s3";
   cfg.fabric.link.pcap_snaplen = core::Bytes{64};

@@ -2,20 +2,20 @@
 // loaded as the switches' ECMP hashes say, an idle path with some seeds)
 // and row D1 (a Clos with two failed links deadlocks under PFC and does not
 // without it).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <memory>
-#include <utility>
 #include <set>
-#include <unistd.h>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/sim_test.h"
 #include "vp/core/results.h"
@@ -68,15 +68,17 @@ int FabricScenarioRun::idle_paths_of_permutation(int64_t seed) {
     EXPECT_LE(load, 40.0 + 1e-9) << "path " << s;
     if (load == 0.0) ++idle;
     // The metric is the link's wire rate; the switch's counter agrees.
-    EXPECT_EQ(load == 0.0, counter("switch.t0.port" + std::to_string(5 + s) +
-                                     ".tx_data_bytes") == 0)
+    EXPECT_EQ(load == 0.0,
+              counter("switch.t0.port" + std::to_string(5 + s) + ".tx_data_bytes") == 0)
         << "path " << s;
     // results.json's path group s (every link through spine s) agrees.
     const nlohmann::json& g = doc["fabric"]["paths"][s];
     EXPECT_EQ(g["links"][0], "t0-s" + std::to_string(s));
     // Both directions count: an idle path may still carry some flows' ACKs.
-    if (load == 0.0) EXPECT_LT(g["utilisation"].get<double>(), 0.05) << "path " << s;
-    else EXPECT_GT(g["utilisation"].get<double>(), load / 40.0 / 4.0) << "path " << s;
+    if (load == 0.0)
+      EXPECT_LT(g["utilisation"].get<double>(), 0.05) << "path " << s;
+    else
+      EXPECT_GT(g["utilisation"].get<double>(), load / 40.0 / 4.0) << "path " << s;
     EXPECT_LE(g["utilisation"].get<double>(), 1.0);
   }
   // The per-port CSV: a header and one row per connected switch port (the

@@ -2,6 +2,9 @@
 // errors of bad input (each naming what is wrong), the hosts and links the
 // platform gets, routes installed in the switches, ECMP seeds from the
 // scenario seed, and metric expressions over links.
+#include "vp/fabric/fabric.h"
+
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -10,11 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "support/sim_test.h"
 #include "vp/core/config.h"
-#include "vp/fabric/fabric.h"
 #include "vp/platform/scenario.h"
 
 namespace mprdma::fabric {
@@ -111,11 +111,9 @@ TEST(FabricScenario, BadTopologiesAreErrorsNamingTheProblem) {
   err = error_of(replaced(kExplicit, "ip: 10.9.0.2", "ip: 10.9.0.300"));
   EXPECT_NE(err.find("'10.9.0.300' is not an IPv4 address"), std::string::npos) << err;
   err = error_of(replaced(kExplicit, "{a: a, b: sw}", "{a: a, b: sw, b_port: 4}"));
-  EXPECT_NE(err.find("port 4 of switch 'sw' is used by links 'a-sw' and 'b-sw'"),
-            std::string::npos)
+  EXPECT_NE(err.find("port 4 of switch 'sw' is used by links 'a-sw' and 'b-sw'"), std::string::npos)
       << err;
-  err = error_of(replaced(kTestbed, "topology: mp_rdma_testbed",
-                          "topology: fat_tree\n  k: 5"));
+  err = error_of(replaced(kTestbed, "topology: mp_rdma_testbed", "topology: fat_tree\n  k: 5"));
   EXPECT_NE(err.find("k of a fat tree must be even"), std::string::npos) << err;
   err = error_of(replaced(kTestbed, "topology: mp_rdma_testbed",
                           "topology: leaf_spine\n  nodes: [{name: x}]"));
@@ -143,9 +141,9 @@ TEST(FabricScenario, AThresholdAboveTheBufferNamesTheSwitchAndKey) {
 }
 
 TEST(FabricScenario, EventsAndTapsMustNameLinksAndValidValues) {
-  std::string err = error_of(replaced(
-      kTestbed, "topology: mp_rdma_testbed",
-      "topology: mp_rdma_testbed\n  events: [{at: 1ms, link: t0-s9, action: down}]"));
+  std::string err = error_of(
+      replaced(kTestbed, "topology: mp_rdma_testbed",
+               "topology: mp_rdma_testbed\n  events: [{at: 1ms, link: t0-s9, action: down}]"));
   EXPECT_NE(err.find("events[0] names unknown link 't0-s9'"), std::string::npos) << err;
   err = error_of(replaced(kTestbed, "topology: mp_rdma_testbed",
                           "topology: mp_rdma_testbed\n  events: [{at: 1ms, link: t0-s1, action: "
@@ -162,11 +160,12 @@ TEST(FabricScenario, EventsAndTapsMustNameLinksAndValidValues) {
   err = error_of(replaced(kTestbed, "topology: mp_rdma_testbed",
                           "topology: mp_rdma_testbed\n  pcap: \"t0-s0, t0-s7\""));
   EXPECT_NE(err.find("pcap names unknown link 't0-s7'"), std::string::npos) << err;
-  EXPECT_EQ(error_of(replaced(kTestbed, "topology: mp_rdma_testbed",
-                              "topology: mp_rdma_testbed\n  pcap: \"*\"\n  events:\n"
-                              "    - {at: 1ms, link: t0-s1, action: loss_ip_id, value: '16'}\n"
-                              "    - {at: 2ms, link: t0-s1, action: rate, value: 1Gbps, dir: a2b}")),
-            "");
+  EXPECT_EQ(
+      error_of(replaced(kTestbed, "topology: mp_rdma_testbed",
+                        "topology: mp_rdma_testbed\n  pcap: \"*\"\n  events:\n"
+                        "    - {at: 1ms, link: t0-s1, action: loss_ip_id, value: '16'}\n"
+                        "    - {at: 2ms, link: t0-s1, action: rate, value: 1Gbps, dir: a2b}")),
+      "");
 }
 
 TEST(FabricScenario, EcnOverridesLoadAndBadEntriesAreErrorsNamingTheEntry) {
@@ -189,9 +188,11 @@ TEST(FabricScenario, EcnOverridesLoadAndBadEntriesAreErrorsNamingTheEntry) {
             std::string::npos)
       << err;
   // Host t0h0 sends a2b on its access link: a NIC, not a switch port.
-  err = error_of(with("    - {link: t0-s0, dir: a2b}\n    - {link: t0h0-t0, dir: a2b, kmin: 1KB}\n"));
-  EXPECT_NE(err.find("ecn_overrides[1] (link 't0h0-t0' a2b): that direction is sent by host 't0h0'"),
-            std::string::npos)
+  err =
+      error_of(with("    - {link: t0-s0, dir: a2b}\n    - {link: t0h0-t0, dir: a2b, kmin: 1KB}\n"));
+  EXPECT_NE(
+      err.find("ecn_overrides[1] (link 't0h0-t0' a2b): that direction is sent by host 't0h0'"),
+      std::string::npos)
       << err;
   err = error_of(with("    - {link: t0-s1, kmin: 1KB}\n"));
   EXPECT_NE(err.find("dir must be a2b or b2a"), std::string::npos) << err;
@@ -236,8 +237,9 @@ TEST(FabricScenario, EcnRatioCounterAndGoodputTermsParseAndAreChecked) {
   auto metric = [](const std::string& expr) {
     return std::string(kTestbed) + "  m: " + expr + "\n";
   };
-  EXPECT_EQ(error_of(metric("link.t0-s3.a2b.ecn_mark_ratio + nic.t1h2.mac.ce_rx + jobs.goodput_gbps")),
-            "");
+  EXPECT_EQ(
+      error_of(metric("link.t0-s3.a2b.ecn_mark_ratio + nic.t1h2.mac.ce_rx + jobs.goodput_gbps")),
+      "");
   std::string err = error_of(metric("link.t0-s9.a2b.ecn_mark_ratio"));
   EXPECT_NE(err.find("unknown link 't0-s9'"), std::string::npos) << err;
   err = error_of(metric("link.t0h0-t0.a2b.ecn_mark_ratio"));
@@ -283,9 +285,9 @@ jobs:)");
   const std::string err = error_of(guests);
   EXPECT_NE(err.find("qemu hosts 'a' and 'b' are not in one /24 (10.9.0.2)"), std::string::npos)
       << err;
-  const ScenarioConfig ok = load(replaced(
-      replaced(guests, "ip: 10.9.0.2", "ip: 10.0.0.9"),
-      "  - {name: w, app: write_bw, client: a, server: b, sizes: [4KiB]}\n", ""));
+  const ScenarioConfig ok =
+      load(replaced(replaced(guests, "ip: 10.9.0.2", "ip: 10.0.0.9"),
+                    "  - {name: w, app: write_bw, client: a, server: b, sizes: [4KiB]}\n", ""));
   const auto hosts = ok.effective_hosts();
   ASSERT_EQ(hosts.size(), 2u);
   EXPECT_EQ(hosts[0].kind, "qemu");
@@ -306,7 +308,8 @@ TEST(FabricScenario, MetricExpressionsParseIntoTerms) {
   EXPECT_EQ(terms[2].size, "c.1");  // sizes are checked against the job later
   EXPECT_THROW(platform::parse_metric("a.64 bw"), std::invalid_argument);
   EXPECT_THROW(platform::parse_metric("nodots"), std::invalid_argument);
-  const auto model = platform::parse_metric("model.mprdma.extra_state_bytes + model.irn.extra_state_bytes");
+  const auto model =
+      platform::parse_metric("model.mprdma.extra_state_bytes + model.irn.extra_state_bytes");
   ASSERT_EQ(model.size(), 2u);
   EXPECT_EQ(model[0].kind, platform::MetricTerm::Kind::kModelState);
   EXPECT_EQ(model[0].engine, "mprdma");
@@ -315,8 +318,8 @@ TEST(FabricScenario, MetricExpressionsParseIntoTerms) {
 
 TEST(FabricScenario, ShippedFabricScenariosValidate) {
   const char* src = std::getenv("MPRDMA_SOURCE_DIR");
-  const ScenarioConfig cfg = platform::load_scenario(
-      std::string(src ? src : ".") + "/scenarios/fabric/testbed-permutation.yaml");
+  const ScenarioConfig cfg = platform::load_scenario(std::string(src ? src : ".") +
+                                                     "/scenarios/fabric/testbed-permutation.yaml");
   EXPECT_EQ(cfg.fabric.topology, "mp_rdma_testbed");
   for (const char* m : {"aggregate_goodput_gbps", "path_load_gbps.0", "path_load_gbps.1",
                         "path_load_gbps.2", "path_load_gbps.3"})

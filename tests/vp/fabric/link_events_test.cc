@@ -1,12 +1,12 @@
 // EthLink run-time controls: down/up (frames in flight lost, pacing kept),
 // rate changes (a frame in serialisation keeps its rate), the IP-ID loss
 // rule, per-direction settings, and scheduling them on a timeline.
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/recording_binder.h"
 #include "support/sim_test.h"
@@ -130,8 +130,8 @@ TEST_F(LinkEvents, RateChangeAppliesToTheNextFrame) {
   // During frame 0: it finishes at 40 Gb/s; frames 1 and 2 go at 10 Gb/s.
   driver->at(ps(1000), [&] { link->set_rate(core::Bandwidth{10e9}, 0); });
   sc_core::sc_start();
-  EXPECT_EQ(free_times, (std::vector<uint64_t>{kFramePs, kFramePs + 4 * kFramePs,
-                                               kFramePs + 8 * kFramePs}));
+  EXPECT_EQ(free_times,
+            (std::vector<uint64_t>{kFramePs, kFramePs + 4 * kFramePs, kFramePs + 8 * kFramePs}));
   EXPECT_EQ(link->rate(0).bps, 10e9);
   EXPECT_EQ(link->rate(1).bps, 40e9);
   EXPECT_THROW(link->set_rate(core::Bandwidth{0}), std::invalid_argument);
@@ -164,9 +164,7 @@ TEST_F(LinkEvents, IpIdRuleSparesTheOtherDirectionAndNonIpFrames) {
   EXPECT_EQ(counter("link.l.b2a.ip_id_drops"), 0u);
   // Non-IPv4 frames (PAUSE frames, say) pass whatever their bytes.
   link->set_loss_ip_id_modulo(1);  // every IPv4 frame, both directions
-  driver->at(sc_core::sc_time_stamp(), [&] {
-    link->transmit(0, raw(100, 100));
-  });
+  driver->at(sc_core::sc_time_stamp(), [&] { link->transmit(0, raw(100, 100)); });
   driver->at(sc_core::sc_time_stamp() + ps(kFramePs), [&] { link->transmit(0, roce(3, 101)); });
   sc_core::sc_start();
   EXPECT_EQ(rx1.ids, std::vector<uint64_t>{100});

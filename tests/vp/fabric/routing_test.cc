@@ -1,13 +1,14 @@
 // Routing: every equal-cost next hop and only those, on the testbed, a
 // leaf-spine and a fat tree; path tracing with a given ECMP choice.
+#include "vp/fabric/routing.h"
+
+#include <gtest/gtest.h>
+
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "vp/fabric/routing.h"
 #include "vp/fabric/topology.h"
 
 namespace mprdma::fabric {

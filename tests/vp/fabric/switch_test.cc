@@ -623,7 +623,8 @@ TEST_F(SwitchTest, APortOverrideIsValidatedNamingSwitchAndPort) {
   EcnConfig e;
   e.kmin = core::Bytes{50000};
   e.kmax = core::Bytes{40000};
-  EXPECT_NE(error_of(e, 1).find("switch sw: port 1: ecn.kmin"), std::string::npos) << error_of(e, 1);
+  EXPECT_NE(error_of(e, 1).find("switch sw: port 1: ecn.kmin"), std::string::npos)
+      << error_of(e, 1);
   e = EcnConfig{};
   e.kmax = core::Bytes{13 * 1024 * 1024};
   EXPECT_NE(error_of(e, 0).find("port 0: ecn.kmax"), std::string::npos);

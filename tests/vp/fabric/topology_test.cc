@@ -1,13 +1,13 @@
 // Topology: builder sizes, the naming scheme, port numbering, automatic
 // addresses, and the errors a bad graph raises (each naming the bad thing).
+#include "vp/fabric/topology.h"
+
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <optional>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
-
-#include "vp/fabric/topology.h"
 
 namespace mprdma::fabric {
 namespace {
@@ -262,8 +262,7 @@ TEST(Topology, ErrorsNameTheBadNodeLinkPortOrAddress) {
     t.add_link("a", "y", k40, kDelay);
     t.finalize();
   });
-  EXPECT_NE(two_links.find("host 'a' is on links 'a-x' and 'a-y'"), std::string::npos)
-      << two_links;
+  EXPECT_NE(two_links.find("host 'a' is on links 'a-x' and 'a-y'"), std::string::npos) << two_links;
   EXPECT_NE(error_of([] {
               Topology t;
               t.add_host("a");

@@ -1,15 +1,16 @@
 // A process's address space on a modeled host: buffers map to scattered
 // frames, a guard page separates them, accesses cross pages, and a mapped
 // page costs a few bytes of bookkeeping whether or not it is touched.
+#include "vp/host/address_space.h"
+
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <set>
 #include <stdexcept>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "support/resident.h"
-#include "vp/host/address_space.h"
 
 namespace mprdma::host {
 namespace {

@@ -8,11 +8,10 @@
 // driver's timeout with a status the interface defines, and afterwards a
 // new QP pair must work byte-exactly on both NICs.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "tests/vp/host/fuzz_support.h"
-
 #include <map>
 
 #include "support/log_capture.h"
+#include "tests/vp/host/fuzz_support.h"
 
 namespace mprdma::test {
 namespace {
@@ -25,11 +24,10 @@ TEST_F(TwoHostsTest, RandomAdminCommandsAllCompleteAndTheNicStillWorks) {
   Run(
       [&] {
         static const uint16_t kOps[] = {
-            MPR_CMD_NOP,         MPR_CMD_QUERY_DEVICE, MPR_CMD_QUERY_PORT,
-            MPR_CMD_QUERY_COUNTERS, MPR_CMD_ALLOC_PD,  MPR_CMD_DEALLOC_PD,
-            MPR_CMD_REG_MR,      MPR_CMD_DEREG_MR,     MPR_CMD_CREATE_EQ,
-            MPR_CMD_CREATE_CQ,   MPR_CMD_DESTROY_CQ,   MPR_CMD_CREATE_QP,
-            MPR_CMD_MODIFY_QP,   MPR_CMD_QUERY_QP,     MPR_CMD_DESTROY_QP};
+            MPR_CMD_NOP,       MPR_CMD_QUERY_DEVICE, MPR_CMD_QUERY_PORT, MPR_CMD_QUERY_COUNTERS,
+            MPR_CMD_ALLOC_PD,  MPR_CMD_DEALLOC_PD,   MPR_CMD_REG_MR,     MPR_CMD_DEREG_MR,
+            MPR_CMD_CREATE_EQ, MPR_CMD_CREATE_CQ,    MPR_CMD_DESTROY_CQ, MPR_CMD_CREATE_QP,
+            MPR_CMD_MODIFY_QP, MPR_CMD_QUERY_QP,     MPR_CMD_DESTROY_QP};
         for (int i = 0; i < kCommands && !::testing::Test::HasFailure(); ++i) {
           mpr_cmd cmd{};
           cmd.hdr.opcode = rng() % 5 ? kOps[rng() % (sizeof kOps / sizeof kOps[0])]

@@ -2,9 +2,9 @@
 // (CQE status and syndrome, command status, async event, counter), nothing
 // crashes, and the NIC keeps serving a healthy QP pair afterwards.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "tests/vp/host/two_hosts.h"
-
 #include <cerrno>
+
+#include "tests/vp/host/two_hosts.h"
 
 namespace mprdma::test {
 namespace {
@@ -56,8 +56,8 @@ const host::AsyncEvent* WaitAsync(host::Driver& d, uint8_t type, uint32_t data0,
     for (const host::AsyncEvent& e : d.async_events())
       if (e.type == type && e.data0 == data0) return &e;
     if (sc_core::sc_time_stamp() >= end) {
-      ADD_FAILURE() << d.name() << ": no async event type " << int(type) << " for " << data0
-                    << " (" << d.async_events().size() << " events)";
+      ADD_FAILURE() << d.name() << ": no async event type " << int(type) << " for " << data0 << " ("
+                    << d.async_events().size() << " events)";
       return nullptr;
     }
     sc_core::wait(end - sc_core::sc_time_stamp(), d.async_event());
@@ -110,8 +110,8 @@ TEST_F(TwoHostsTest, InvalidLkeyFailsWithBadLkeyAndFlushesTheRestInOrder) {
     mpr_sge bad = {p.a.va(0), 100, 0xffffff00u};
     mpr_sge good = p.a.sge(0, 100);
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, SendWr(1, MPR_WQE_SEND, &bad, 1)), 0);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(2, MPR_WQE_RDMA_WRITE, &good, 1, p.b.va(0),
-                                                  p.b.mr.key)),
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
+                                 RemoteWr(2, MPR_WQE_RDMA_WRITE, &good, 1, p.b.va(0), p.b.mr.key)),
               0);
     // Unsignaled, but a flushed WQE always completes.
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, SendWr(3, MPR_WQE_SEND, &good, 1, 0)), 0);
@@ -152,8 +152,7 @@ TEST_F(TwoHostsTest, LocalSgeChecksGiveTheirSyndromes) {
         {"SGE starts before its MR", MPR_WQE_SEND, MPR_SYN_LKEY_BOUNDS},
         {"lkey of another PD", MPR_WQE_RDMA_WRITE, MPR_SYN_BAD_LKEY},
         {"READ into an MR without local write", MPR_WQE_RDMA_READ, MPR_SYN_LKEY_ACCESS},
-        {"atomic result into an MR without local write", MPR_WQE_ATOMIC_FA,
-         MPR_SYN_LKEY_ACCESS},
+        {"atomic result into an MR without local write", MPR_WQE_ATOMIC_FA, MPR_SYN_LKEY_ACCESS},
     };
     int k = 0;
     for (const Case& c : cases) {
@@ -162,8 +161,12 @@ TEST_F(TwoHostsTest, LocalSgeChecksGiveTheirSyndromes) {
       const std::vector<uint8_t> a0 = p.a.prefill(10 + k), b0 = p.b.prefill(20 + k);
       mpr_sge s{};
       switch (k) {
-        case 0: s = {p.a.va(p.a.len - 10), 20, p.a.mr.key}; break;
-        case 1: s = {p.a.va(0) - 1, 20, p.a.mr.key}; break;
+        case 0:
+          s = {p.a.va(p.a.len - 10), 20, p.a.mr.key};
+          break;
+        case 1:
+          s = {p.a.va(0) - 1, 20, p.a.mr.key};
+          break;
         case 2: {
           const Endpoint other = bench->make_endpoint(0, PairOptions());
           s = {other.va(0), 20, other.mr.key};
@@ -231,9 +234,9 @@ TEST_F(TwoHostsTest, QpInErrorRecoversThroughReset) {
     bench->connect(p.a, p.b, o);
     EXPECT_EQ(p.a.query().sq_psn, 0x300000u);
     mpr_sge s = p.a.sge(0, 10);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(7, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
-                                                  p.b.mr.key)),
-              0);
+    ASSERT_EQ(
+        p.a.ctx->post_send(p.a.qp, RemoteWr(7, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), p.b.mr.key)),
+        0);
     const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
     EXPECT_EQ(wc.status, MPR_CQE_SUCCESS);
     EXPECT_EQ(wc.wr_id, 7u);
@@ -252,13 +255,13 @@ TEST_F(TwoHostsTest, ReadOutsideTheRkeyRegionIsARemoteAccessError) {
     mpr_sge br = p.b.sge(0, 64);
     ASSERT_EQ(p.b.ctx->post_recv(p.b.qp, RecvWr(90, &br, 1)), 0);
     mpr_sge s = p.a.sge(0, 200);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(7, MPR_WQE_RDMA_READ, &s, 1,
-                                                  p.b.va(p.b.len - 100), p.b.mr.key)),
+    ASSERT_EQ(p.a.ctx->post_send(
+                  p.a.qp, RemoteWr(7, MPR_WQE_RDMA_READ, &s, 1, p.b.va(p.b.len - 100), p.b.mr.key)),
               0);
     mpr_sge s2 = p.a.sge(1000, 10);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(8, MPR_WQE_RDMA_WRITE, &s2, 1, p.b.va(0),
-                                                  p.b.mr.key)),
-              0);
+    ASSERT_EQ(
+        p.a.ctx->post_send(p.a.qp, RemoteWr(8, MPR_WQE_RDMA_WRITE, &s2, 1, p.b.va(0), p.b.mr.key)),
+        0);
     const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 2);
     ASSERT_EQ(sc.size(), 2u);
     ExpectErr(sc[0], 7, MPR_CQE_REM_ACCESS_ERR, MPR_SYN_NAK_REM_ACCESS, p.a, 0, 0, 200);
@@ -280,7 +283,7 @@ TEST_F(TwoHostsTest, WriteWithAnRkeyOfAnotherPdOrWithoutRightsIsRejected) {
   Run([&] {
     QpPair healthy = bench->make_pair();
     for (int k = 0; k < 3; ++k) {
-      SCOPED_TRACE(k == 0 ? "rkey of another PD"
+      SCOPED_TRACE(k == 0   ? "rkey of another PD"
                    : k == 1 ? "MR without remote write"
                             : "QP without remote write");
       PairOptions o;
@@ -352,12 +355,11 @@ TEST_F(TwoHostsTest, SendLargerThanTheRecvFailsOnBothSides) {
       // (The responder's CQE comes before the NAK reaches the requester.)
       sc_core::wait(Ms(1), p.b.rcq->event);
       EXPECT_FALSE(sc_core::timed_out()) << "no event for an error completion";
-      ExpectErr(WaitWc(*p.a.ctx, p.a.scq), 9, MPR_CQE_REM_INV_REQ_ERR, MPR_SYN_NAK_INV_REQ, p.a,
-                0, 0, n);
+      ExpectErr(WaitWc(*p.a.ctx, p.a.scq), 9, MPR_CQE_REM_INV_REQ_ERR, MPR_SYN_NAK_INV_REQ, p.a, 0,
+                0, n);
       const auto rc = WaitWcs(*p.b.ctx, p.b.rcq, 2);
       ASSERT_EQ(rc.size(), 2u);
-      ExpectErr(rc[0], 11, MPR_CQE_LOC_LEN_ERR, MPR_SYN_RECV_TOO_SMALL, p.b, 0, 1, 0,
-                "short recv");
+      ExpectErr(rc[0], 11, MPR_CQE_LOC_LEN_ERR, MPR_SYN_RECV_TOO_SMALL, p.b, 0, 1, 0, "short recv");
       EXPECT_EQ(rc[0].opcode, MPR_CQE_RESP_RECV);
       ExpectFlushed(rc[1], 12, p.b, 1, 1);
       EXPECT_NE(nullptr, WaitAsync(p.b.host->driver(), MPR_EQE_QP_REQ_ERR, p.b.qpn()));
@@ -517,9 +519,9 @@ TEST_P(DeadPeerTest, RequesterGivesUpAfterRetryCnt) {
     const uint64_t retx = bench->counter("nic.h0.requester.retransmits");
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     mpr_sge s = p.a.sge(0, 100);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(51, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
-                                                  p.b.mr.key)),
-              0);
+    ASSERT_EQ(
+        p.a.ctx->post_send(p.a.qp, RemoteWr(51, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), p.b.mr.key)),
+        0);
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, SendWr(52, MPR_WQE_SEND, &s, 1)), 0);
     const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 2, Ms(5));
     ASSERT_EQ(sc.size(), 2u);
@@ -579,9 +581,9 @@ TEST_F(TwoHostsTest, DoorbellsForAQpInResetAreRefusedAndDropped) {
     bench->connect(e, peer, o);
     const std::vector<uint8_t> e0 = e.prefill(150), p0 = peer.prefill(151);
     mpr_sge ws = e.sge(0, 1000);
-    ASSERT_EQ(e.ctx->post_send(e.qp, RemoteWr(63, MPR_WQE_RDMA_WRITE, &ws, 1, peer.va(10),
-                                              peer.mr.key)),
-              0);
+    ASSERT_EQ(
+        e.ctx->post_send(e.qp, RemoteWr(63, MPR_WQE_RDMA_WRITE, &ws, 1, peer.va(10), peer.mr.key)),
+        0);
     const mpr_wc wc = WaitWc(*e.ctx, e.scq);
     EXPECT_EQ(wc.status, MPR_CQE_SUCCESS);
     EXPECT_EQ(wc.wr_id, 63u);
@@ -634,8 +636,7 @@ TEST_F(TwoHostsTest, DoorbellClaimingMoreWqesThanTheRingIsDropped) {
     QpPair p = bench->make_pair();
     const uint32_t ring = 1u << p.a.qp->dp.sq.log_size;
     const uint64_t drops = bench->counter("nic.h0.requester.doorbells_dropped");
-    p.a.host->driver().uar_write64(p.a.ctx->uar(), MPR_UAR_SQ_DB,
-                                   MPR_SQ_DB(p.a.qpn(), ring + 1));
+    p.a.host->driver().uar_write64(p.a.ctx->uar(), MPR_UAR_SQ_DB, MPR_SQ_DB(p.a.qpn(), ring + 1));
     sc_core::wait(Us(50));
     EXPECT_EQ(bench->counter("nic.h0.requester.doorbells_dropped") - drops, 1u);
     StaysEmpty(*p.a.ctx, p.a.scq, sc_core::SC_ZERO_TIME);
@@ -653,9 +654,9 @@ TEST_F(TwoHostsTest, CqOverflowRaisesAnEventAndSparesOtherQueues) {
     ASSERT_EQ(p.a.scq->dp.log_size, 1u);
     mpr_sge s = p.a.sge(0, 16);
     for (int i = 0; i < 4; ++i)
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
-                                                    p.b.mr.key)),
-                0);
+      ASSERT_EQ(
+          p.a.ctx->post_send(p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), p.b.mr.key)),
+          0);
     EXPECT_NE(nullptr, WaitAsync(p.a.host->driver(), MPR_EQE_CQ_ERROR, p.a.scq->cqn));
     sc_core::wait(Us(50));
     EXPECT_EQ(bench->counter("nic.h0.cq.cq_overflows"), 2u);
@@ -682,9 +683,9 @@ TEST_F(TwoHostsTest, CqWithoutAConsumerRecordOverflowsOnceItsRingIsFull) {
     const uint64_t reads = bench->counter("nic.h0.cq.dbrec_reads");
     mpr_sge s = p.a.sge(0, 16);
     for (int i = 0; i < 3; ++i)
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
-                                                    p.b.mr.key)),
-                0);
+      ASSERT_EQ(
+          p.a.ctx->post_send(p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), p.b.mr.key)),
+          0);
     EXPECT_NE(nullptr, WaitAsync(p.a.host->driver(), MPR_EQE_CQ_ERROR, p.a.scq->cqn));
     sc_core::wait(Us(50));
     EXPECT_EQ(bench->counter("nic.h0.cq.cq_overflows"), 1u);
@@ -710,9 +711,9 @@ TEST_F(TwoHostsTest, DeregisteredKeysAreRefusedOnBothSides) {
       const host::MemoryRegion again = p.b.ctx->reg_mr(p.b.pd, p.b.buf, p.b.len, kAllAccess);
       EXPECT_NE(again.key, old.key) << "a stale rkey must not name the new MR";
       mpr_sge s = p.a.sge(0, 100);
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                                   RemoteWr(1, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), old.key)),
-                0);
+      ASSERT_EQ(
+          p.a.ctx->post_send(p.a.qp, RemoteWr(1, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), old.key)),
+          0);
       ExpectErr(WaitWc(*p.a.ctx, p.a.scq), 1, MPR_CQE_REM_ACCESS_ERR, MPR_SYN_NAK_REM_ACCESS, p.a,
                 0, 0, 100);
       EXPECT_TRUE(SameBytes(p.b.get(0, p.b.len), b0));
@@ -722,9 +723,9 @@ TEST_F(TwoHostsTest, DeregisteredKeysAreRefusedOnBothSides) {
       QpPair p = bench->make_pair();
       p.a.ctx->dereg_mr(p.a.mr);
       mpr_sge s = p.a.sge(0, 100);
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(2, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
-                                                    p.b.mr.key)),
-                0);
+      ASSERT_EQ(
+          p.a.ctx->post_send(p.a.qp, RemoteWr(2, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), p.b.mr.key)),
+          0);
       ExpectErr(WaitWc(*p.a.ctx, p.a.scq), 2, MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY, p.a, 0, 0,
                 100);
     }
@@ -789,9 +790,8 @@ TEST_F(TwoHostsTest, ModifyQpNamesTheMissingOrForbiddenAttribute) {
     // INIT -> RTR without a destination QPN.
     const auto pi = peer.ctx->local_info(peer.qp, peer.psn);
     mpr_qp_attr rtr{};
-    rtr.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU |
-                    MPR_QP_ATTR_RQ_PSN | MPR_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                    MPR_QP_ATTR_MIN_RNR_TIMER;
+    rtr.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU | MPR_QP_ATTR_RQ_PSN |
+                    MPR_QP_ATTR_MAX_DEST_RD_ATOMIC | MPR_QP_ATTR_MIN_RNR_TIMER;
     rtr.qp_state = MPR_QPS_RTR;
     rtr.path_mtu = MPR_MTU_1024;
     rtr.rq_psn = pi.psn;
@@ -859,8 +859,8 @@ TEST_F(TwoHostsTest, MalformedWqesAreLocalQpOperationErrors) {
       // Index 0 is a good WRITE, index 1 the bad WQE, index 2 a good one
       // that must be flushed.
       mpr_sge s = p.a.sge(0, 64);
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(1, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(512),
-                                                    p.b.mr.key)),
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
+                                   RemoteWr(1, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(512), p.b.mr.key)),
                 0);
       mpr_wqe_ctrl ctrl{};
       ctrl.opcode = MPR_WQE_RDMA_WRITE;
@@ -875,16 +875,27 @@ TEST_F(TwoHostsTest, MalformedWqesAreLocalQpOperationErrors) {
       data.addr = p.a.va(0);
       std::vector<uint8_t> body;
       switch (k) {
-        case 0: ctrl.opcode = 0x09; break;
-        case 1: ctrl.opcode = MPR_WQE_NOP; break;
-        case 2: ctrl.wqe_index = 6; break;
-        case 3: ctrl.num_ds = static_cast<uint8_t>((1u << p.a.qp->dp.sq.log_stride) / 16); break;
-        case 4: ctrl.flags |= 0x80; break;
+        case 0:
+          ctrl.opcode = 0x09;
+          break;
+        case 1:
+          ctrl.opcode = MPR_WQE_NOP;
+          break;
+        case 2:
+          ctrl.wqe_index = 6;
+          break;
+        case 3:
+          ctrl.num_ds = static_cast<uint8_t>((1u << p.a.qp->dp.sq.log_stride) / 16);
+          break;
+        case 4:
+          ctrl.flags |= 0x80;
+          break;
         case 7:
           ctrl.opcode = MPR_WQE_ATOMIC_FA;
           data.byte_count = 4;
           break;
-        default: break;
+        default:
+          break;
       }
       if (k == 5) {
         ctrl.flags |= MPR_WQE_F_INLINE;
@@ -905,8 +916,8 @@ TEST_F(TwoHostsTest, MalformedWqesAreLocalQpOperationErrors) {
       Append(wqe, ctrl);
       wqe.insert(wqe.end(), body.begin(), body.end());
       PostRaw(p.a.qp, wqe, 2);
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(3, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(1024),
-                                                    p.b.mr.key)),
+      ASSERT_EQ(p.a.ctx->post_send(
+                    p.a.qp, RemoteWr(3, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(1024), p.b.mr.key)),
                 0);
       const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 3);
       ASSERT_EQ(sc.size(), 3u);
@@ -954,9 +965,9 @@ TEST_F(TwoHostsTest, WriteFromAnMrOverUnbackedMemoryFailsWithDmaFault) {
     ASSERT_NE(mr.key, 0u);
     const uint64_t read_errors = bench->counter("pcie.h0.dma_read_service_errors");
     mpr_sge s = {mr.iova + 100, 5000, mr.key};
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(81, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0),
-                                                  p.b.mr.key)),
-              0);
+    ASSERT_EQ(
+        p.a.ctx->post_send(p.a.qp, RemoteWr(81, MPR_WQE_RDMA_WRITE, &s, 1, p.b.va(0), p.b.mr.key)),
+        0);
     mpr_sge g = p.a.sge(0, 10);
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, SendWr(82, MPR_WQE_SEND, &g, 1)), 0);
     const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 2);

@@ -2,9 +2,9 @@
 // sampler against it, and the checks on a hand-written CDF.
 #include "vp/host/flow_sizes.h"
 
-#include <stdexcept>
-
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 namespace mprdma::host {
 namespace {

@@ -12,8 +12,8 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <cstdlib>
+#include <deque>
 #include <random>
 #include <sstream>
 #include <string>
@@ -41,33 +41,44 @@ constexpr uint32_t kMaxSge = 4;
 
 inline const char* OpName(uint8_t op) {
   switch (op) {
-    case MPR_WQE_SEND: return "SEND";
-    case MPR_WQE_SEND_IMM: return "SEND_IMM";
-    case MPR_WQE_RDMA_WRITE: return "WRITE";
-    case MPR_WQE_RDMA_WRITE_IMM: return "WRITE_IMM";
-    case MPR_WQE_RDMA_READ: return "READ";
-    case MPR_WQE_ATOMIC_CAS: return "CAS";
-    case MPR_WQE_ATOMIC_FA: return "FETCH_ADD";
-    default: return "?";
+    case MPR_WQE_SEND:
+      return "SEND";
+    case MPR_WQE_SEND_IMM:
+      return "SEND_IMM";
+    case MPR_WQE_RDMA_WRITE:
+      return "WRITE";
+    case MPR_WQE_RDMA_WRITE_IMM:
+      return "WRITE_IMM";
+    case MPR_WQE_RDMA_READ:
+      return "READ";
+    case MPR_WQE_ATOMIC_CAS:
+      return "CAS";
+    case MPR_WQE_ATOMIC_FA:
+      return "FETCH_ADD";
+    default:
+      return "?";
   }
 }
 
 inline bool ConsumesRecv(uint8_t op) {
   return op == MPR_WQE_SEND || op == MPR_WQE_SEND_IMM || op == MPR_WQE_RDMA_WRITE_IMM;
 }
-inline bool IsAtomic(uint8_t op) {
-  return op == MPR_WQE_ATOMIC_CAS || op == MPR_WQE_ATOMIC_FA;
-}
+inline bool IsAtomic(uint8_t op) { return op == MPR_WQE_ATOMIC_CAS || op == MPR_WQE_ATOMIC_FA; }
 
 inline uint32_t CqeOpcode(uint8_t op) {
   switch (op) {
     case MPR_WQE_SEND:
-    case MPR_WQE_SEND_IMM: return MPR_CQE_REQ_SEND;
+    case MPR_WQE_SEND_IMM:
+      return MPR_CQE_REQ_SEND;
     case MPR_WQE_RDMA_WRITE:
-    case MPR_WQE_RDMA_WRITE_IMM: return MPR_CQE_REQ_RDMA_WRITE;
-    case MPR_WQE_RDMA_READ: return MPR_CQE_REQ_RDMA_READ;
-    case MPR_WQE_ATOMIC_CAS: return MPR_CQE_REQ_ATOMIC_CAS;
-    default: return MPR_CQE_REQ_ATOMIC_FA;
+    case MPR_WQE_RDMA_WRITE_IMM:
+      return MPR_CQE_REQ_RDMA_WRITE;
+    case MPR_WQE_RDMA_READ:
+      return MPR_CQE_REQ_RDMA_READ;
+    case MPR_WQE_ATOMIC_CAS:
+      return MPR_CQE_REQ_ATOMIC_CAS;
+    default:
+      return MPR_CQE_REQ_ATOMIC_FA;
   }
 }
 
@@ -86,8 +97,10 @@ inline bool AllowedStatus(uint32_t s) {
     case MPR_CQE_REM_ACCESS_ERR:
     case MPR_CQE_REM_OP_ERR:
     case MPR_CQE_RETRY_EXC_ERR:
-    case MPR_CQE_RNR_RETRY_EXC_ERR: return true;
-    default: return false;
+    case MPR_CQE_RNR_RETRY_EXC_ERR:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -95,8 +108,7 @@ inline std::string Describe(const std::vector<mpr_wc>& wcs) {
   std::ostringstream s;
   for (const mpr_wc& wc : wcs)
     s << "[wr_id " << wc.wr_id << " index " << wc.wqe_index << " status " << wc.status
-      << " syndrome " << wc.syndrome << " opcode " << wc.opcode << " len " << wc.byte_len
-      << "] ";
+      << " syndrome " << wc.syndrome << " opcode " << wc.opcode << " len " << wc.byte_len << "] ";
   return s.str();
 }
 
@@ -121,8 +133,8 @@ struct Request {
                                        ", remote range across the MR's edge", ", wrong lkey",
                                        ", wrong rkey"};
     std::ostringstream s;
-    s << OpName(op) << " len " << len << " sges " << sge_lens.size() << " remote_off "
-      << remote_off << " flags 0x" << std::hex << int(flags) << std::dec
+    s << OpName(op) << " len " << len << " sges " << sge_lens.size() << " remote_off " << remote_off
+      << " flags 0x" << std::hex << int(flags) << std::dec
       << kViolation[static_cast<int>(violation)];
     return s.str();
   }
@@ -133,9 +145,12 @@ struct Request {
   }
   uint32_t expected_syndrome() const {
     switch (violation) {
-      case Violation::local_bounds: return MPR_SYN_LKEY_BOUNDS;
-      case Violation::bad_lkey: return MPR_SYN_BAD_LKEY;
-      default: return MPR_SYN_NAK_REM_ACCESS;
+      case Violation::local_bounds:
+        return MPR_SYN_LKEY_BOUNDS;
+      case Violation::bad_lkey:
+        return MPR_SYN_BAD_LKEY;
+      default:
+        return MPR_SYN_NAK_REM_ACCESS;
     }
   }
 
@@ -211,7 +226,7 @@ struct Layout {
 inline Request Generate(std::mt19937_64& rng, bool violations, const Layout& at = Layout()) {
   auto pick = [&](uint64_t n) { return n ? rng() % n : 0; };
   Request r;
-  static const uint8_t kOps[] = {MPR_WQE_SEND,      MPR_WQE_SEND_IMM,  MPR_WQE_RDMA_WRITE,
+  static const uint8_t kOps[] = {MPR_WQE_SEND,           MPR_WQE_SEND_IMM,  MPR_WQE_RDMA_WRITE,
                                  MPR_WQE_RDMA_WRITE_IMM, MPR_WQE_RDMA_READ, MPR_WQE_ATOMIC_CAS,
                                  MPR_WQE_ATOMIC_FA};
   r.op = kOps[pick(sizeof kOps)];
@@ -350,8 +365,8 @@ inline void ExpectGuardsIntact(const QpPair& p, const std::vector<uint8_t>& imag
       const std::vector<uint8_t> want(image.begin() + int64_t(off),
                                       image.begin() + int64_t(off + kThird));
       EXPECT_TRUE(SameBytes(got, want))
-          << when << ": the NIC wrote outside the MR of the "
-          << (side ? "responder" : "requester") << " (guard at " << off << ")";
+          << when << ": the NIC wrote outside the MR of the " << (side ? "responder" : "requester")
+          << " (guard at " << off << ")";
     }
   }
 }
@@ -412,9 +427,7 @@ class Recvs {
       done_.push_back(wc);
     }
   }
-  bool front_corrupted(size_t skip = 0) const {
-    return q_.size() > skip && q_[skip].corrupted;
-  }
+  bool front_corrupted(size_t skip = 0) const { return q_.size() > skip && q_[skip].corrupted; }
   // The buffer (offset from the MR's start) of the RECV `skip` places
   // behind the oldest outstanding one.
   uint64_t front_buffer(size_t skip = 0) const { return buffer(q_.at(skip).wr_id); }

@@ -8,12 +8,11 @@
 #ifndef SC_INCLUDE_DYNAMIC_PROCESSES
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #endif
-#include <systemc>
-
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
+#include <systemc>
 
 #include "vp/fabric/eth_link.h"
 #include "vp/fabric/eth_port.h"
@@ -33,8 +32,7 @@ class Relay : public sc_core::sc_module {
     for (int from = 0; from < 2; ++from) {
       ports_[from].relay = this;
       ports_[from].from = from;
-      sc_core::sc_spawn([this, from] { pump(from); },
-                        sc_core::sc_gen_unique_name("pump"));
+      sc_core::sc_spawn([this, from] { pump(from); }, sc_core::sc_gen_unique_name("pump"));
     }
     first.attach(1, &ports_[0]);
     second.attach(0, &ports_[1]);

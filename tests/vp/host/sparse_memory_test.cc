@@ -1,6 +1,7 @@
 // The host's sparse physical memory and its page-frame allocator.
-#include <gtest/gtest.h>
+#include "vp/host/sparse_memory.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include "support/resident.h"
-#include "vp/host/sparse_memory.h"
 
 namespace mprdma::host {
 namespace {
@@ -43,13 +43,13 @@ TEST(SparseMemory, ReadWritePtrAcrossPages) {
 TEST(SparseMemory, OutsideTheRangeIsNotBacked) {
   SparseMemory mem(0x100000, 1 << 20);
   uint8_t buf[16] = {};
-  EXPECT_FALSE(mem.read(0x0ff000, buf, 16));               // below
-  EXPECT_FALSE(mem.read(0x200000, buf, 1));                // just past the end
-  EXPECT_FALSE(mem.write(0x200000 - 8, buf, 16));          // straddles the end
-  EXPECT_FALSE(mem.write(UINT64_MAX - 4, buf, 16));        // would wrap
+  EXPECT_FALSE(mem.read(0x0ff000, buf, 16));         // below
+  EXPECT_FALSE(mem.read(0x200000, buf, 1));          // just past the end
+  EXPECT_FALSE(mem.write(0x200000 - 8, buf, 16));    // straddles the end
+  EXPECT_FALSE(mem.write(UINT64_MAX - 4, buf, 16));  // would wrap
   EXPECT_EQ(mem.ptr(0x200000 - 8, 16), nullptr);
-  EXPECT_TRUE(mem.write(0x200000 - 16, buf, 16));          // last bytes
-  EXPECT_NE(mem.ptr(0x100000, 1 << 20), nullptr);         // the whole range
+  EXPECT_TRUE(mem.write(0x200000 - 16, buf, 16));  // last bytes
+  EXPECT_NE(mem.ptr(0x100000, 1 << 20), nullptr);  // the whole range
   EXPECT_THROW(SparseMemory(0x1001, 4096), std::invalid_argument);
   EXPECT_THROW(SparseMemory(0, 0), std::invalid_argument);
 }
@@ -104,8 +104,8 @@ TEST(SparseMemory, PagesAreScatteredAndDistinct) {
     EXPECT_TRUE(mem.contains(frames[i], 4096));
     EXPECT_GE(frames[i], low + (1 << 20));  // no overlap with contiguous memory
     if (i > 0) {
-      const uint64_t gap = frames[i] > frames[i - 1] ? frames[i] - frames[i - 1]
-                                                     : frames[i - 1] - frames[i];
+      const uint64_t gap =
+          frames[i] > frames[i - 1] ? frames[i] - frames[i - 1] : frames[i - 1] - frames[i];
       EXPECT_NE(gap, 4096u) << "frames " << i - 1 << " and " << i << " are adjacent";
     }
   }

@@ -10,9 +10,9 @@
 #ifndef SC_INCLUDE_DYNAMIC_PROCESSES
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #endif
-#include <systemc>
-
 #include <gtest/gtest.h>
+#include <mprdma/dp.h>
+#include <mprdma/hw.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -22,10 +22,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <systemc>
 #include <vector>
-
-#include <mprdma/dp.h>
-#include <mprdma/hw.h>
 
 #include "support/sim_test.h"
 #include "tests/vp/host/relay.h"
@@ -62,8 +60,7 @@ inline std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
 inline ::testing::AssertionResult SameBytes(const std::vector<uint8_t>& got,
                                             const std::vector<uint8_t>& want) {
   if (got.size() != want.size())
-    return ::testing::AssertionFailure()
-           << "size " << got.size() << " != expected " << want.size();
+    return ::testing::AssertionFailure() << "size " << got.size() << " != expected " << want.size();
   size_t first = got.size(), diff = 0;
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != want[i]) {
@@ -72,8 +69,8 @@ inline ::testing::AssertionResult SameBytes(const std::vector<uint8_t>& got,
     }
   if (!diff) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << diff << " of " << got.size() << " bytes differ, first at offset " << first
-         << " (got 0x" << std::hex << int(got[first]) << ", want 0x" << int(want[first]) << ")";
+         << diff << " of " << got.size() << " bytes differ, first at offset " << first << " (got 0x"
+         << std::hex << int(got[first]) << ", want 0x" << int(want[first]) << ")";
 }
 
 // One side of a connection: a process (verbs context, own address space)
@@ -270,8 +267,8 @@ class TwoHosts {
       sc_core::sc_start(std::min(slice, end - sc_core::sc_time_stamp()));
     if (!error.empty()) ADD_FAILURE() << "test body threw: " << error;
     if (!done) {
-      ADD_FAILURE() << "test body did not finish within " << limit
-                    << " of simulated time (now " << sc_core::sc_time_stamp() << ")";
+      ADD_FAILURE() << "test body did not finish within " << limit << " of simulated time (now "
+                    << sc_core::sc_time_stamp() << ")";
       // A process may only be killed from simulation context: do it from a
       // one-shot method, which unwinds the body's stack.
       if (!h.terminated()) {
@@ -419,8 +416,7 @@ struct UnbackedMr {
   uint64_t iova = 0;
   uint32_t key = 0;
 };
-inline UnbackedMr RegisterUnbackedMr(Endpoint& e, uint32_t access, uint32_t pages,
-                                     uint64_t iova) {
+inline UnbackedMr RegisterUnbackedMr(Endpoint& e, uint32_t access, uint32_t pages, uint64_t iova) {
   host::SparseMemory& mem = e.host->memory();
   const uint64_t hole = mem.base() + mem.size() + (uint64_t{1} << 30);
   EXPECT_FALSE(mem.contains(hole, uint64_t{pages} << 12));
@@ -508,8 +504,6 @@ class PerTransportTest : public TwoHostsTest, public ::testing::WithParamInterfa
   bool relay_ = false;
 };
 
-inline std::string TransportName(const ::testing::TestParamInfo<std::string>& i) {
-  return i.param;
-}
+inline std::string TransportName(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 
 }  // namespace mprdma::test

@@ -1,12 +1,10 @@
 // Every verb end to end between two modeled hosts: the bytes placed in the
 // destination (and nowhere else) and every field of every completion.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "tests/vp/host/two_hosts.h"
-
-#include "support/log_capture.h"
-
 #include <gtest/gtest-spi.h>
 
+#include "support/log_capture.h"
+#include "tests/vp/host/two_hosts.h"
 
 namespace mprdma::test {
 namespace {
@@ -138,8 +136,8 @@ TEST_F(TwoHostsTest, SendWithImmAndSolicitedFlags) {
     mpr_sge s[3] = {p.a.sge(0, 1500), p.a.sge(2000, 7), p.a.sge(3000, 1024)};
     mpr_send_wr w0 = SendWr(1, MPR_WQE_SEND_IMM, &s[0], 1);
     w0.imm_data = 0x78563412;
-    mpr_send_wr w1 = SendWr(2, MPR_WQE_SEND_IMM, &s[1], 1,
-                            MPR_WQE_F_SIGNALED | MPR_WQE_F_SOLICITED);
+    mpr_send_wr w1 =
+        SendWr(2, MPR_WQE_SEND_IMM, &s[1], 1, MPR_WQE_F_SIGNALED | MPR_WQE_F_SOLICITED);
     w1.imm_data = 0xdeadbeef;
     mpr_send_wr w2 = SendWr(3, MPR_WQE_SEND, &s[2], 1, MPR_WQE_F_SIGNALED | MPR_WQE_F_SOLICITED);
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, w0), 0);
@@ -154,10 +152,10 @@ TEST_F(TwoHostsTest, SendWithImmAndSolicitedFlags) {
     ASSERT_EQ(rc.size(), 3u);
     ExpectWc(rc[0], Resp(50, MPR_CQE_RESP_RECV_IMM, 1500, p.b, 0, MPR_CQE_F_IMM, 0x78563412),
              "recv imm");
-    ExpectWc(rc[1],
-             Resp(51, MPR_CQE_RESP_RECV_IMM, 7, p.b, 1, MPR_CQE_F_IMM | MPR_CQE_F_SOLICITED,
-                  0xdeadbeef),
-             "recv imm solicited");
+    ExpectWc(
+        rc[1],
+        Resp(51, MPR_CQE_RESP_RECV_IMM, 7, p.b, 1, MPR_CQE_F_IMM | MPR_CQE_F_SOLICITED, 0xdeadbeef),
+        "recv imm solicited");
     ExpectWc(rc[2], Resp(52, MPR_CQE_RESP_RECV, 1024, p.b, 2, MPR_CQE_F_SOLICITED),
              "recv solicited");
     std::vector<uint8_t> want = With(b0, 0, Slice(a0, 0, 1500));
@@ -230,30 +228,33 @@ TEST_F(TwoHostsTest, MessagesLargerThanTheMttCacheReachComplete) {
   TwoHosts::Options opt;
   opt.nic = [](nic::NicConfig& n) { n.cache.mtt = nic::CacheConfig{true, 1, 2, "lru"}; };
   Build(opt);
-  Run([&] {
-    PairOptions o;
-    o.buf_bytes = 4 << 20;
-    QpPair p = bench->make_pair(o);
-    const std::vector<uint8_t> a0 = p.a.prefill(61), b0 = p.b.prefill(62);
-    constexpr uint32_t kLen = 1 << 20;
-    mpr_sge s = p.a.sge(0, kLen);
-    for (uint64_t i = 0; i < 3; ++i)
-      ASSERT_EQ(p.a.ctx->post_send_no_doorbell(
-                    p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b, i * kLen)), 0);
-    mpr_sge r = p.a.sge(3 * kLen, kLen);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(3, MPR_WQE_RDMA_READ, &r, 1, p.b, kLen)), 0);
-    const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 4);
-    ASSERT_EQ(sc.size(), 4u);
-    for (uint32_t i = 0; i < 3; ++i)
-      ExpectWc(sc[i], Req(i, MPR_CQE_REQ_RDMA_WRITE, kLen, p.a, i), "write");
-    ExpectWc(sc[3], Req(3, MPR_CQE_REQ_RDMA_READ, kLen, p.a, 3), "read");
-    std::vector<uint8_t> b_want = b0;
-    for (uint64_t i = 0; i < 3; ++i) b_want = With(b_want, i * kLen, Slice(a0, 0, kLen));
-    EXPECT_TRUE(SameBytes(p.b.get(0, p.b.len), b_want));
-    // The READ ran after the WRITEs on the same QP: it fetched what the
-    // second WRITE placed.
-    EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), With(a0, 3 * kLen, Slice(a0, 0, kLen))));
-  }, Ms(50));
+  Run(
+      [&] {
+        PairOptions o;
+        o.buf_bytes = 4 << 20;
+        QpPair p = bench->make_pair(o);
+        const std::vector<uint8_t> a0 = p.a.prefill(61), b0 = p.b.prefill(62);
+        constexpr uint32_t kLen = 1 << 20;
+        mpr_sge s = p.a.sge(0, kLen);
+        for (uint64_t i = 0; i < 3; ++i)
+          ASSERT_EQ(p.a.ctx->post_send_no_doorbell(
+                        p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b, i * kLen)),
+                    0);
+        mpr_sge r = p.a.sge(3 * kLen, kLen);
+        ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(3, MPR_WQE_RDMA_READ, &r, 1, p.b, kLen)), 0);
+        const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 4);
+        ASSERT_EQ(sc.size(), 4u);
+        for (uint32_t i = 0; i < 3; ++i)
+          ExpectWc(sc[i], Req(i, MPR_CQE_REQ_RDMA_WRITE, kLen, p.a, i), "write");
+        ExpectWc(sc[3], Req(3, MPR_CQE_REQ_RDMA_READ, kLen, p.a, 3), "read");
+        std::vector<uint8_t> b_want = b0;
+        for (uint64_t i = 0; i < 3; ++i) b_want = With(b_want, i * kLen, Slice(a0, 0, kLen));
+        EXPECT_TRUE(SameBytes(p.b.get(0, p.b.len), b_want));
+        // The READ ran after the WRITEs on the same QP: it fetched what the
+        // second WRITE placed.
+        EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), With(a0, 3 * kLen, Slice(a0, 0, kLen))));
+      },
+      Ms(50));
   // h0 brought in each of the 64 lines of its two ranges and could keep 2;
   // h1 the 32 of the READ (less the one a WRITE had left) and the first line
   // of each WRITE.
@@ -403,8 +404,7 @@ TEST_P(AtomicsAcrossQpEventsTest, FetchAddsSurviveQpsComingAndGoing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, AtomicsAcrossQpEventsTest,
-                         ::testing::Values("gbn", "mprdma", "irn"),
-                         TransportName);
+                         ::testing::Values("gbn", "mprdma", "irn"), TransportName);
 
 // --------------------------------------------------------------- inline --
 
@@ -427,12 +427,11 @@ TEST_F(TwoHostsTest, InlineSendWriteAndWriteImmCopyAtPostTime) {
       v.insert(v.end(), t.begin(), t.end());
       return v;
     }();
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                                 SendWr(1, MPR_WQE_SEND, s, 2,
-                                        MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE)),
+    ASSERT_EQ(p.a.ctx->post_send(
+                  p.a.qp, SendWr(1, MPR_WQE_SEND, s, 2, MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE)),
               0);
-    mpr_send_wr w = RemoteWr(2, MPR_WQE_RDMA_WRITE, s, 2, p.b, 40000,
-                             MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE);
+    mpr_send_wr w =
+        RemoteWr(2, MPR_WQE_RDMA_WRITE, s, 2, p.b, 40000, MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE);
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, w), 0);
     mpr_send_wr wi = RemoteWr(3, MPR_WQE_RDMA_WRITE_IMM, s, 1, p.b, 50000,
                               MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE);
@@ -467,9 +466,8 @@ TEST_F(TwoHostsTest, InlineSendSpanningPacketsAtSmallMtu) {
     mpr_sge r = p.b.sge(3, 1000);
     ASSERT_EQ(p.b.ctx->post_recv(p.b.qp, RecvWr(1, &r, 1)), 0);
     mpr_sge s = {p.a.va(10), 300, 0};
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                                 SendWr(2, MPR_WQE_SEND, &s, 1,
-                                        MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE)),
+    ASSERT_EQ(p.a.ctx->post_send(
+                  p.a.qp, SendWr(2, MPR_WQE_SEND, &s, 1, MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE)),
               0);
     ExpectWc(WaitWc(*p.a.ctx, p.a.scq), Req(2, MPR_CQE_REQ_SEND, 300, p.a, 0), "send");
     ExpectWc(WaitWc(*p.b.ctx, p.b.rcq), Resp(1, MPR_CQE_RESP_RECV, 300, p.b, 0), "recv");
@@ -486,17 +484,16 @@ TEST_F(TwoHostsTest, UnsignaledWqesAreRetiredByALaterSignaledOne) {
     mpr_sge s[6];
     for (int i = 0; i < 6; ++i) {
       s[i] = p.a.sge(1000 * i, 700);
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(100 + i, MPR_WQE_RDMA_WRITE, &s[i], 1, p.b,
-                                                    50000 + 1000 * i,
-                                                    i == 5 ? MPR_WQE_F_SIGNALED : 0)),
-                0);
+      ASSERT_EQ(
+          p.a.ctx->post_send(p.a.qp, RemoteWr(100 + i, MPR_WQE_RDMA_WRITE, &s[i], 1, p.b,
+                                              50000 + 1000 * i, i == 5 ? MPR_WQE_F_SIGNALED : 0)),
+          0);
     }
     EXPECT_EQ(mpr_dp_sq_space(&p.a.qp->dp), (1u << p.a.qp->dp.sq.log_size) - 6);
     // The CQE lands; before it is polled nothing is retired.
     sc_core::wait(Ms(5), p.a.scq->written);
     EXPECT_EQ(p.a.qp->dp.sq.ci, 0u);
-    ExpectWc(WaitWc(*p.a.ctx, p.a.scq), Req(105, MPR_CQE_REQ_RDMA_WRITE, 700, p.a, 5),
-             "signaled");
+    ExpectWc(WaitWc(*p.a.ctx, p.a.scq), Req(105, MPR_CQE_REQ_RDMA_WRITE, 700, p.a, 5), "signaled");
     EXPECT_EQ(p.a.qp->dp.sq.ci, 6u) << "the signaled CQE retires the five unsignaled WQEs";
     EXPECT_EQ(mpr_dp_sq_space(&p.a.qp->dp), 1u << p.a.qp->dp.sq.log_size);
     StaysEmpty(*p.a.ctx, p.a.scq);
@@ -513,9 +510,9 @@ TEST_F(TwoHostsTest, SqSigAllSignalsEveryWqe) {
     QpPair p = bench->make_pair(o);
     mpr_sge s = p.a.sge(0, 100);
     for (int i = 0; i < 3; ++i)
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                                   RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b, 0, /*flags=*/0)),
-                0);
+      ASSERT_EQ(
+          p.a.ctx->post_send(p.a.qp, RemoteWr(i, MPR_WQE_RDMA_WRITE, &s, 1, p.b, 0, /*flags=*/0)),
+          0);
     const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 3);
     ASSERT_EQ(sc.size(), 3u);
     for (uint32_t i = 0; i < 3; ++i)
@@ -535,9 +532,8 @@ TEST_F(TwoHostsTest, FencedWriteSeesTheDataOfTheReadBeforeIt) {
     const uint32_t n = 64 << 10;
     mpr_sge s = p.a.sge(0, n);
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(1, MPR_WQE_RDMA_READ, &s, 1, p.b, 0)), 0);
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                                 RemoteWr(2, MPR_WQE_RDMA_WRITE, &s, 1, p.b, 100 << 10,
-                                          MPR_WQE_F_SIGNALED | MPR_WQE_F_FENCE)),
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(2, MPR_WQE_RDMA_WRITE, &s, 1, p.b, 100 << 10,
+                                                  MPR_WQE_F_SIGNALED | MPR_WQE_F_FENCE)),
               0);
     const auto sc = WaitWcs(*p.a.ctx, p.a.scq, 2);
     ASSERT_EQ(sc.size(), 2u);
@@ -571,8 +567,8 @@ TEST_F(TwoHostsTest, MultiSgeGatherAndScatter) {
     // WRITE: gather four pieces to one remote range.
     mpr_sge g4[4] = {p.a.sge(4095, 2), p.a.sge(12288, 4096), p.a.sge(50, 3), p.a.sge(60000, 999)};
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(2, MPR_WQE_RDMA_WRITE, g4, 4, p.b, 140001)), 0);
-    const std::vector<uint8_t> wmsg = cat({Slice(a0, 4095, 2), Slice(a0, 12288, 4096),
-                                           Slice(a0, 50, 3), Slice(a0, 60000, 999)});
+    const std::vector<uint8_t> wmsg =
+        cat({Slice(a0, 4095, 2), Slice(a0, 12288, 4096), Slice(a0, 50, 3), Slice(a0, 60000, 999)});
     // READ: one remote range scattered into three local pieces.
     mpr_sge rs[3] = {p.a.sge(200000, 1000), p.a.sge(150000, 24), p.a.sge(180003, 2000)};
     ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(3, MPR_WQE_RDMA_READ, rs, 3, p.b, 210000)), 0);
@@ -698,8 +694,7 @@ TEST_P(MessageSizeTest, SendWriteReadAreByteExact) {
       Ms(500));
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, MessageSizeTest,
-                         ::testing::Values(0u, 1u, 1024u, 1025u, 4u << 20),
+INSTANTIATE_TEST_SUITE_P(Sizes, MessageSizeTest, ::testing::Values(0u, 1u, 1024u, 1025u, 4u << 20),
                          [](const ::testing::TestParamInfo<uint32_t>& i) {
                            return "bytes_" + std::to_string(i.param);
                          });
@@ -711,8 +706,7 @@ TEST_F(TwoHostsTest, PacketCountFollowsTheMtu) {
     for (const uint32_t n : {0u, 1u, 1024u, 1025u, 10240u}) {
       mpr_sge s = p.a.sge(0, n);
       const uint64_t start = bench->counter("nic.h0.requester.packets");
-      ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                                   RemoteWr(n, MPR_WQE_RDMA_WRITE, &s, n ? 1 : 0, p.b, 0)),
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(n, MPR_WQE_RDMA_WRITE, &s, n ? 1 : 0, p.b, 0)),
                 0);
       EXPECT_EQ(WaitWc(*p.a.ctx, p.a.scq).status, MPR_CQE_SUCCESS);
       const uint64_t want = n == 0 ? 1 : (n + 1023) / 1024;
@@ -799,8 +793,8 @@ TEST_F(TwoHostsTest, OneCqSharedBySendAndReceiveQueuesOfTwoQps) {
     for (int round = 0; round < 3; ++round)
       for (int i = 0; i < 2; ++i) {
         mpr_sge s = e[i].sge(1000 * (2 * round + i), 700);
-        ASSERT_EQ(ctx.post_send(e[i].qp, RemoteWr(100 * (i + 1) + round, MPR_WQE_RDMA_WRITE, &s,
-                                                  1, peer[i], 1000 * round)),
+        ASSERT_EQ(ctx.post_send(e[i].qp, RemoteWr(100 * (i + 1) + round, MPR_WQE_RDMA_WRITE, &s, 1,
+                                                  peer[i], 1000 * round)),
                   0);
       }
     for (int i = 0; i < 2; ++i) {
@@ -851,8 +845,8 @@ TEST_F(TwoHostsTest, ManyOutstandingWqesWrapTheSendQueue) {
           // Fill the ring completely; one more is refused until a CQE is polled.
           while (posted < total && mpr_dp_sq_space(&p.a.qp->dp) > 0) {
             mpr_sge s = p.a.sge((posted * 37) % 200000, len);
-            ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(posted, MPR_WQE_RDMA_WRITE, &s, 1,
-                                                          p.b, uint64_t(posted) * len)),
+            ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(posted, MPR_WQE_RDMA_WRITE, &s, 1, p.b,
+                                                          uint64_t(posted) * len)),
                       0);
             ++posted;
           }
@@ -907,8 +901,7 @@ TEST_F(TwoHostsTest, SendsAndRecvsWrapBothQueues) {
       ASSERT_EQ(rc.size(), 8u);
       for (uint32_t k = 0; k < 8; ++k) {
         ExpectWc(sc[k], Req(first + k, MPR_CQE_REQ_SEND, 200 + k, p.a, first + k), "send");
-        ExpectWc(rc[k], Resp(5000 + first + k, MPR_CQE_RESP_RECV, 200 + k, p.b, first + k),
-                 "recv");
+        ExpectWc(rc[k], Resp(5000 + first + k, MPR_CQE_RESP_RECV, 200 + k, p.b, first + k), "recv");
         EXPECT_TRUE(SameBytes(p.b.get(uint64_t(first + k) * 256, 200 + k),
                               Slice(a0, uint64_t(first + k) * 100, 200 + k)));
       }
@@ -984,14 +977,13 @@ TEST_F(TwoHostsTest, CompletionEventsFollowArmCq) {
     ExpectWc(WaitWc(*p.b.ctx, p.b.rcq, sc_core::SC_ZERO_TIME),
              Resp(0, MPR_CQE_RESP_RECV, 32, p.b, 0), "unsolicited");
     // ... a solicited one fires the (still armed) CQ.
-    ASSERT_EQ(p.a.ctx->post_send(p.a.qp,
-                                 SendWr(4, MPR_WQE_SEND, &s, 1,
-                                        MPR_WQE_F_SIGNALED | MPR_WQE_F_SOLICITED)),
+    ASSERT_EQ(p.a.ctx->post_send(
+                  p.a.qp, SendWr(4, MPR_WQE_SEND, &s, 1, MPR_WQE_F_SIGNALED | MPR_WQE_F_SOLICITED)),
               0);
     sc_core::wait(Ms(2), p.b.rcq->event);
     EXPECT_FALSE(sc_core::timed_out()) << "no event for a solicited completion";
-    ExpectWc(WaitWc(*p.b.ctx, p.b.rcq),
-             Resp(1, MPR_CQE_RESP_RECV, 32, p.b, 1, MPR_CQE_F_SOLICITED), "solicited");
+    ExpectWc(WaitWc(*p.b.ctx, p.b.rcq), Resp(1, MPR_CQE_RESP_RECV, 32, p.b, 1, MPR_CQE_F_SOLICITED),
+             "solicited");
     ExpectWc(WaitWc(*p.a.ctx, p.a.scq), Req(4, MPR_CQE_REQ_SEND, 32, p.a, 3), "send se");
 
     // Arming while a completion is already waiting fires at once.
@@ -1099,8 +1091,7 @@ struct LossyLinkCase {
   int go_back_delay_us;
 };
 
-class LossyLinkTest : public TwoHostsTest,
-                      public ::testing::WithParamInterface<LossyLinkCase> {};
+class LossyLinkTest : public TwoHostsTest, public ::testing::WithParamInterface<LossyLinkCase> {};
 
 TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
   LogCapture log("nic.h0.requester=debug");
@@ -1119,8 +1110,8 @@ TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
         o.retry_cnt = 7;
         QpPair p = bench->make_pair(o);
         const std::vector<uint8_t> a0 = p.a.prefill(151), b0 = p.b.prefill(152);
-        Store64(p.b, 1 << 20, 0);          // FETCH_ADD counter
-        Store64(p.b, (1 << 20) + 64, 0);   // CAS chain
+        Store64(p.b, 1 << 20, 0);         // FETCH_ADD counter
+        Store64(p.b, (1 << 20) + 64, 0);  // CAS chain
         std::vector<uint8_t> a_want = a0, b_want = p.b.get(0, p.b.len);
         constexpr uint32_t kWrites = 64, kWriteLen = 16 << 10;  // 1 MiB in 1024 packets
         constexpr uint32_t kReads = 8, kReadLen = 16 << 10;
@@ -1210,10 +1201,10 @@ TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
             b_want = With(b_want, kRecvDst + uint64_t(r) * 4096,
                           Slice(a0, uint64_t(op.i) * 5000, kSendLen));
           } else {
-            ExpectWc(rc[r],
-                     Resp(r, MPR_CQE_RESP_WRITE_IMM, kWriteImmLen, p.b, r, MPR_CQE_F_IMM,
-                          0x1000 + op.i),
-                     "write_imm");
+            ExpectWc(
+                rc[r],
+                Resp(r, MPR_CQE_RESP_WRITE_IMM, kWriteImmLen, p.b, r, MPR_CQE_F_IMM, 0x1000 + op.i),
+                "write_imm");
             b_want = With(b_want, kImmDst + uint64_t(op.i) * 4096,
                           Slice(a0, 900000 + uint64_t(op.i) * 4096, kWriteImmLen));
           }
@@ -1221,8 +1212,8 @@ TEST_P(LossyLinkTest, GoBackNDeliversEverythingExactlyOnce) {
         StaysEmpty(*p.b.ctx, p.b.rcq, sc_core::SC_ZERO_TIME);
 
         for (uint32_t i = 0; i < kWrites; ++i)
-          b_want = With(b_want, uint64_t(i) * kWriteLen,
-                        Slice(a0, uint64_t(i) * kWriteLen, kWriteLen));
+          b_want =
+              With(b_want, uint64_t(i) * kWriteLen, Slice(a0, uint64_t(i) * kWriteLen, kWriteLen));
         for (uint32_t i = 0; i < kReads; ++i)
           a_want = With(a_want, kReadDst + uint64_t(i) * kReadLen / 2,
                         Slice(b_want, kReadSrc + uint64_t(i) * kReadLen, kReadLen / 2));
@@ -1267,8 +1258,8 @@ INSTANTIATE_TEST_SUITE_P(Loss, LossyLinkTest,
                          ::testing::Values(LossyLinkCase{0.01, 0}, LossyLinkCase{0.05, 0},
                                            LossyLinkCase{0.01, 40}),
                          [](const ::testing::TestParamInfo<LossyLinkCase>& i) {
-                           std::string name = "percent_" +
-                                              std::to_string(static_cast<int>(i.param.loss * 100));
+                           std::string name =
+                               "percent_" + std::to_string(static_cast<int>(i.param.loss * 100));
                            if (i.param.go_back_delay_us)
                              name += "_go_back_" + std::to_string(i.param.go_back_delay_us) + "us";
                            return name;

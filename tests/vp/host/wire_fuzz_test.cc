@@ -23,12 +23,11 @@
 // else waited for ever; a malformed frame far outside the window failed an
 // out-of-order QP.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "tests/vp/host/fuzz_support.h"
-
 #include <map>
 #include <stdexcept>
 
 #include "support/log_capture.h"
+#include "tests/vp/host/fuzz_support.h"
 #include "vp/net/icrc.h"
 #include "vp/net/roce_codec.h"
 
@@ -94,8 +93,7 @@ std::string AsyncEvents(TwoHosts& bench) {
   for (int h = 0; h < 2; ++h)
     for (const host::AsyncEvent& e : bench.h(h).driver().async_events())
       if (e.type != MPR_EQE_COMPLETION)
-        s << " h" << h << ": event " << int(e.type) << " (" << e.data0 << ", " << e.data1
-          << ")";
+        s << " h" << h << ": event " << int(e.type) << " (" << e.data0 << ", " << e.data1 << ")";
   return s.str();
 }
 
@@ -121,16 +119,18 @@ TEST_P(WireFuzzTest, TamperedFramesNeitherCrashNorHangTheNic) {
   Tampering t;
   bench->relay().set_filter([&](net::Packet& f, int from) {
     using V = Relay::Verdict;
-    const bool ipv4 = f.data.size() > kBthOff + 12 + net::kIcrcBytes && f.data[12] == 0x08 &&
-                      f.data[13] == 0x00;
+    const bool ipv4 =
+        f.data.size() > kBthOff + 12 + net::kIcrcBytes && f.data[12] == 0x08 && f.data[13] == 0x00;
     if (!t.on || !ipv4) return V::forward;
     const double u = std::uniform_real_distribution<double>(0, 1)(wire);
     if (Trace() && u < t.corrupt + t.drop + t.duplicate) {
       const uint8_t* bth = f.data.data() + kBthOff;
       std::cout << "[" << sc_core::sc_time_stamp() << "] relay: "
-                << (u < t.corrupt ? "corrupt" : u < t.corrupt + t.drop ? "drop" : "duplicate")
-                << " frame from h" << from << ", opcode 0x" << std::hex << int(bth[0])
-                << std::dec << " qp " << (bth[5] << 16 | bth[6] << 8 | bth[7]) << " psn "
+                << (u < t.corrupt            ? "corrupt"
+                    : u < t.corrupt + t.drop ? "drop"
+                                             : "duplicate")
+                << " frame from h" << from << ", opcode 0x" << std::hex << int(bth[0]) << std::dec
+                << " qp " << (bth[5] << 16 | bth[6] << 8 | bth[7]) << " psn "
                 << (bth[9] << 16 | bth[10] << 8 | bth[11]) << "\n";
     }
     if (u < t.corrupt) {
@@ -156,8 +156,8 @@ TEST_P(WireFuzzTest, TamperedFramesNeitherCrashNorHangTheNic) {
       [&] {
         QpPair healthy = bench->make_pair();
         PairOptions o = Options();
-        o.timeout = 8;     // 1 ms
-        o.retry_cnt = 7;   // a round without corruption must survive its drops
+        o.timeout = 8;    // 1 ms
+        o.retry_cnt = 7;  // a round without corruption must survive its drops
         o.rnr_retry = 1;
         QpPair p = bench->make_pair(o);
         ShrinkMrs(p);
@@ -233,8 +233,8 @@ TEST_P(WireFuzzTest, TamperedFramesNeitherCrashNorHangTheNic) {
           // as an asynchronous event on the QP, not on a send completion.
           const size_t qp_events = QpErrorEvents(*bench, p.a.qpn()) - qp_events_before;
           if (failed_at >= 0 && errors == 0) {
-            EXPECT_GE(qp_events, 1u) << "flushed without an error or an event: "
-                                     << Describe(wcs) << AsyncEvents(*bench);
+            EXPECT_GE(qp_events, 1u)
+                << "flushed without an error or an event: " << Describe(wcs) << AsyncEvents(*bench);
             ++outcomes["flushed after a QP error event"];
           }
           // Let the round's frames settle (retransmissions included).
@@ -250,8 +250,8 @@ TEST_P(WireFuzzTest, TamperedFramesNeitherCrashNorHangTheNic) {
 
           const bool clean = t.corrupted == corrupted_before;
           if (clean) {
-            EXPECT_EQ(failed_at, -1) << "a request failed in a round without corruption: "
-                                     << Describe(wcs);
+            EXPECT_EQ(failed_at, -1)
+                << "a request failed in a round without corruption: " << Describe(wcs);
             size_t consumed = 0;
             for (int i = 0; i < n && failed_at < 0; ++i) {
               ApplyClean(reqs[i], image_a, image_b, recv_off[i]);
@@ -345,8 +345,8 @@ TEST_P(WireFuzzTest, FatalNakNamingNoOutstandingRequestIsDropped) {
       ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(i, MPR_WQE_RDMA_WRITE, &s, p.b, 1000 * i)),
                 0);
       const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq);
-      EXPECT_EQ(wc.status, uint32_t{MPR_CQE_SUCCESS}) << "WRITE " << i << ": syndrome "
-                                                      << wc.syndrome;
+      EXPECT_EQ(wc.status, uint32_t{MPR_CQE_SUCCESS})
+          << "WRITE " << i << ": syndrome " << wc.syndrome;
       std::copy(a0.begin() + 1000 * i, a0.begin() + 1000 * (i + 1), want.begin() + 1000 * i);
       sc_core::wait(Us(20));
     }
@@ -368,8 +368,7 @@ TEST_P(WireFuzzTest, LostAtomicAnswerAndLostNextRequestAreRecovered) {
   int dropped_answer = 0, dropped_request = 0;
   bench->relay().set_filter([&](net::Packet& f, int from) {
     const uint8_t op = f.data[kBthOff];
-    if (armed && from == 1 && !dropped_answer &&
-        op == uint8_t(net::Opcode::ATOMIC_ACKNOWLEDGE)) {
+    if (armed && from == 1 && !dropped_answer && op == uint8_t(net::Opcode::ATOMIC_ACKNOWLEDGE)) {
       ++dropped_answer;
       return Relay::Verdict::drop;
     }
@@ -525,8 +524,7 @@ TEST_P(WireFuzzTest, MalformedRequestOutsideTheWindowIsDropped) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, WireFuzzTest,
-                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn"),
-                         TransportName);
+                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn"), TransportName);
 
 }  // namespace
 }  // namespace mprdma::test

@@ -22,12 +22,11 @@
 // The rounds come from a fixed seed per transport (fuzz_support.h: how to
 // run a longer hunt); a failure names the round, the WQE and its corruption.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "tests/vp/host/fuzz_support.h"
-
 #include <cstddef>
 #include <map>
 
 #include "support/log_capture.h"
+#include "tests/vp/host/fuzz_support.h"
 
 namespace mprdma::test {
 namespace {
@@ -62,27 +61,33 @@ TEST_P(WqeFuzzTest, CorruptedWqesCompleteOnceInOrderAndTouchOnlyTheirRegions) {
           mpr_dp_wq& sq = p.a.qp->dp.sq;
           const uint32_t index = sq.pi;
           ASSERT_EQ(mpr_dp_post_send(&p.a.qp->dp, &wr, 0), 0) << r.describe();
-          uint8_t* slot =
-              sq.buf + (size_t(index & ((1u << sq.log_size) - 1)) << sq.log_stride);
-          const uint32_t used =
-              16u * (1u + reinterpret_cast<const mpr_wqe_ctrl*>(slot)->num_ds);
+          uint8_t* slot = sq.buf + (size_t(index & ((1u << sq.log_size) - 1)) << sq.log_stride);
+          const uint32_t used = 16u * (1u + reinterpret_cast<const mpr_wqe_ctrl*>(slot)->num_ds);
           static const int kMutations[] = {0, 0, 0, 1, 1, 1, 2, 2, 4};
           int mutations = kMutations[rng() % (sizeof kMutations / sizeof(int))];
           if (r.violation != Request::Violation::none) mutations = 0;
           std::ostringstream what;
           what << "round " << round << " (" << GetParam() << "): " << r.describe();
           for (int m = 0; m < mutations; ++m) {
-            const uint32_t at = static_cast<uint32_t>(
-                rng() % (rng() % 5 ? used : (1u << sq.log_stride)));
+            const uint32_t at =
+                static_cast<uint32_t>(rng() % (rng() % 5 ? used : (1u << sq.log_stride)));
             const uint8_t before = slot[at];
             switch (rng() % 4) {
-              case 0: slot[at] = static_cast<uint8_t>(rng()); break;
-              case 1: slot[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
-              case 2: slot[at] = 0; break;
-              default: slot[at] = 0xff; break;
+              case 0:
+                slot[at] = static_cast<uint8_t>(rng());
+                break;
+              case 1:
+                slot[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+                break;
+              case 2:
+                slot[at] = 0;
+                break;
+              default:
+                slot[at] = 0xff;
+                break;
             }
-            what << "; byte " << at << " 0x" << std::hex << int(before) << "->0x"
-                 << int(slot[at]) << std::dec;
+            what << "; byte " << at << " 0x" << std::hex << int(before) << "->0x" << int(slot[at])
+                 << std::dec;
           }
           // Doorbell, or the MMIO window (sometimes naming another QP).
           bool foreign_bf = false;

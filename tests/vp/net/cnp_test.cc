@@ -38,8 +38,8 @@ RoceFields cnp_fields() {
   f.udp_sport = 0xC0DE;
   f.pkey = 0xFFFF;
   f.dest_qp = 0xABCDEF;
-  f.psn = 0x123456;     // ignored: a CNP carries PSN 0
-  f.ack_req = true;     // ignored
+  f.psn = 0x123456;  // ignored: a CNP carries PSN 0
+  f.ack_req = true;  // ignored
   return f;
 }
 

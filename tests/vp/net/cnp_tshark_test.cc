@@ -14,10 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "tshark_util.h"
 #include "vp/net/cnp.h"
 #include "vp/net/pcap_writer.h"
-
-#include "tshark_util.h"
 
 namespace mprdma::net {
 namespace {

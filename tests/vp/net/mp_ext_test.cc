@@ -4,9 +4,9 @@
 // parse back with the trailer separated from the payload.
 #include "vp/net/mp_ext.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "vp/net/icrc.h"
 
@@ -138,8 +138,7 @@ TEST(MpExt, AWriteCarriesDataThenTrailerUnderTheIcrc) {
   EXPECT_EQ(plain.payload_len, 1021u + kMpDataExtBytes);
   // The ICRC covers the trailer: flip one of its bits and the frame fails.
   p->data[g.payload_offset + 1021 + 1] ^= 0x10;
-  EXPECT_EQ(parse_roce(p->data.data(), p->data.size(), g, kMpDataExtBytes),
-            ParseStatus::bad_icrc);
+  EXPECT_EQ(parse_roce(p->data.data(), p->data.size(), g, kMpDataExtBytes), ParseStatus::bad_icrc);
 }
 
 TEST(MpExt, AnAckCarriesItsTrailerAsItsWholePayloadArea) {

@@ -3,6 +3,7 @@
 // codec wrote (vp/net/mp_ext.h), leaves plain RoCEv2 packets alone, never
 // takes payload for a trailer in its default mode, and says so when the
 // snaplen cut the trailer off.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,13 +12,10 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "tshark_util.h"
 #include "vp/net/mp_ext.h"
 #include "vp/net/pcap_writer.h"
 #include "vp/net/roce_codec.h"
-
-#include "tshark_util.h"
 
 namespace mprdma::net {
 namespace {
@@ -87,9 +85,10 @@ class TrailerTshark : public ::testing::Test {
                                   const std::string& columns) {
     // tshark's stderr (a Lua error, say) goes to a file the failure shows.
     const std::string err = path + ".stderr";
-    const CmdResult r = run(std::string(kTshark) + " -n --disable-protocol rpcordma -X lua_script:'" +
-                            script() + "' -o mprdma_trailer.mode:" + mode + " -r '" + path +
-                            "' -T fields -E separator=, " + columns + " 2>'" + err + "'");
+    const CmdResult r =
+        run(std::string(kTshark) + " -n --disable-protocol rpcordma -X lua_script:'" + script() +
+            "' -o mprdma_trailer.mode:" + mode + " -r '" + path + "' -T fields -E separator=, " +
+            columns + " 2>'" + err + "'");
     const CmdResult stderr_text = run("grep -v 'Running as user' '" + err + "'");
     EXPECT_EQ(r.status, 0) << stderr_text.out;
     EXPECT_EQ(stderr_text.out, "") << "tshark complained";

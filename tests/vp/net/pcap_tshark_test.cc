@@ -2,6 +2,7 @@
 // packet of every RC opcode exactly as built, without malformed-packet or
 // error-severity expert reports. Independent evidence that the byte layout
 // is the real RoCEv2 one.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,13 +12,10 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "roce_test_util.h"
+#include "tshark_util.h"
 #include "vp/net/pcap_writer.h"
 #include "vp/net/roce_codec.h"
-
-#include "tshark_util.h"
 
 namespace mprdma::net {
 namespace {
@@ -38,8 +36,8 @@ TEST(PcapTshark, DecodesEveryOpcode) {
   ASSERT_EQ(access(kTshark, X_OK), 0)
       << kTshark << " is missing: install the Debian package 'tshark' (this test does not skip)";
 
-  const std::string path = ::testing::TempDir() + "/mprdma_every_opcode_" +
-                           std::to_string(::getpid()) + ".pcap";
+  const std::string path =
+      ::testing::TempDir() + "/mprdma_every_opcode_" + std::to_string(::getpid()) + ".pcap";
   std::vector<Built> built;
   {
     PcapWriter w(path);
@@ -61,9 +59,9 @@ TEST(PcapTshark, DecodesEveryOpcode) {
   const std::string read =
       std::string(kTshark) + " -n --disable-protocol rpcordma -r '" + path + "'";
   const CmdResult fields = run(read +
-                         " -T fields -E separator=, -e infiniband.bth.opcode"
-                         " -e infiniband.bth.psn -e infiniband.bth.destqp"
-                         " -e infiniband.bth.padcnt 2>/dev/null");
+                               " -T fields -E separator=, -e infiniband.bth.opcode"
+                               " -e infiniband.bth.psn -e infiniband.bth.destqp"
+                               " -e infiniband.bth.padcnt 2>/dev/null");
   ASSERT_EQ(fields.status, 0) << "tshark failed on " << path;
   const auto rows = lines(fields.out);
   ASSERT_EQ(rows.size(), built.size()) << fields.out;
@@ -84,12 +82,13 @@ TEST(PcapTshark, DecodesEveryOpcode) {
   EXPECT_TRUE(lines(errors.out).empty()) << "expert errors:\n" << errors.out;
 
   // The extended headers decode to the values built (one of each kind).
-  const CmdResult ext = run(read +
-                      " -Y 'infiniband.bth.opcode == 11 || infiniband.bth.opcode == 18 ||"
-                      " infiniband.bth.opcode == 19' -T fields -E separator=,"
-                      " -e infiniband.reth.va -e infiniband.reth.dmalen -e infiniband.aeth.msn"
-                      " -e infiniband.atomicacketh.origremdt -e infiniband.atomiceth.swapdt"
-                      " 2>/dev/null");
+  const CmdResult ext =
+      run(read +
+          " -Y 'infiniband.bth.opcode == 11 || infiniband.bth.opcode == 18 ||"
+          " infiniband.bth.opcode == 19' -T fields -E separator=,"
+          " -e infiniband.reth.va -e infiniband.reth.dmalen -e infiniband.aeth.msn"
+          " -e infiniband.atomicacketh.origremdt -e infiniband.atomiceth.swapdt"
+          " 2>/dev/null");
   ASSERT_EQ(ext.status, 0);
   const auto ext_rows = lines(ext.out);
   ASSERT_EQ(ext_rows.size(), 3u) << ext.out;
@@ -100,8 +99,8 @@ TEST(PcapTshark, DecodesEveryOpcode) {
   w0 << "0x" << std::hex << std::setw(16) << std::setfill('0') << f.reth_va << std::dec << ','
      << f.reth_dma_len << ",,,";
   w1 << ",," << f.aeth_msn << ',' << f.atomic_ack_orig << ',';
-  w2 << "0x" << std::hex << std::setw(16) << std::setfill('0') << f.atomic_va << std::dec
-     << ",,,," << f.atomic_swap_add;
+  w2 << "0x" << std::hex << std::setw(16) << std::setfill('0') << f.atomic_va << std::dec << ",,,,"
+     << f.atomic_swap_add;
   EXPECT_EQ(ext_rows[0], w0.str());
   EXPECT_EQ(ext_rows[1], w1.str());
   EXPECT_EQ(ext_rows[2], w2.str());

@@ -1,4 +1,9 @@
 // PcapWriter: file header, record layout, timestamps, errors.
+#include "vp/net/pcap_writer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -8,13 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
 #include "support/files.h"
-
-#include "vp/net/pcap_writer.h"
 
 namespace mprdma::net {
 namespace {

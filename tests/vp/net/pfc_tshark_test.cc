@@ -13,10 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "tshark_util.h"
 #include "vp/net/pcap_writer.h"
 #include "vp/net/pfc.h"
-
-#include "tshark_util.h"
 
 namespace mprdma::net {
 namespace {

@@ -1,17 +1,18 @@
 // RoCEv2 codec: byte layout, round trips, validation, ICRC against external
 // reference values.
+#include "vp/net/roce_codec.h"
+
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "roce_test_util.h"
 #include "vp/net/icrc.h"
 #include "vp/net/packet.h"
-#include "vp/net/roce_codec.h"
 
 namespace mprdma::net {
 namespace {
@@ -27,10 +28,14 @@ std::vector<uint8_t> hex(const char* text) {
   uint8_t cur = 0;
   for (const char* p = text; *p; ++p) {
     int v;
-    if (*p >= '0' && *p <= '9') v = *p - '0';
-    else if (*p >= 'a' && *p <= 'f') v = *p - 'a' + 10;
-    else if (*p >= 'A' && *p <= 'F') v = *p - 'A' + 10;
-    else continue;
+    if (*p >= '0' && *p <= '9')
+      v = *p - '0';
+    else if (*p >= 'a' && *p <= 'f')
+      v = *p - 'a' + 10;
+    else if (*p >= 'A' && *p <= 'F')
+      v = *p - 'A' + 10;
+    else
+      continue;
     cur = static_cast<uint8_t>(cur << 4 | v);
     if (++nibbles % 2 == 0) out.push_back(cur);
   }
@@ -167,12 +172,12 @@ TEST(RoceIcrc, MatchesConnectX4LxCapture) {
   // captured on ConnectX-4 Lx"): the ICRC was computed by the NIC hardware.
   // Its IP TOS (0xc2), TTL and header checksum are non-trivial, so the
   // masking is exercised; BTH byte 4 is 0x40 (BECN set).
-  const auto frame = hex(
-      "e41d 2dab 2bc2 7cfe 9064 3b32 0800 45c2"
-      "003c 718c 4000 4011 9161 0a00 1101 0a00"
-      "1201 0000 12b7 0028 0000 8100 ffff 4000"
-      "0118 0000 0000 0000 0000 0000 0000 0000"
-      "0000 0000 0000 82fd 002a");
+  const auto frame =
+      hex("e41d 2dab 2bc2 7cfe 9064 3b32 0800 45c2"
+          "003c 718c 4000 4011 9161 0a00 1101 0a00"
+          "1201 0000 12b7 0028 0000 8100 ffff 4000"
+          "0118 0000 0000 0000 0000 0000 0000 0000"
+          "0000 0000 0000 82fd 002a");
   ASSERT_EQ(frame.size(), 74u);
   EXPECT_EQ(roce_icrc(&frame[14], 60 - 4), 0x2a00fd82u);
   EXPECT_EQ(load_icrc(&frame[70]), 0x2a00fd82u);
@@ -187,12 +192,12 @@ TEST(RoceIcrc, MatchesScapyUcExample) {
   // Scapy's RoCE example (same file, "RoCE layer"): a UC SEND_ONLY with
   // padcount 2, expected ICRC field 0x78f353f3 when read big-endian, i.e.
   // bytes 78 f3 53 f3 on the wire. Computed by Scapy's zlib-based code.
-  const auto frame = hex(
-      "248a 07a8 fa22 248a 07a8 fa22 0800 4501"
-      "0040 0478 4000 4011 b4d5 c0a8 0007 c0a8"
-      "0007 c000 12b7 002c aca2 2460 ffff 0000"
-      "00d3 00cf 1710 4630 818b e289 35d9 0e9a"
-      "9550 5401 be88 5e50 0000 78f3 53f3");
+  const auto frame =
+      hex("248a 07a8 fa22 248a 07a8 fa22 0800 4501"
+          "0040 0478 4000 4011 b4d5 c0a8 0007 c0a8"
+          "0007 c000 12b7 002c aca2 2460 ffff 0000"
+          "00d3 00cf 1710 4630 818b e289 35d9 0e9a"
+          "9550 5401 be88 5e50 0000 78f3 53f3");
   ASSERT_EQ(frame.size(), 78u);
   EXPECT_EQ(roce_icrc(&frame[14], 64 - 4), 0xf353f378u);
   EXPECT_EQ(reference_icrc(frame), 0xf353f378u);
@@ -289,7 +294,7 @@ TEST(RoceBuild, HeaderBytesAtTheirOffsets) {
   EXPECT_EQ(be16(d, 12), 0x0800);
   // IPv4.
   EXPECT_EQ(d[14], 0x45);
-  EXPECT_EQ(d[15], 26 << 2 | 2);   // DSCP 26, ECT(0)
+  EXPECT_EQ(d[15], 26 << 2 | 2);    // DSCP 26, ECT(0)
   EXPECT_EQ(be16(d, 16), 86 - 14);  // total length
   EXPECT_EQ(be16(d, 18), 0x1357);
   EXPECT_EQ(be16(d, 20), 0x4000);  // DF, offset 0
@@ -362,8 +367,7 @@ TEST(RoceBuild, PadCountAndFrameSizeForEveryLength) {
 
 TEST(RoceBuild, RejectsBadInput) {
   const auto pay = payload_of(4);
-  EXPECT_THROW(build_roce(full_fields(Opcode::ACKNOWLEDGE), pay.data(), 4),
-               std::invalid_argument);
+  EXPECT_THROW(build_roce(full_fields(Opcode::ACKNOWLEDGE), pay.data(), 4), std::invalid_argument);
   EXPECT_THROW(build_roce(full_fields(Opcode::RDMA_READ_REQUEST), pay.data(), 4),
                std::invalid_argument);
   EXPECT_THROW(build_roce(full_fields(Opcode::SEND_ONLY), nullptr, 4), std::invalid_argument);
@@ -665,7 +669,6 @@ TEST(RoceAeth, SyndromeEncodings) {
 
 }  // namespace
 }  // namespace mprdma::net
-
 
 namespace mprdma::net {
 namespace {

@@ -9,10 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "tshark_util.h"
 #include "vp/net/pcap_writer.h"
 #include "vp/net/roce_codec.h"
-
-#include "tshark_util.h"
 
 namespace mprdma::net {
 namespace {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "support/scenario_run.h"
 #include "support/log_capture.h"
+#include "support/scenario_run.h"
 
 namespace mprdma::platform {
 namespace {
@@ -23,13 +23,15 @@ namespace {
 std::string scenario(int buckets, int stride, const std::string& extra_job = "") {
   return "name: locks\n"
          "end_time: 100ms\n"
-         "nic: {mtu: 1024, atomics: {lock_buckets: " + std::to_string(buckets) + "}}\n"
+         "nic: {mtu: 1024, atomics: {lock_buckets: " +
+         std::to_string(buckets) +
+         "}}\n"
          "hosts: [{name: h0}, {name: h1}]\n"
          "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
          "jobs:\n"
          "  - {name: a, app: atomic_bw, client: h0, server: h1, iterations: 200, tx_depth: 16, "
-         "cq_mod: 1, qps: 4, counters: 16, counter_stride: " + std::to_string(stride) + extra_job +
-         "}\n";
+         "cq_mod: 1, qps: 4, counters: 16, counter_stride: " +
+         std::to_string(stride) + extra_job + "}\n";
 }
 
 class AtomicLocks : public test::ScenarioRun {
@@ -76,14 +78,18 @@ std::vector<std::string> AtomicRmwOrder::rmw_order(int buckets, int stride) {
   bool ok = false;
   {
     test::LogCapture log("pcie.h1=trace");
-    ok = run("name: order\n"
-             "end_time: 10ms\n"
-             "nic: {mtu: 1024, atomics: {lock_buckets: " + std::to_string(buckets) + "}}\n"
-             "hosts: [{name: h0}, {name: h1}]\n"
-             "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
-             "jobs:\n"
-             "  - {name: a, app: atomic_bw, client: h0, server: h1, iterations: 2, tx_depth: 2, "
-             "cq_mod: 1, counters: 2, counter_stride: " + std::to_string(stride) + "}\n");
+    ok =
+        run("name: order\n"
+            "end_time: 10ms\n"
+            "nic: {mtu: 1024, atomics: {lock_buckets: " +
+            std::to_string(buckets) +
+            "}}\n"
+            "hosts: [{name: h0}, {name: h1}]\n"
+            "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
+            "jobs:\n"
+            "  - {name: a, app: atomic_bw, client: h0, server: h1, iterations: 2, tx_depth: 2, "
+            "cq_mod: 1, counters: 2, counter_stride: " +
+            std::to_string(stride) + "}\n");
     text = log.text();
   }
   EXPECT_TRUE(ok);
@@ -168,15 +174,17 @@ TEST_F(AtomicLocks, RandomCountersUnderConcurrencyAddUpExactly) {
 }
 
 TEST_F(AtomicLocks, CountersAreCheckedAndOnlyForAtomics) {
-  EXPECT_NE(config_error(scenario(4096, 8, ", atomic_op: cmp_swap")).find("needs atomic_op fetch_add"),
-            std::string::npos);
+  EXPECT_NE(
+      config_error(scenario(4096, 8, ", atomic_op: cmp_swap")).find("needs atomic_op fetch_add"),
+      std::string::npos);
   EXPECT_NE(config_error(scenario(4096, 12)).find("multiple of 8"), std::string::npos);
   EXPECT_NE(config_error(scenario(3, 8)).find("lock_buckets must be a power of two"),
             std::string::npos);
   std::string w = scenario(4096, 8);
   w.replace(w.find("app: atomic_bw"), 14, "app: write_bw, sizes: [64]");
-  EXPECT_NE(config_error(w).find("counters, counter_stride and counter_pick apply to atomic_bw only"),
-            std::string::npos);
+  EXPECT_NE(
+      config_error(w).find("counters, counter_stride and counter_pick apply to atomic_bw only"),
+      std::string::npos);
   EXPECT_NE(config_error(scenario(4096, 8, ", counter_pick: zipf")).find("counter_pick"),
             std::string::npos);
 }

@@ -4,9 +4,9 @@
 // thrash: every miss must be one DMA read of a line from ICM, a modified
 // evicted line one DMA write, a receive-side miss must stall the receive
 // pipeline, the per-QP counters must add up to the totals, and the data
-// must still arrive intact. The MPT/MTT and CQ-context caches likewise. The same run with the cache disabled (an ideal
-// NIC) has no misses and is faster. A budget that cannot hold the cache is
-// an error that names the region and the excess.
+// must still arrive intact. The MPT/MTT and CQ-context caches likewise. The same run with the cache
+// disabled (an ideal NIC) has no misses and is faster. A budget that cannot hold the cache is an
+// error that names the region and the excess.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,8 +109,9 @@ TEST_F(QpcCache, ThrashingContextsMissToIcmAndStallReceive) {
   EXPECT_GT(counter("nic.h1.mac.rx_stalls"), 0u);
   const double thrashing = total_seconds();
 
-  ASSERT_TRUE(run(scenario("  cache: {qpc: {enabled: false}, cqc: {enabled: false}, "
-                           "mpt: {enabled: false}, mtt: {enabled: false}}\n")));
+  ASSERT_TRUE(
+      run(scenario("  cache: {qpc: {enabled: false}, cqc: {enabled: false}, "
+                   "mpt: {enabled: false}, mtt: {enabled: false}}\n")));
   expect_data_ok();
   EXPECT_EQ(counter("nic.h1.cache.qpc.misses"), 0u);
   EXPECT_EQ(counter("nic.h1.dma.icm_read_bytes"), 0u);

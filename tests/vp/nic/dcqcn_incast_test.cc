@@ -50,7 +50,7 @@ class DcqcnIncast : public test::IncastTest {
     cfg.end_time = core::Duration::from_ps(kEndPs);
     for (host::JobConfig& j : cfg.jobs) {
       j.iterations = 1000000;  // stream to the end
-      if (read) {  // l0h0 fetches from the four
+      if (read) {              // l0h0 fetches from the four
         j.app = "read_bw";
         std::swap(j.client, j.server);
       }
@@ -80,11 +80,11 @@ TEST_P(DcqcnIncastOp, CutsRatesAndKeepsTheQueueShortWithFairHighThroughput) {
   std::string flows;
   for (double b : d.flow_bps) flows += " " + std::to_string(b / 1e9);
   const std::string trace = "dcqcn: rx " + std::to_string(d.rx_bps / 1e9) + " Gb/s, flows" + flows +
-               ", queue max " + std::to_string(d.queue_max) + " B, pauses " +
-               std::to_string(d.pauses) + "/" + std::to_string(d.pauses_total) +
-               "; none: rx " + std::to_string(none.rx_bps / 1e9) + " Gb/s, queue max " +
-               std::to_string(none.queue_max) + " B, pauses " + std::to_string(none.pauses) +
-               "/" + std::to_string(none.pauses_total);
+                            ", queue max " + std::to_string(d.queue_max) + " B, pauses " +
+                            std::to_string(d.pauses) + "/" + std::to_string(d.pauses_total) +
+                            "; none: rx " + std::to_string(none.rx_bps / 1e9) +
+                            " Gb/s, queue max " + std::to_string(none.queue_max) + " B, pauses " +
+                            std::to_string(none.pauses) + "/" + std::to_string(none.pauses_total);
   SCOPED_TRACE(trace);
 
   // The receiver notified, every sender cut its rate.

@@ -50,10 +50,10 @@ TEST(DcqcnRp, CnpCutsRateByHalfAlphaAndSetsTarget) {
   DcqcnRp rp(p);
   rp.on_cnp(1000);
   EXPECT_TRUE(rp.limited());
-  EXPECT_DOUBLE_EQ(rp.target_bps(), 40e9);        // Rt <- Rc
-  EXPECT_DOUBLE_EQ(rp.rate_bps(), 40e9 * 0.75);   // Rc (1 - alpha/2), the old alpha
+  EXPECT_DOUBLE_EQ(rp.target_bps(), 40e9);       // Rt <- Rc
+  EXPECT_DOUBLE_EQ(rp.rate_bps(), 40e9 * 0.75);  // Rc (1 - alpha/2), the old alpha
   const double a1 = (1 - 1.0 / 256) * 0.5 + 1.0 / 256;
-  EXPECT_DOUBLE_EQ(rp.alpha(), a1);               // alpha <- (1-g) alpha + g
+  EXPECT_DOUBLE_EQ(rp.alpha(), a1);  // alpha <- (1-g) alpha + g
   EXPECT_EQ(rp.cuts(), 1u);
   // A second CNP within K: cut again with the raised alpha; no decay.
   rp.on_cnp(2000);
@@ -191,10 +191,17 @@ TEST(DcqcnRp, CutsOnCnpAndRecoversThroughItsStages) {
     EXPECT_GE(rp.rate_bps(), last);
     last = rp.rate_bps();
     switch (rp.stage()) {
-      case Stage::fast_recovery: ++fast; break;
-      case Stage::additive: ++additive; break;
-      case Stage::hyper: ++hyper; break;
-      case Stage::unlimited: break;
+      case Stage::fast_recovery:
+        ++fast;
+        break;
+      case Stage::additive:
+        ++additive;
+        break;
+      case Stage::hyper:
+        ++hyper;
+        break;
+      case Stage::unlimited:
+        break;
     }
   }
   EXPECT_FALSE(rp.limited());

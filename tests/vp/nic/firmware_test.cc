@@ -5,6 +5,7 @@
 #include "vp/nic/firmware/firmware.h"
 
 #include <gtest/gtest.h>
+#include <mprdma/regs.h>
 
 #include <cstdint>
 #include <cstring>
@@ -13,8 +14,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <mprdma/regs.h>
 
 #include "vp/nic/context_memory.h"
 #include "vp/nic/firmware/firmware_hal.h"
@@ -244,8 +243,8 @@ class FirmwareTest : public ::testing::Test {
   }
 
   mpr_cmd reg_mr_cmd(uint32_t pdn, uint64_t iova, uint64_t length,
-                     const std::vector<uint64_t>& pages,
-                     uint32_t access = MPR_ACCESS_LOCAL_WRITE, uint32_t page_shift = 12) {
+                     const std::vector<uint64_t>& pages, uint32_t access = MPR_ACCESS_LOCAL_WRITE,
+                     uint32_t page_shift = 12) {
     if (!pages.empty()) hal_->poke(kInMailbox, pages.data(), pages.size() * 8);
     mpr_cmd c = cmd(MPR_CMD_REG_MR);
     c.hdr.in_mailbox = kInMailbox;
@@ -402,8 +401,8 @@ TEST_F(FirmwareTest, NopSucceedsAndEchoesCmdId) {
 }
 
 TEST_F(FirmwareTest, UnknownOpcodeIsBadOpcodeWithCmdIdEchoed) {
-  for (uint16_t op : {uint16_t{0x7f}, uint16_t{0x06}, uint16_t{0x14}, uint16_t{0x34},
-                      uint16_t{0xffff}}) {
+  for (uint16_t op :
+       {uint16_t{0x7f}, uint16_t{0x06}, uint16_t{0x14}, uint16_t{0x34}, uint16_t{0xffff}}) {
     mpr_cmd c = cmd(op);
     c.hdr.cmd_id = static_cast<uint16_t>(0xC000 | op);
     const mpr_cmd_comp r = exec(c);
@@ -481,9 +480,9 @@ TEST_F(FirmwareTest, QueryDeviceWritesTheLimitsByteForByte) {
   // atomics, inline data, WQE by MMIO, inline receive and the engines the
   // HAL offers (here go-back-N only).
   want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__UD_bm |
-                   MPRDMA_BAR0__CAPS__ATOMICS_bm |
-                   MPRDMA_BAR0__CAPS__INLINE_bm | MPRDMA_BAR0__CAPS__WQE_BY_MMIO_bm |
-                   MPRDMA_BAR0__CAPS__INLINE_RECV_bm | MPRDMA_BAR0__CAPS__GBN_bm;
+                   MPRDMA_BAR0__CAPS__ATOMICS_bm | MPRDMA_BAR0__CAPS__INLINE_bm |
+                   MPRDMA_BAR0__CAPS__WQE_BY_MMIO_bm | MPRDMA_BAR0__CAPS__INLINE_RECV_bm |
+                   MPRDMA_BAR0__CAPS__GBN_bm;
   EXPECT_EQ(want.fw_version, uint32_t{MPRDMA_BAR0__FW_VERSION__FW_reset})
       << "the FW_VERSION register and QUERY_DEVICE agree";
   EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &want, sizeof want), 0);
@@ -556,8 +555,7 @@ TEST_F(FirmwareTest, QueryCountersWritesThePortCounters) {
   c.hdr.out_mailbox = kOutMailbox;
   c.hdr.out_len = sizeof(mpr_port_counters);
   ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
-  EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &hal_->port_counters, sizeof(mpr_port_counters)),
-            0);
+  EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &hal_->port_counters, sizeof(mpr_port_counters)), 0);
   EXPECT_EQ(hal_->at(kOutMailbox)[sizeof(mpr_port_counters)], kSentinel);
   EXPECT_STREQ(Firmware::opcode_name(MPR_CMD_QUERY_COUNTERS), "QUERY_COUNTERS");
   c.hdr.out_len = sizeof(mpr_port_counters) - 8;
@@ -613,7 +611,6 @@ TEST_F(FirmwareTest, SetGidErrors) {
   c.u.set_gid.index = 16;  // == max_gids
   set_mapped_gid(c.u.set_gid.gid, 10, 0, 0, 9);
   EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
-
 
   c = cmd(MPR_CMD_SET_GID);
   c.u.set_gid.index = 2;
@@ -733,9 +730,8 @@ TEST_F(FirmwareTest, RegMrWithHugePages) {
   const uint32_t pdn = alloc_pd();
   const uint64_t huge = uint64_t{1} << 21;
   // 3 MiB from 1 MiB into a 2 MiB page: 2 pages.
-  const mpr_cmd_comp r =
-      exec(reg_mr_cmd(pdn, 5 * huge + huge / 2, 3 * huge / 2, {7 * huge, 3 * huge},
-                      MPR_ACCESS_LOCAL_WRITE, 21));
+  const mpr_cmd_comp r = exec(reg_mr_cmd(pdn, 5 * huge + huge / 2, 3 * huge / 2,
+                                         {7 * huge, 3 * huge}, MPR_ACCESS_LOCAL_WRITE, 21));
   ASSERT_TRUE(HasStatus(r, MPR_CMD_OK));
   EXPECT_EQ(hal_->ctx.mr(r.out[0])->page_shift, 21);
   EXPECT_EQ(hal_->ctx.mr(r.out[0])->num_pages, 2u);
@@ -754,13 +750,13 @@ TEST_F(FirmwareTest, RegMrAccessFlags) {
   EXPECT_TRUE(HasStatus(try_access(MPR_ACCESS_ALL), MPR_CMD_OK));
   EXPECT_TRUE(HasStatus(try_access(MPR_ACCESS_LOCAL_WRITE | MPR_ACCESS_REMOTE_WRITE), MPR_CMD_OK));
   // Remote write or atomic without local write.
-  EXPECT_TRUE(HasStatus(try_access(MPR_ACCESS_REMOTE_WRITE), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_ACCESS));
+  EXPECT_TRUE(
+      HasStatus(try_access(MPR_ACCESS_REMOTE_WRITE), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ACCESS));
   EXPECT_TRUE(HasStatus(try_access(MPR_ACCESS_REMOTE_ATOMIC | MPR_ACCESS_REMOTE_READ),
                         MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ACCESS));
   // Unknown access bits.
-  EXPECT_TRUE(HasStatus(try_access(MPR_ACCESS_LOCAL_WRITE | 0x10), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_ACCESS));
+  EXPECT_TRUE(
+      HasStatus(try_access(MPR_ACCESS_LOCAL_WRITE | 0x10), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ACCESS));
   EXPECT_TRUE(HasStatus(try_access(0x80000000u), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ACCESS));
   EXPECT_EQ(hal_->ctx.pd_refs(pdn), 4u) << "only the 4 good registrations hold the PD";
 }
@@ -770,12 +766,10 @@ TEST_F(FirmwareTest, RegMrParameterErrors) {
   const std::vector<uint64_t> one = {0x8000};
   // Each case is executed as soon as it is built: building writes its page
   // list into the (shared) input mailbox.
-  const auto check = [&](const char* what, const mpr_cmd& c, uint8_t status,
-                         uint32_t syndrome) {
+  const auto check = [&](const char* what, const mpr_cmd& c, uint8_t status, uint32_t syndrome) {
     EXPECT_TRUE(HasStatus(exec(c), status, syndrome)) << what;
   };
-  check("unknown pd", reg_mr_cmd(pdn + 1, 0x1000, 4096, one), MPR_CMD_BAD_HANDLE,
-        MPR_CMD_SYN_NONE);
+  check("unknown pd", reg_mr_cmd(pdn + 1, 0x1000, 4096, one), MPR_CMD_BAD_HANDLE, MPR_CMD_SYN_NONE);
   check("pd 0", reg_mr_cmd(0, 0x1000, 4096, one), MPR_CMD_BAD_HANDLE, MPR_CMD_SYN_NONE);
   check("page shift 11", reg_mr_cmd(pdn, 0x1000, 2048, one, MPR_ACCESS_LOCAL_WRITE, 11),
         MPR_CMD_BAD_PARAM, MPR_CMD_SYN_PAGE_SHIFT);
@@ -1039,24 +1033,22 @@ TEST_F(FirmwareTest, CreateCqParameterErrors) {
   const Case cases[] = {
       {"log_size 0", [](mpr_cmd_create_cq& q) { q.log_size = 0; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_LOG_SIZE},
-      {"log_size 23 > max_cqe", [](mpr_cmd_create_cq& q) { q.log_size = 23; },
-       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE},
+      {"log_size 23 > max_cqe", [](mpr_cmd_create_cq& q) { q.log_size = 23; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_LOG_SIZE},
       {"log_size 25", [](mpr_cmd_create_cq& q) { q.log_size = 25; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_LOG_SIZE},
       {"log_size 64", [](mpr_cmd_create_cq& q) { q.log_size = 64; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_LOG_SIZE},
       {"log_size 0xffffffff", [](mpr_cmd_create_cq& q) { q.log_size = 0xffffffff; },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE},
-      {"base 0", [](mpr_cmd_create_cq& q) { q.base = 0; }, MPR_CMD_BAD_PARAM,
-       MPR_CMD_SYN_ADDRESS},
+      {"base 0", [](mpr_cmd_create_cq& q) { q.base = 0; }, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS},
       {"base misaligned", [](mpr_cmd_create_cq& q) { q.base = 0x210010; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_ADDRESS},
       {"dbrec misaligned", [](mpr_cmd_create_cq& q) { q.dbrec = 0x220002; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_ADDRESS},
       {"uar index = num_uar_pages", [](mpr_cmd_create_cq& q) { q.uar_index = 1024; },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR},
-      {"unknown eq", [](mpr_cmd_create_cq& q) { q.eqn = 5; }, MPR_CMD_BAD_HANDLE,
-       MPR_CMD_SYN_NONE},
+      {"unknown eq", [](mpr_cmd_create_cq& q) { q.eqn = 5; }, MPR_CMD_BAD_HANDLE, MPR_CMD_SYN_NONE},
       {"CQE slot of 16 B", [](mpr_cmd_create_cq& q) { q.log_cqe_size = 4; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_STRIDE},
       {"CQE slot of 256 B", [](mpr_cmd_create_cq& q) { q.log_cqe_size = 8; }, MPR_CMD_BAD_PARAM,
@@ -1201,12 +1193,12 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
        MPR_CMD_SYN_STRIDE},
       {"sq_base 0", [](mpr_cmd_create_qp& q) { q.sq_base = 0; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_ADDRESS},
-      {"sq_base misaligned", [](mpr_cmd_create_qp& q) { q.sq_base = 0x300008; },
-       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS},
+      {"sq_base misaligned", [](mpr_cmd_create_qp& q) { q.sq_base = 0x300008; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_ADDRESS},
       {"rq_base 0", [](mpr_cmd_create_qp& q) { q.rq_base = 0; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_ADDRESS},
-      {"rq_base misaligned", [](mpr_cmd_create_qp& q) { q.rq_base = 0x310020; },
-       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS},
+      {"rq_base misaligned", [](mpr_cmd_create_qp& q) { q.rq_base = 0x310020; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_ADDRESS},
       {"uar index = num_uar_pages", [](mpr_cmd_create_qp& q) { q.uar_index = 1024; },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR},
       {"max_inline above the device limit",
@@ -1221,8 +1213,7 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
          q.max_inline = 29;
        },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH},
-      {"unknown pd", [](mpr_cmd_create_qp& q) { q.pdn = 9; }, MPR_CMD_BAD_HANDLE,
-       MPR_CMD_SYN_NONE},
+      {"unknown pd", [](mpr_cmd_create_qp& q) { q.pdn = 9; }, MPR_CMD_BAD_HANDLE, MPR_CMD_SYN_NONE},
       {"unknown send cq", [](mpr_cmd_create_qp& q) { q.send_cqn = 9; }, MPR_CMD_BAD_HANDLE,
        MPR_CMD_SYN_NONE},
       {"unknown recv cq", [](mpr_cmd_create_qp& q) { q.recv_cqn = 9; }, MPR_CMD_BAD_HANDLE,
@@ -1265,8 +1256,8 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
 // nic.qp_transports, DCQCN with congestion_control dcqcn); QUERY_DEVICE's
 // cap_flags name them; DEFAULT is the NIC's own engine; UD QPs have none.
 TEST_F(FirmwareTest, CreateQpChoosesAnOfferedEngine) {
-  hal_->offer.kinds = 1u << MPR_TRANSPORT_GBN | 1u << MPR_TRANSPORT_MP_RDMA |
-                      1u << MPR_TRANSPORT_DCQCN;
+  hal_->offer.kinds =
+      1u << MPR_TRANSPORT_GBN | 1u << MPR_TRANSPORT_MP_RDMA | 1u << MPR_TRANSPORT_DCQCN;
   hal_->offer.default_kind = MPR_TRANSPORT_MP_RDMA;
   make_objects();
   auto create = [&](uint8_t transport, uint8_t qp_type = MPR_QPT_RC) {
@@ -1490,9 +1481,8 @@ TEST_F(FirmwareTest, EveryMissingRequiredAttributeIsBadAttr) {
     uint8_t from;
     mpr_qp_attr attr;
   };
-  const Step steps[] = {{MPR_QPS_RESET, init_attr()},
-                        {MPR_QPS_INIT, rtr_attr()},
-                        {MPR_QPS_RTR, rts_attr()}};
+  const Step steps[] = {
+      {MPR_QPS_RESET, init_attr()}, {MPR_QPS_INIT, rtr_attr()}, {MPR_QPS_RTR, rts_attr()}};
   int checked = 0;
   for (const Step& s : steps) {
     const uint32_t qpn = qp_in(s.from);
@@ -1641,8 +1631,8 @@ TEST_F(FirmwareTest, AttributeValueChecks) {
     uint32_t syndrome;
   };
   const Case cases[] = {
-      {"access flag 0x10", MPR_QPS_RESET, init_attr,
-       [](mpr_qp_attr& a) { a.access_flags |= 0x10; }, MPR_QP_ATTR_ACCESS_FLAGS},
+      {"access flag 0x10", MPR_QPS_RESET, init_attr, [](mpr_qp_attr& a) { a.access_flags |= 0x10; },
+       MPR_QP_ATTR_ACCESS_FLAGS},
       {"pkey index 1", MPR_QPS_RESET, init_attr, [](mpr_qp_attr& a) { a.pkey_index = 1; },
        MPR_QP_ATTR_PKEY_INDEX},
       {"port 2", MPR_QPS_RESET, init_attr, [](mpr_qp_attr& a) { a.port_num = 2; },
@@ -1677,8 +1667,8 @@ TEST_F(FirmwareTest, AttributeValueChecks) {
        MPR_QP_ATTR_AV},
       {"AV: dgid prefix ::fffe:", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { a.dgid[11] = 0xfe; },
        MPR_QP_ATTR_AV},
-      {"AV: zero dmac", MPR_QPS_INIT, rtr_attr,
-       [](mpr_qp_attr& a) { std::memset(a.dmac, 0, 6); }, MPR_QP_ATTR_AV},
+      {"AV: zero dmac", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { std::memset(a.dmac, 0, 6); },
+       MPR_QP_ATTR_AV},
       {"AV: hop limit 0", MPR_QPS_INIT, rtr_attr, [](mpr_qp_attr& a) { a.hop_limit = 0; },
        MPR_QP_ATTR_AV},
       {"retry cnt 8", MPR_QPS_RTR, rts_attr, [](mpr_qp_attr& a) { a.retry_cnt = 8; },
@@ -1897,8 +1887,7 @@ TEST(QpTransitionRule, SpotChecks) {
   constexpr uint32_t S = MPR_QP_ATTR_STATE;
   QpTransitionRule r = qp_transition_rule(MPR_QPS_RESET, MPR_QPS_INIT);
   EXPECT_TRUE(r.allowed);
-  EXPECT_EQ(r.required,
-            S | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS);
+  EXPECT_EQ(r.required, S | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS);
   EXPECT_EQ(r.optional, 0u);
 
   r = qp_transition_rule(MPR_QPS_INIT, MPR_QPS_RTR);
@@ -1949,7 +1938,6 @@ TEST(QpTransitionRule, SpotChecks) {
   EXPECT_FALSE(qp_transition_rule(MPR_QPS_RESET, 7).allowed);
 }
 
-
 // ---------------------------------------------------------------------------
 // MAP_ICM: the host pages holding the NIC's context tables
 // ---------------------------------------------------------------------------
@@ -1995,28 +1983,26 @@ TEST_F(IcmTest, MapIcmErrorsChangeNothing) {
   c.hdr.in_len = (MPR_ICM_MAP_MAX + 1) * 8;
   EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
   // Beyond the ICM: pages 13 and 14 of 14.
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(13, {0x1000, 0x2000})), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_INDEX));
+  EXPECT_TRUE(
+      HasStatus(exec(map_icm_cmd(13, {0x1000, 0x2000})), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
   EXPECT_TRUE(HasStatus(exec(map_icm_cmd(14, {0x1000})), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
   // in_len disagreeing with num_pages.
   c = map_icm_cmd(0, {0x1000, 0x2000});
   c.hdr.in_len = 8;
   EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
   // One unaligned (or zero) address refuses the whole list.
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x1000, 0x2008})), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_ADDRESS));
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x1000, 0})), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_ADDRESS));
+  EXPECT_TRUE(
+      HasStatus(exec(map_icm_cmd(0, {0x1000, 0x2008})), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x1000, 0})), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS));
   // Chunk sizes: 4 KiB .. 4 MiB; first_page a multiple of the chunk's pages;
   // a chunk address aligned to the chunk size; reserved word zero.
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x1000}, 11)), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_PAGE_SHIFT));
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x400000}, 23)), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_PAGE_SHIFT));
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(2, {0x4000}, 14)), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_INDEX));
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(0, {0x2000}, 14)), MPR_CMD_BAD_PARAM,
-                        MPR_CMD_SYN_ADDRESS));
+  EXPECT_TRUE(
+      HasStatus(exec(map_icm_cmd(0, {0x1000}, 11)), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_PAGE_SHIFT));
+  EXPECT_TRUE(
+      HasStatus(exec(map_icm_cmd(0, {0x400000}, 23)), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_PAGE_SHIFT));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(2, {0x4000}, 14)), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
+  EXPECT_TRUE(
+      HasStatus(exec(map_icm_cmd(0, {0x2000}, 14)), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS));
   c = map_icm_cmd(0, {0x1000});
   c.u.map_icm.rsvd = 1;
   EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED));
@@ -2040,12 +2026,12 @@ TEST_F(IcmTest, ChunksMapConsecutivePagesAndMayReachPastTheEnd) {
   EXPECT_EQ(icm.pa(IcmTable::mtt, 1024), std::optional<uint64_t>(0x100000));
   EXPECT_EQ(icm.pa(IcmTable::mtt, 4095), std::optional<uint64_t>(0x200000 + 2 * 4096 - 8));
   // A chunk starting beyond the ICM is an error.
-  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(8, {0x100000, 0x200000, 0x300000}, 14)),
-                        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_INDEX));
+  EXPECT_TRUE(HasStatus(exec(map_icm_cmd(8, {0x100000, 0x200000, 0x300000}, 14)), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_INDEX));
 }
 
 TEST_F(IcmTest, ObjectsNeedTheirIcmEntriesMapped) {
-  const uint32_t pdn = alloc_pd();  // PDs live on chip: no ICM needed
+  const uint32_t pdn = alloc_pd();   // PDs live on chip: no ICM needed
   const uint32_t eqn = create_eq();  // so do EQs
   EXPECT_TRUE(HasStatus(exec(create_cq_cmd(eqn)), MPR_CMD_NO_ICM));
   EXPECT_TRUE(HasStatus(exec(reg_mr_cmd(pdn, 0x10000, 4096, {0x20000})), MPR_CMD_NO_ICM));

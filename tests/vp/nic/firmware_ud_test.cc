@@ -3,7 +3,6 @@
 // Q_Key; INIT->RTR only the state; RTR->RTS the SQ PSN; the Q_Key may change
 // later; no path attribute (AV, MTU, dest QPN, RQ PSN, timeouts) is allowed.
 #include <gtest/gtest.h>
-
 #include <mprdma/hw.h>
 
 #include "vp/nic/firmware/firmware.h"

@@ -346,8 +346,7 @@ TEST(GbnGoBackDelay, ZeroResendsAtOnce) {
   t.set_requester(p);
   t.set_snd_max(kQpn, psn_add(p.sq_psn, 2), 0);
   for (int k = 0; k < 2; ++k) t.on_sent(kQpn, psn_add(p.sq_psn, k), 1, 0);
-  EXPECT_TRUE(t.on_ack(kQpn, ack(Kind::nak_sequence, p.sq_psn, psn_add(p.sq_psn, 2)), 50)
-                  .rewound);
+  EXPECT_TRUE(t.on_ack(kQpn, ack(Kind::nak_sequence, p.sq_psn, psn_add(p.sq_psn, 2)), 50).rewound);
   EXPECT_TRUE(t.next_tx(kQpn, 50).send);
 }
 

@@ -3,9 +3,9 @@
 // DMA read at the sender, and a RECV without scatter entries takes it with
 // no DMA write but the CQE (16-byte RECV WQEs); the immediates arrive in
 // order. A payload SEND needs RECVs with buffers.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/scenario_run.h"
 
@@ -27,8 +27,7 @@ class HeaderOnly : public test::ScenarioRun {
  protected:
   void expect_header_only(const std::string& transport) {
     SCOPED_TRACE(transport);
-    ASSERT_TRUE(run(scenario("sizes: [0], send_imm: true, recv_sges: 0, transport: " +
-                             transport)));
+    ASSERT_TRUE(run(scenario("sizes: [0], send_imm: true, recv_sges: 0, transport: " + transport)));
     const host::SizeResult& r = result();
     EXPECT_EQ(r.error, "");
     EXPECT_EQ(r.iterations, uint64_t{kMessages});
@@ -65,7 +64,8 @@ TEST_F(HeaderOnly, OptionsAreChecked) {
       "name: x\nend_time: 1ms\nhosts: [{name: h0}, {name: h1}]\n"
       "links: [{name: wire, a: h0, b: h1}]\n"
       "jobs: [{name: w, app: write_bw, client: h0, server: h1, sizes: [8], send_imm: true}]\n");
-  EXPECT_NE(e.find("send_imm and recv_sges apply to send_bw and rpc_bw only"), std::string::npos) << e;
+  EXPECT_NE(e.find("send_imm and recv_sges apply to send_bw and rpc_bw only"), std::string::npos)
+      << e;
 }
 
 }  // namespace

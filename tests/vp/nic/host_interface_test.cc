@@ -2,12 +2,11 @@
 // does not see writes that arrive after it.
 #include <gtest/gtest.h>
 #include <mprdma/regs_util.h>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
 
 #include "support/sim_test.h"
 #include "vp/nic/nic.h"
-
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 
 namespace mprdma::nic {
 namespace {
@@ -47,14 +46,17 @@ TEST_F(HostInterfaceTest, ReadSeesEarlierWritesOnlyOnceTheyArrived) {
   NicConfig cfg;
   Nic nic("nic", cfg, *env);
   uint32_t v = 0x12345000;
-  access(nic, tlm::TLM_WRITE_COMMAND, MPR_BAR0_OFF(AQ_BASE_LO), v, sc_core::sc_time(100, sc_core::SC_NS));
+  access(nic, tlm::TLM_WRITE_COMMAND, MPR_BAR0_OFF(AQ_BASE_LO), v,
+         sc_core::sc_time(100, sc_core::SC_NS));
   uint32_t early = 0xdead, late = 0xdead;
   // A read arriving before the write still sees the old value ...
-  access(nic, tlm::TLM_READ_COMMAND, MPR_BAR0_OFF(AQ_BASE_LO), early, sc_core::sc_time(50, sc_core::SC_NS));
+  access(nic, tlm::TLM_READ_COMMAND, MPR_BAR0_OFF(AQ_BASE_LO), early,
+         sc_core::sc_time(50, sc_core::SC_NS));
   EXPECT_EQ(early, 0u);
   // ... one arriving after it sees the new value, before simulated time
   // has reached the write's arrival.
-  access(nic, tlm::TLM_READ_COMMAND, MPR_BAR0_OFF(AQ_BASE_LO), late, sc_core::sc_time(150, sc_core::SC_NS));
+  access(nic, tlm::TLM_READ_COMMAND, MPR_BAR0_OFF(AQ_BASE_LO), late,
+         sc_core::sc_time(150, sc_core::SC_NS));
   EXPECT_EQ(late, 0x12345000u);
   // The write is applied once, in time.
   sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));

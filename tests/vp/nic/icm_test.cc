@@ -21,7 +21,7 @@ NicLimits small_limits() {
 
 TEST(Icm, QpcEntryHoldsTheContextAndTheEngineState) {
   EXPECT_EQ(Icm::qpc_entry_bytes(0), 256u);
-  EXPECT_EQ(Icm::qpc_entry_bytes(28), 256u);    // go-back-N
+  EXPECT_EQ(Icm::qpc_entry_bytes(28), 256u);  // go-back-N
   EXPECT_EQ(Icm::qpc_entry_bytes(128), 256u);
   EXPECT_EQ(Icm::qpc_entry_bytes(129), 512u);
   EXPECT_EQ(Icm::qpc_entry_bytes(16453), 32768u);  // MP-RDMA with L = 65536

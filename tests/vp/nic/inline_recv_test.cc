@@ -3,9 +3,9 @@
 // before the CQE travels inside it (one PCIe write per RECV) and the data
 // path copies it to the RECV's buffer, byte for byte (perftest's data
 // check); one that does not fit is placed by DMA as usual.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/scenario_run.h"
 

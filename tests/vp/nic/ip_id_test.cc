@@ -4,7 +4,6 @@
 // IPv4 header checksum and ICRC (the ICRC covers the identification). Frames
 // are read back from a pcap of the cable between two modeled hosts.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdint>
@@ -152,7 +151,7 @@ TEST_F(IpIdTest, EveryPacketOfANicCarriesTheNextIdAndStillVerifies) {
   ASSERT_EQ(ids.size(), 2u);
   ASSERT_EQ(ids[h0].size(), sent0);
   ASSERT_EQ(ids[h1].size(), sent1);
-  EXPECT_GE(sent0, 10u + 1u);  // 8 writes, 1 read, 1 atomic and ACKs of the SEND
+  EXPECT_GE(sent0, 10u + 1u);      // 8 writes, 1 read, 1 atomic and ACKs of the SEND
   EXPECT_GE(sent1, 4u + 1u + 3u);  // 4 read responses, atomic ACK, 3 sends
   for (uint32_t ip : {h0, h1}) {
     SCOPED_TRACE("NIC " + std::to_string(ip & 0xFF));

@@ -1,14 +1,14 @@
 // The IRN golden model: selective retransmission (only the lost PSN goes
 // again), the two timeouts, BDP-FC, the receiver's ACK/NACK, and a property
 // test over random lossy, reordering networks.
-#include "vp/nic/irn.h"
+#include <gtest/gtest.h>
 
 #include <map>
 #include <queue>
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "vp/nic/irn.h"
 
 namespace mprdma::nic {
 namespace {
@@ -229,7 +229,6 @@ TEST(IrnProperty, EveryPsnPlacedOnceAndMessagesCompleteInOrderUnderLoss) {
     run_lossy(seed, 0.05, 0.05, true);
   }
 }
-
 
 // ---- explicit READ acknowledgements: the responder's side ----
 

@@ -6,9 +6,9 @@
 // golden models themselves are tested in irn_model_test.cc.
 #include "vp/nic/irn_transport.h"
 
-#include <optional>
-
 #include <gtest/gtest.h>
+
+#include <optional>
 
 namespace mprdma::nic {
 namespace {

@@ -47,10 +47,12 @@ std::string scenario_text(bool marking) {
          "  uplink_rate: 40Gbps\n"
          "  link: {delay: 200ns}\n"
          "  switch:\n"
-         "    ecn: {enabled: " + std::string(marking ? "true" : "false") +
+         "    ecn: {enabled: " +
+         std::string(marking ? "true" : "false") +
          ", kmin: 20KB, kmax: 20KB, pmax: 1.0}\n"
          "    pfc: {enabled: true, lossless_mask: 1}\n"
-         "jobs:\n" + jobs;
+         "jobs:\n" +
+         jobs;
 }
 
 struct Figures : test::IncastWindow {

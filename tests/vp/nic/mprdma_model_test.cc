@@ -2,6 +2,8 @@
 // and packet sequences, then property tests that run a sender and a
 // receiver over random multi-path networks (reordering, loss) and check
 // that every PSN is placed once and every message completes once, in order.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -9,8 +11,6 @@
 #include <set>
 #include <sstream>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "vp/core/log.h"
 #include "vp/core/stats.h"
@@ -849,7 +849,9 @@ void run_network(const Net& n) {
   };
   std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> q;
   uint64_t seq = 0;
-  auto path_of = [&](uint16_t vp) { return static_cast<size_t>((vp * 40503u) >> 7) % path_delay.size(); };
+  auto path_of = [&](uint16_t vp) {
+    return static_cast<size_t>((vp * 40503u) >> 7) % path_delay.size();
+  };
   auto launch = [&](const std::vector<MpTx>& out, uint64_t now) {
     for (const MpTx& t : out) {
       if (u(gen) < n.loss) continue;
@@ -904,13 +906,12 @@ void run_network(const Net& n) {
       q.push(a);
     }
   }
-  ASSERT_TRUE(s.done()) << "sender did not finish: una " << s.snd_una() << " nxt "
-                        << s.snd_nxt() << " of " << psn_add(isn, total) << " recovering "
-                        << s.in_recovery() << " retx " << s.snd_retx() << " recovery "
-                        << s.recovery() << " cwnd " << s.cwnd() << " awnd " << s.awnd()
-                        << " wake " << s.wake_at() << " now " << now << " rcv_nxt "
-                        << r.rcv_nxt() << " rtos " << s.counters().rtos << " nacks "
-                        << s.counters().nacks << " queue " << q.size();
+  ASSERT_TRUE(s.done()) << "sender did not finish: una " << s.snd_una() << " nxt " << s.snd_nxt()
+                        << " of " << psn_add(isn, total) << " recovering " << s.in_recovery()
+                        << " retx " << s.snd_retx() << " recovery " << s.recovery() << " cwnd "
+                        << s.cwnd() << " awnd " << s.awnd() << " wake " << s.wake_at() << " now "
+                        << now << " rcv_nxt " << r.rcv_nxt() << " rtos " << s.counters().rtos
+                        << " nacks " << s.counters().nacks << " queue " << q.size();
   // Every PSN placed exactly once; every message completed once, in order.
   ASSERT_EQ(placed.size(), total);
   for (const auto& [psn, times] : placed) ASSERT_EQ(times, 1) << "PSN " << psn;

@@ -104,8 +104,7 @@ TEST_P(MprdmaRead, ReadsAndWritesBothWaysShareEachQpsStream) {
   EXPECT_EQ(bench->counter("nic.h0.requester.bad_responses"), 0u);
   EXPECT_EQ(bench->counter("nic.h1.requester.bad_responses"), 0u);
   if (GetParam() > 0) {
-    EXPECT_GT(bench->counter("link.h0-h1.a2b.drops") + bench->counter("link.h0-h1.b2a.drops"),
-              0u);
+    EXPECT_GT(bench->counter("link.h0-h1.a2b.drops") + bench->counter("link.h0-h1.b2a.drops"), 0u);
     EXPECT_GT(bench->counter("nic.h0.transport.retransmits") +
                   bench->counter("nic.h1.transport.retransmits"),
               0u);
@@ -248,8 +247,8 @@ TEST_F(MprdmaRead, SynchroniseWriteAfterAReadWaitsForItsData) {
     // The same without the flag: the WRITE overtakes the responses (so the
     // check above is not vacuous).
     round(kLen, false);
-    EXPECT_FALSE(SameBytes(p.a.get(0, kLen),
-                           std::vector<uint8_t>(b0.begin() + kLen, b0.begin() + 2 * kLen)))
+    EXPECT_FALSE(
+        SameBytes(p.a.get(0, kLen), std::vector<uint8_t>(b0.begin() + kLen, b0.begin() + 2 * kLen)))
         << "without the flag the READ did not see the WRITE: the set-up does not race";
   });
 }

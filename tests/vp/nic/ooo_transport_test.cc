@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "mprdma/hw.h"
 #include "support/files.h"
 #include "support/log_capture.h"
 #include "support/sim_test.h"
-#include "mprdma/hw.h"
 #include "vp/core/config.h"
 #include "vp/platform/platform.h"
 #include "vp/platform/scenario.h"
@@ -40,18 +40,22 @@ const std::vector<uint64_t> kSendSizes = {8192, 5000};
 
 const std::string kDefaultJobs =
     "\n  - {name: a, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], iterations: " +
-    std::to_string(kWriteIters) + ", timeout: 10}\n"
+    std::to_string(kWriteIters) +
+    ", timeout: 10}\n"
     "  - {name: b, app: send_bw, client: t0h0, server: t1h0, sizes: [8KiB, 5000], iterations: " +
     std::to_string(kSendIters) + ", timeout: 10}\n";
 
-std::string scenario_text(const std::string& transport, const std::string& jobs,
-                          int seed = 1, const std::string& extra_nic = "") {
+std::string scenario_text(const std::string& transport, const std::string& jobs, int seed = 1,
+                          const std::string& extra_nic = "") {
   return "name: ooo-transport\n"
-         "seed: " + std::to_string(seed) + "\n"
+         "seed: " +
+         std::to_string(seed) +
+         "\n"
          "end_time: 60ms\n"
          "nic:\n"
          "  mtu: 1024\n"
-         "  transport: " + transport + "\n" + extra_nic +
+         "  transport: " +
+         transport + "\n" + extra_nic +
          "fabric:\n"
          "  topology: mp_rdma_testbed\n"
          "  leaves: 2\n"
@@ -67,7 +71,8 @@ std::string scenario_text(const std::string& transport, const std::string& jobs,
          "    - {at: 0s, link: t0-s1, action: loss, value: \"0.01\", dir: a2b}\n"
          "    - {at: 0s, link: t0-s2, action: loss, value: \"0.01\", dir: a2b}\n"
          "    - {at: 0s, link: t0-s3, action: loss, value: \"0.01\", dir: a2b}\n"
-         "jobs:" + jobs;
+         "jobs:" +
+         jobs;
 }
 
 uint64_t packets_of(uint64_t size) { return (size + kMtu - 1) / kMtu; }
@@ -144,8 +149,7 @@ class OooTransport : public test::SimTest {
   std::unique_ptr<Platform> platform;
 };
 
-class OooTransportLoss : public OooTransport,
-                         public ::testing::WithParamInterface<std::string> {};
+class OooTransportLoss : public OooTransport, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
   const std::string transport = GetParam();
@@ -178,9 +182,8 @@ TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
   if (transport == "mprdma") {
     const std::string tx = "nic.t0h0.transport.";
     const std::string rx = "nic.t1h0.transport.";
-    EXPECT_GT(counter(tx + "retransmits") + counter(tx + "early_retransmits") +
-                  counter(tx + "rtos"),
-              0u);
+    EXPECT_GT(
+        counter(tx + "retransmits") + counter(tx + "early_retransmits") + counter(tx + "rtos"), 0u);
     EXPECT_GT(counter(tx + "recoveries") + counter(tx + "rtos"), 0u);
     // The receiver placed each distinct packet once and completed every
     // message once.
@@ -215,8 +218,8 @@ TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
   EXPECT_EQ(log.count(": recovery on "), counter("nic.t0h0.transport.recoveries"));
   EXPECT_GT(log.count(": recovery over"), 0u);
   if (transport == "irn")
-    EXPECT_EQ(log.count(": timeout ("), counter("nic.t0h0.transport.rto_low") +
-                                             counter("nic.t0h0.transport.rto_high"));
+    EXPECT_EQ(log.count(": timeout ("),
+              counter("nic.t0h0.transport.rto_low") + counter("nic.t0h0.transport.rto_high"));
   else
     EXPECT_EQ(log.count(": RTO,"), counter("nic.t0h0.transport.rtos"));
 }
@@ -256,8 +259,8 @@ TEST_P(OooTransportLoss, SendWithoutPostedRecvIsDroppedAndRecovered) {
 TEST_F(OooTransport, MprdmaRecoversLossWithoutOverflowStorm) {
   // IW one BDP of this fabric (16 packets at ~3.3 us), as the paper sets it
   // and scenarios/mp-rdma/m2-lossy-paths.yaml does.
-  ASSERT_TRUE(run(scenario_text("mprdma", kDefaultJobs, 1,
-                                "  mprdma: {initial_window: 16, base_rtt: 3us}\n")));
+  ASSERT_TRUE(run(
+      scenario_text("mprdma", kDefaultJobs, 1, "  mprdma: {initial_window: 16, base_rtt: 3us}\n")));
   expect_jobs_ok();
   const uint64_t placed = counter("nic.t1h0.transport.rx_placed");
   std::string paths;
@@ -330,7 +333,8 @@ TEST_F(OooTransport, IrnReadAndAtomicsCompleteWithCorrectDataDespiteLoss) {
       "nic: {mtu: 1024, transport: irn}\n"
       "fabric:\n  topology: mp_rdma_testbed\n  leaves: 2\n  spines: 4\n  hosts_per_leaf: 2\n"
       "  access_rate: 40Gbps\n  uplink_rate: 40Gbps\n  link: {delay: 200ns}\n"
-      "  switch: {pfc: {enabled: true, lossless_mask: 1}}\n  events:\n" + events +
+      "  switch: {pfc: {enabled: true, lossless_mask: 1}}\n  events:\n" +
+      events +
       "jobs:\n"
       "  - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [64KiB, 3000], "
       "iterations: 60, timeout: 10}\n"
@@ -364,11 +368,13 @@ TEST_F(OooTransport, IrnReadAcksLetTheResponderResendLostResponses) {
   const std::string events = lossy_uplinks();
   auto text = [&](const char* read_acks) {
     return std::string("name: irn-read-acks\nseed: 3\nend_time: 200ms\n") +
-           "nic: {mtu: 1024, transport: irn, irn: {read_acks: " + read_acks + "}}\n"
+           "nic: {mtu: 1024, transport: irn, irn: {read_acks: " + read_acks +
+           "}}\n"
            "fabric:\n  topology: mp_rdma_testbed\n  leaves: 2\n  spines: 4\n"
            "  hosts_per_leaf: 2\n  access_rate: 40Gbps\n  uplink_rate: 40Gbps\n"
            "  link: {delay: 200ns}\n  switch: {pfc: {enabled: true, lossless_mask: 1}}\n"
-           "  events:\n" + events +
+           "  events:\n" +
+           events +
            "jobs:\n  - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [64KiB], "
            "iterations: 100, timeout: 10}\n";
   };
@@ -450,7 +456,8 @@ TEST_F(OooTransport, MprdmaReadCompletesWithCorrectDataDespiteLoss) {
       "nic: {mtu: 1024, transport: mprdma}\n"
       "fabric:\n  topology: mp_rdma_testbed\n  leaves: 2\n  spines: 4\n  hosts_per_leaf: 2\n"
       "  access_rate: 40Gbps\n  uplink_rate: 40Gbps\n  link: {delay: 200ns}\n"
-      "  switch: {pfc: {enabled: true, lossless_mask: 1}}\n  events:\n" + lossy_uplinks() +
+      "  switch: {pfc: {enabled: true, lossless_mask: 1}}\n  events:\n" +
+      lossy_uplinks() +
       "jobs:\n"
       "  - {name: r, app: read_bw, client: t0h0, server: t1h0, sizes: [64KiB, 3000], "
       "iterations: 60, timeout: 10}\n";
@@ -474,7 +481,8 @@ TEST_F(OooTransport, MprdmaAtomicsRunExactlyOnceDespiteLoss) {
       "nic: {mtu: 1024, transport: mprdma}\n"
       "fabric:\n  topology: mp_rdma_testbed\n  leaves: 2\n  spines: 4\n  hosts_per_leaf: 2\n"
       "  access_rate: 40Gbps\n  uplink_rate: 40Gbps\n  link: {delay: 200ns}\n"
-      "  switch: {pfc: {enabled: true, lossless_mask: 1}}\n  events:\n" + lossy_uplinks() +
+      "  switch: {pfc: {enabled: true, lossless_mask: 1}}\n  events:\n" +
+      lossy_uplinks() +
       "jobs:\n"
       "  - {name: a, app: atomic_bw, client: t0h0, server: t1h0, sizes: [8], iterations: 400, "
       "timeout: 10}\n";
@@ -498,11 +506,15 @@ TEST_F(OooTransport, IrnWritesCarryTheirRethAndSendsTheTrailerNothingMore) {
   constexpr uint64_t kSize = 16384;  // 16 packets of 1 KiB
   auto tx_bytes = [&](const std::string& transport, const std::string& app) {
     const std::string text =
-        "name: ext\nseed: 1\nend_time: 20ms\nnic: {mtu: 1024, transport: " + transport + "}\n"
+        "name: ext\nseed: 1\nend_time: 20ms\nnic: {mtu: 1024, transport: " + transport +
+        "}\n"
         "hosts: [{name: a}, {name: b}]\n"
         "links: [{name: w, a: a, b: b, rate: 40Gbps, delay: 200ns}]\n"
-        "jobs:\n  - {name: j, app: " + app + ", client: a, server: b, sizes: [16KiB], "
-        "iterations: " + std::to_string(kMsgs) + "}\n";
+        "jobs:\n  - {name: j, app: " +
+        app +
+        ", client: a, server: b, sizes: [16KiB], "
+        "iterations: " +
+        std::to_string(kMsgs) + "}\n";
     EXPECT_TRUE(run(text)) << transport << " " << app;
     expect_jobs_ok();
     EXPECT_EQ(counter("nic.a.requester.retransmits"), 0u);
@@ -528,13 +540,14 @@ TEST_F(OooTransport, IrnWritesCarryTheirRethAndSendsTheTrailerNothingMore) {
 // places nothing and answers a fatal NAK; the requester ends with an error
 // completion. Nothing hangs or crashes.
 TEST_F(OooTransport, WritesBetweenIrnAndMprdmaEndsFailCleanly) {
-  for (const auto& [client, server] : {std::pair<std::string, std::string>{"irn", "mprdma"},
-                                       {"mprdma", "irn"}}) {
+  for (const auto& [client, server] :
+       {std::pair<std::string, std::string>{"irn", "mprdma"}, {"mprdma", "irn"}}) {
     SCOPED_TRACE(client + " -> " + server);
     const std::string text =
         "name: mix\nseed: 1\nend_time: 20ms\nnic: {mtu: 1024}\n"
-        "hosts: [{name: a, nic: {transport: " + client + "}}, {name: b, nic: {transport: " +
-        client + "}}]\n"
+        "hosts: [{name: a, nic: {transport: " +
+        client + "}}, {name: b, nic: {transport: " + client +
+        "}}]\n"
         "links: [{name: w, a: a, b: b, rate: 40Gbps, delay: 200ns}]\n"
         "jobs:\n  - {name: j, app: write_bw, client: a, server: b, sizes: [100], "
         "iterations: 4, timeout: 8}\n";
@@ -589,8 +602,7 @@ TEST_F(OooTransport, MprdmaRunsAreDeterministic) {
   expect_jobs_ok();
   const auto first = all_counters();
   const uint64_t t1 = platform->sim_time_ps();
-  ASSERT_GT(first.at("nic.t0h0.transport.retransmits") + first.at("nic.t0h0.transport.rtos"),
-            0u);
+  ASSERT_GT(first.at("nic.t0h0.transport.retransmits") + first.at("nic.t0h0.transport.rtos"), 0u);
 
   ASSERT_TRUE(run(text));
   EXPECT_EQ(platform->sim_time_ps(), t1);

@@ -25,7 +25,8 @@ std::string scenario_text(const std::string& nic, const std::string& jobs) {
          "seed: 2\n"
          "end_time: 100ms\n"
          "nic:\n"
-         "  mtu: 1024\n" + nic +
+         "  mtu: 1024\n" +
+         nic +
          "fabric:\n"
          "  topology: mp_rdma_testbed\n"
          "  leaves: 2\n"
@@ -42,7 +43,8 @@ std::string scenario_text(const std::string& nic, const std::string& jobs) {
          "    - {at: 0s, link: t0-s1, action: loss, value: \"0.01\", dir: a2b}\n"
          "    - {at: 0s, link: t0-s2, action: loss, value: \"0.01\", dir: a2b}\n"
          "    - {at: 0s, link: t0-s3, action: loss, value: \"0.01\", dir: a2b}\n"
-         "jobs:" + jobs;
+         "jobs:" +
+         jobs;
 }
 
 const std::string kMixedNic =
@@ -152,9 +154,10 @@ TEST_F(PerQpTransport, ChoicesTheNicsDoNotOfferAreRefusedByName) {
   e = load_error(scenario_text("  qp_transports: [mprdma, tcp]\n", jobs("mprdma")));
   EXPECT_NE(e.find("qp_transports: unknown transport 'tcp'"), std::string::npos) << e;
   // A datagram job has no engine to choose.
-  e = load_error(scenario_text(kMixedNic, "\n  - {name: j, app: send_bw, transport: ud, client: "
-                                          "t0h0, server: t1h0, qp_transport: irn, sizes: [512], "
-                                          "iterations: 4}\n"));
+  e = load_error(scenario_text(kMixedNic,
+                               "\n  - {name: j, app: send_bw, transport: ud, client: "
+                               "t0h0, server: t1h0, qp_transport: irn, sizes: [512], "
+                               "iterations: 4}\n"));
   EXPECT_NE(e.find("qp_transport is for RC jobs"), std::string::npos) << e;
   // An unknown qp_transport value is a choice error naming the key.
   e = load_error(scenario_text(kMixedNic, jobs("rocev3")));

@@ -20,7 +20,8 @@ std::string scenario(int pus) {
   std::string s =
       "name: pus\n"
       "end_time: 100ms\n"
-      "nic: {mtu: 1024, pu: {count: " + std::to_string(pus) +
+      "nic: {mtu: 1024, pu: {count: " +
+      std::to_string(pus) +
       "}, latency: {tx_packet: 200}}\n"
       "hosts: [{name: h0}, {name: h1}]\n"
       "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
@@ -50,7 +51,8 @@ class ProcessingUnits : public test::ScenarioRun {
 
 TEST_F(ProcessingUnits, QpsOnDifferentPusRunInParallel) {
   const double shared = run_rate(1);
-  EXPECT_EQ(counter("nic.h0.pu.0.ops"), counter("nic.h0.tx.packets") + counter("nic.h0.mac.rx_packets"))
+  EXPECT_EQ(counter("nic.h0.pu.0.ops"),
+            counter("nic.h0.tx.packets") + counter("nic.h0.mac.rx_packets"))
       << "one PU built every packet and processed every received one";
   EXPECT_GT(counter("nic.h0.pu.0.wait_cycles"), 0u) << "the two QPs queued behind each other";
   // A PU building a 64 B WRITE every 200 cycles (800 ns): at most 1.25 M/s.

@@ -59,8 +59,7 @@ class TranslationTest : public ::testing::Test {
     return static_cast<uint32_t>(key);
   }
 
-  AccessStatus tr(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len, uint32_t need,
-                  Segs& out) {
+  AccessStatus tr(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len, uint32_t need, Segs& out) {
     return tr_.translate(key, pdn, va, len, need, out);
   }
 
@@ -148,8 +147,7 @@ TEST_F(TranslationTest, PdMismatch) {
   Segs out;
   EXPECT_EQ(tr(key, kPd + 1, 0x10000, 8, 0, out), AccessStatus::pd_mismatch);
   // Checked before bounds and access.
-  EXPECT_EQ(tr(key, kPd + 1, 0x90000, 8, MPR_ACCESS_REMOTE_ATOMIC, out),
-            AccessStatus::pd_mismatch);
+  EXPECT_EQ(tr(key, kPd + 1, 0x90000, 8, MPR_ACCESS_REMOTE_ATOMIC, out), AccessStatus::pd_mismatch);
   EXPECT_TRUE(out.empty());
 }
 
@@ -262,14 +260,14 @@ TEST(QpParams, AckTimeout) {
 
 TEST(QpParams, RnrTimerTable) {
   // IB spec, RNR NAK timer field encoding (milliseconds).
-  EXPECT_EQ(rnr_timer_ps(0), 655360000000u);  // 655.36 ms
-  EXPECT_EQ(rnr_timer_ps(1), 10000000u);      // 0.01 ms
-  EXPECT_EQ(rnr_timer_ps(2), 20000000u);      // 0.02 ms
-  EXPECT_EQ(rnr_timer_ps(5), 60000000u);      // 0.06 ms
-  EXPECT_EQ(rnr_timer_ps(12), 640000000u);    // 0.64 ms
-  EXPECT_EQ(rnr_timer_ps(14), 1280000000u);   // 1.28 ms
-  EXPECT_EQ(rnr_timer_ps(18), 5120000000u);   // 5.12 ms
-  EXPECT_EQ(rnr_timer_ps(24), 40960000000u);  // 40.96 ms
+  EXPECT_EQ(rnr_timer_ps(0), 655360000000u);   // 655.36 ms
+  EXPECT_EQ(rnr_timer_ps(1), 10000000u);       // 0.01 ms
+  EXPECT_EQ(rnr_timer_ps(2), 20000000u);       // 0.02 ms
+  EXPECT_EQ(rnr_timer_ps(5), 60000000u);       // 0.06 ms
+  EXPECT_EQ(rnr_timer_ps(12), 640000000u);     // 0.64 ms
+  EXPECT_EQ(rnr_timer_ps(14), 1280000000u);    // 1.28 ms
+  EXPECT_EQ(rnr_timer_ps(18), 5120000000u);    // 5.12 ms
+  EXPECT_EQ(rnr_timer_ps(24), 40960000000u);   // 40.96 ms
   EXPECT_EQ(rnr_timer_ps(31), 491520000000u);  // 491.52 ms
   for (uint8_t c = 1; c < 31; ++c) EXPECT_LT(rnr_timer_ps(c), rnr_timer_ps(c + 1)) << int(c);
   EXPECT_GT(rnr_timer_ps(0), rnr_timer_ps(31)) << "code 0 is the longest";

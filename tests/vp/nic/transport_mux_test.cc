@@ -4,14 +4,13 @@
 #include "vp/nic/transport_mux.h"
 
 #include <gtest/gtest.h>
+#include <mprdma/hw.h>
 
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <mprdma/hw.h>
 
 namespace mprdma::nic {
 namespace {
@@ -144,9 +143,9 @@ TEST_F(TransportMuxTest, StateIsTheLargestOfferedEngines) {
 }
 
 TEST_F(TransportMuxTest, RefusesADefaultThatIsNotOffered) {
-  EXPECT_THROW(TransportMux(std::make_unique<Probe>("gbn", 40, false), nullptr, nullptr,
-                            MPR_TRANSPORT_IRN),
-               std::invalid_argument);
+  EXPECT_THROW(
+      TransportMux(std::make_unique<Probe>("gbn", 40, false), nullptr, nullptr, MPR_TRANSPORT_IRN),
+      std::invalid_argument);
   EXPECT_THROW(TransportMux(nullptr, nullptr, nullptr, MPR_TRANSPORT_GBN), std::invalid_argument);
 }
 

@@ -31,7 +31,7 @@ namespace {
 constexpr uint32_t kQkey = 0x11111111;
 constexpr uint32_t kMtu = 1024;
 constexpr uint32_t kGrh = 40;
-constexpr uint64_t kBuf = 256 << 10;    // each endpoint's buffer
+constexpr uint64_t kBuf = 256 << 10;     // each endpoint's buffer
 constexpr uint64_t kSrcOff = 128 << 10;  // sender: payloads gathered from here
 constexpr uint32_t kRecvSlot = 2048;     // receiver: RECV k at k * kRecvSlot
 constexpr int kRecvs = 16;
@@ -111,11 +111,14 @@ TEST_F(UdFuzzTest, RandomDatagramsCompleteAsTheirWqesSayAndLandExactly) {
             g.signaled = i == n - 1 || below(2) == 0;
             mpr_wqe_ud dest = good;
             const uint64_t w = below(100);
-            if (w < 8) dest.remote_qpn = (good.remote_qpn + 1 + uint32_t(below(1000))) & 0xffffff;
-            else if (w < 16) dest.qkey = kQkey ^ (1u + uint32_t(below(0x7fffffff)));
-            else if (w < 24) dest.qkey = 0x80000000u;  // the sender's own Q_Key: kQkey too
-            const bool valid = (g.opcode == MPR_WQE_SEND || g.opcode == MPR_WQE_SEND_IMM) &&
-                               g.len <= kMtu;
+            if (w < 8)
+              dest.remote_qpn = (good.remote_qpn + 1 + uint32_t(below(1000))) & 0xffffff;
+            else if (w < 16)
+              dest.qkey = kQkey ^ (1u + uint32_t(below(0x7fffffff)));
+            else if (w < 24)
+              dest.qkey = 0x80000000u;  // the sender's own Q_Key: kQkey too
+            const bool valid =
+                (g.opcode == MPR_WQE_SEND || g.opcode == MPR_WQE_SEND_IMM) && g.len <= kMtu;
             g.to_receiver = valid && !posted_error && w >= 16;
             if (!valid) posted_error = true;
             const uint64_t off = kSrcOff + below(64 << 10);
@@ -127,8 +130,8 @@ TEST_F(UdFuzzTest, RandomDatagramsCompleteAsTheirWqesSayAndLandExactly) {
             // The library refuses opcodes UD does not take: post a SEND and
             // rewrite its opcode in the ring, as a faulty provider would.
             const bool forged = !(g.opcode == MPR_WQE_SEND || g.opcode == MPR_WQE_SEND_IMM);
-            mpr_send_wr wr = SendWr(g.wr_id, forged ? uint8_t(MPR_WQE_SEND) : g.opcode, &sge, 1,
-                                    flags);
+            mpr_send_wr wr =
+                SendWr(g.wr_id, forged ? uint8_t(MPR_WQE_SEND) : g.opcode, &sge, 1, flags);
             wr.ud = &dest;
             wr.imm_data = g.imm;
             if (fuzz::Trace())
@@ -163,8 +166,7 @@ TEST_F(UdFuzzTest, RandomDatagramsCompleteAsTheirWqesSayAndLandExactly) {
               ++sent_ok;
             }
           }
-          const std::vector<mpr_wc> sc =
-              WaitWcs(*p.a.ctx, p.a.scq, int(want.size()), Ms(5), false);
+          const std::vector<mpr_wc> sc = WaitWcs(*p.a.ctx, p.a.scq, int(want.size()), Ms(5), false);
           ASSERT_EQ(sc.size(), want.size()) << "sender completions";
           for (size_t i = 0; i < want.size(); ++i) {
             EXPECT_EQ(sc[i].wr_id, want[i].first) << "sender completion " << i;
@@ -208,7 +210,7 @@ TEST_F(UdFuzzTest, RandomDatagramsCompleteAsTheirWqesSayAndLandExactly) {
       Ms(200 + 10 * rounds));
   std::cout << "UD fuzz: " << rounds << " rounds, " << sent_ok << " sent, " << received
             << " received, " << rejected << " rejected, " << dropped << " not received\n";
-  EXPECT_GT(received, rounds);   // the fuzzing reached the receiver
+  EXPECT_GT(received, rounds);  // the fuzzing reached the receiver
   EXPECT_GT(rejected, rounds / 10);
 }
 

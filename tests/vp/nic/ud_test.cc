@@ -179,17 +179,16 @@ TEST_F(UdTest, BatchedWqesAreReadByDmaAndMmioWqesAreNot) {
     for (int i = 0; i < 32; ++i) Recv(i, uint64_t(i) * 256, 256);
     const uint64_t writes0 = bench->counter("nic.h0.hostif.mmio_writes");
     for (int i = 0; i < 16; ++i)
-      ASSERT_EQ(Send(i, 8192, 60, MPR_WQE_SEND, i == 15 ? MPR_WQE_F_SIGNALED : 0, nullptr, 0),
-                0);
+      ASSERT_EQ(Send(i, 8192, 60, MPR_WQE_SEND, i == 15 ? MPR_WQE_F_SIGNALED : 0, nullptr, 0), 0);
     pair.a.ctx->ring_sq(pair.a.qp);
     EXPECT_EQ(Poll(pair.a, pair.a.scq).wr_id, 15u);
     EXPECT_EQ(bench->counter("nic.h0.hostif.mmio_writes") - writes0, 1u);  // one doorbell
     const uint64_t stride = uint64_t{1} << pair.a.qp->dp.sq.log_stride;
     EXPECT_EQ(bench->counter("nic.h0.dma.wqe_read_bytes"), 16 * stride);
     for (int i = 0; i < 4; ++i)
-      ASSERT_EQ(Send(100 + i, 8192, 60, MPR_WQE_SEND, MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE,
-                     nullptr, 2),
-                1);
+      ASSERT_EQ(
+          Send(100 + i, 8192, 60, MPR_WQE_SEND, MPR_WQE_F_SIGNALED | MPR_WQE_F_INLINE, nullptr, 2),
+          1);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(Poll(pair.a, pair.a.scq).wr_id, 100u + i);
     EXPECT_EQ(bench->counter("nic.h0.dma.wqe_read_bytes"), 16 * stride);  // no more reads
     for (int i = 0; i < 20; ++i) EXPECT_EQ(Poll(pair.b, pair.b.rcq).status, MPR_CQE_SUCCESS);

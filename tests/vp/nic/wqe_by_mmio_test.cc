@@ -4,11 +4,10 @@
 // doorbell per batch, they are read by DMA; a WQE written to a page that is
 // not its QP's, or claiming more than the window, is dropped and counted.
 #include <gtest/gtest.h>
+#include <mprdma/hw.h>
 
 #include <cstring>
 #include <string>
-
-#include <mprdma/hw.h>
 
 #include "support/scenario_run.h"
 
@@ -18,13 +17,14 @@ namespace {
 std::string scenario(const std::string& job_extra, const std::string& size,
                      const std::string& top_extra = "") {
   return "name: bf\n"
-         "end_time: 50ms\n" + top_extra +
+         "end_time: 50ms\n" +
+         top_extra +
          "nic: {mtu: 1024}\n"
          "hosts: [{name: h0}, {name: h1}]\n"
          "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
          "jobs:\n"
-         "  - {name: w, app: write_bw, client: h0, server: h1, sizes: [" + size +
-         "], iterations: 100, tx_depth: 16, cq_mod: 1" + job_extra + "}\n";
+         "  - {name: w, app: write_bw, client: h0, server: h1, sizes: [" +
+         size + "], iterations: 100, tx_depth: 16, cq_mod: 1" + job_extra + "}\n";
 }
 
 class WqeByMmio : public test::ScenarioRun {

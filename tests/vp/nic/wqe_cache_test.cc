@@ -19,8 +19,11 @@ std::string scenario(const std::string& app, int window) {
          "hosts: [{name: h0}, {name: h1}]\n"
          "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
          "jobs:\n"
-         "  - {name: j, app: " + app + ", client: h0, server: h1, sizes: [64], inline_size: 64, "
-         "iterations: 200, cq_mod: 1, qps: 16, tx_depth: " + std::to_string(window) + "}\n";
+         "  - {name: j, app: " +
+         app +
+         ", client: h0, server: h1, sizes: [64], inline_size: 64, "
+         "iterations: 200, cq_mod: 1, qps: 16, tx_depth: " +
+         std::to_string(window) + "}\n";
 }
 
 class WqeCache : public test::ScenarioRun {};

@@ -1,18 +1,16 @@
 // The PCIe link, root complex and DMA port in simulation: Kalia's K1
 // traffic figures, bandwidths, latencies, tag limits and DMA semantics.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include <systemc>
-
 #include <gtest/gtest.h>
+#include <tlm_utils/simple_target_socket.h>
 
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <systemc>
 #include <vector>
-
-#include <tlm_utils/simple_target_socket.h>
 
 #include "support/sim_test.h"
 #include "vp/core/calendar.h"
@@ -373,7 +371,8 @@ TEST_F(PcieLinkTest, DllpCountsOfAKnownSequence) {
     }
     uint32_t r = 0;
     bench->rc.mmio_read(0x100, &r, 4);
-    for (int i = 0; i < 2; ++i) bench->dma.read(0x10000 + i * 512, 512, [](bool, const uint8_t*, size_t) {});
+    for (int i = 0; i < 2; ++i)
+      bench->dma.read(0x10000 + i * 512, 512, [](bool, const uint8_t*, size_t) {});
     std::vector<uint8_t> buf(64, 1);
     for (int i = 0; i < 6; ++i) bench->dma.write(0x20000 + i * 64, buf.data(), 64);
   });
@@ -534,8 +533,7 @@ TEST_F(PcieLinkTest, SmallPostedCreditsThrottleWriteBandwidth) {
 //   link x 128 / (150 + 4 / 4) = 13 354 MB/s; 13 443 MB/s without DLLPs.
 // DLLPs are then 4 B per 600 B downstream (0.67 %) and the completions'
 // Acks 8 B per 4 completions upstream, where the requests take 26 B.
-class PcieReadStreamTest : public PcieLinkTest,
-                           public ::testing::WithParamInterface<uint64_t> {};
+class PcieReadStreamTest : public PcieLinkTest, public ::testing::WithParamInterface<uint64_t> {};
 
 TEST_P(PcieReadStreamTest, ReadBandwidthWithAndWithoutDllps) {
   const uint64_t dllp = GetParam();
@@ -545,9 +543,8 @@ TEST_P(PcieReadStreamTest, ReadBandwidthWithAndWithoutDllps) {
   constexpr size_t kLen = 4 * 1024 * 1024;
   sc_time done_at;
   spawn([&] {
-    bench->dma.read(0x200000, kLen, [&](bool, const uint8_t*, size_t) {
-      done_at = sc_time_stamp();
-    });
+    bench->dma.read(0x200000, kLen,
+                    [&](bool, const uint8_t*, size_t) { done_at = sc_time_stamp(); });
   });
   sc_core::sc_start();
   const double per_completion = dllp ? 150.0 + 2 * 8.0 / 4 / 4 : 150.0;

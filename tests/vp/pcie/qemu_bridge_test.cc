@@ -3,6 +3,7 @@
 // QEMU's command line and supervision (with shell scripts standing in for
 // QEMU), the synchronised clock with a fake plugin, and the run loop.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,10 +14,8 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <thread>
-
-#include <gtest/gtest.h>
 #include <systemc>
+#include <thread>
 
 #include "qemu_test_util.h"
 #include "support/sim_test.h"
@@ -170,8 +169,8 @@ TEST(PciConfigSpace, CommandRegisterAndDecoding) {
 std::vector<GuestMemory::Region> regions_of(MemFile& f, std::vector<std::array<uint64_t, 3>> r) {
   std::vector<GuestMemory::Region> out;
   for (const auto& [gpa, size, offset] : r)
-    out.push_back(GuestMemory::Region{gpa, size, static_cast<int64_t>(offset),
-                                      UniqueFd(::dup(f.fd()))});
+    out.push_back(
+        GuestMemory::Region{gpa, size, static_cast<int64_t>(offset), UniqueFd(::dup(f.fd()))});
   return out;
 }
 
@@ -413,9 +412,7 @@ TEST(QemuCommand, RefusesIncompleteDescriptions) {
 class QemuProcessTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = temp_dir(); }
-  void TearDown() override {
-    std::system(("rm -rf " + dir_).c_str());
-  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
   // Events until (and including) the exit, each within `ms`.
   std::vector<QemuProcess::Event> events_until_exit(QemuProcess& p, int ms = 10000) {
     std::vector<QemuProcess::Event> all;

@@ -3,6 +3,8 @@
 // bar_probe.S) that programs the NIC's BARs and reads its registers through
 // real QEMU in both time modes. No guest image is needed. Every case skips
 // when QEMU is not installed.
+#include <gtest/gtest.h>
+#include <mprdma/regs_util.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,9 +12,6 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
-
-#include <gtest/gtest.h>
-#include <mprdma/regs_util.h>
 #include <systemc>
 
 #include "qemu_test_util.h"
@@ -201,10 +200,11 @@ TEST_F(QemuGuestTest, FirmwareReadsTheNicThroughRealQemu) {
   EXPECT_EQ(c.unclaimed, 0u);
   const double rtt = median("pcie.nic0.proxy.bar_read_interval_us");
   const double inside = median("pcie.nic0.proxy.bar_read_wall_us");
-  std::printf("BAR read round trip through real QEMU (free-running): median %.1f us between "
-              "reads, of which %.1f us inside the simulator (%.1f us waiting for the run "
-              "loop)\n",
-              rtt, inside, median("pcie.nic0.proxy.access_queue_wall_us"));
+  std::printf(
+      "BAR read round trip through real QEMU (free-running): median %.1f us between "
+      "reads, of which %.1f us inside the simulator (%.1f us waiting for the run "
+      "loop)\n",
+      rtt, inside, median("pcie.nic0.proxy.access_queue_wall_us"));
   RecordProperty("qemu_bar_read_rtt_median_us", std::to_string(rtt));
 }
 
@@ -233,8 +233,7 @@ TEST_F(QemuGuestTest, SeaBiosAssignsTheBarsAndASynchronisedGuestStopsPromptly) {
   // (or halts); stopping must not wait for the SIGKILL fallback.
   const auto t0 = std::chrono::steady_clock::now();
   host_->stop_qemu();
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(secs, 1.5) << "QEMU needed the SIGKILL fallback";
   ASSERT_TRUE(run_to_exit(30));
   EXPECT_TRUE(host_->process().status().exited) << host_->exit_report();
@@ -278,12 +277,12 @@ TEST_F(QemuGuestTest, SynchronisedModeFollowsTheInstructionCountDeterministicall
   EXPECT_GT(access_ns, 300);
   const double accesses = kReads + 4;  // marker reads, the write and its read-back
   EXPECT_NEAR(a.offset.to_seconds() * 1e9, access_ns * accesses, access_ns * accesses * 0.2);
-  std::printf("sync mode: %llu syncs, %llu instructions, marker gap %llu instructions, "
-              "stall offset %s, BAR read round trip %.1f us (wall, between reads)\n",
-              static_cast<unsigned long long>(a.syncs),
-              static_cast<unsigned long long>(a.last_count),
-              static_cast<unsigned long long>(gap), a.offset.to_string().c_str(),
-              median("pcie.nic0.proxy.bar_read_interval_us"));
+  std::printf(
+      "sync mode: %llu syncs, %llu instructions, marker gap %llu instructions, "
+      "stall offset %s, BAR read round trip %.1f us (wall, between reads)\n",
+      static_cast<unsigned long long>(a.syncs), static_cast<unsigned long long>(a.last_count),
+      static_cast<unsigned long long>(gap), a.offset.to_string().c_str(),
+      median("pcie.nic0.proxy.bar_read_interval_us"));
 
   // A second run from a fresh kernel sees the same instruction counts and
   // the same SystemC time.

@@ -2,28 +2,28 @@
 // end into the NIC model, without QEMU. The fake runs on its own thread
 // (a real vCPU waits for each reply); the test thread drives SystemC with
 // the QEMU run loop, as the platform does.
+#include "vp/host/qemu_host.h"
+
+#include <gtest/gtest.h>
+#include <mprdma/hw.h>
+#include <mprdma/regs_util.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <sstream>
-#include <thread>
-
-#include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
-#include <mprdma/hw.h>
-#include <mprdma/regs_util.h>
 #include <systemc>
+#include <thread>
 
 #include "qemu_test_util.h"
 #include "support/fuzz_stream.h"
 #include "support/log_capture.h"
 #include "support/sim_test.h"
-#include "vp/host/qemu_host.h"
 
 namespace mprdma::host {
 namespace {
@@ -172,8 +172,7 @@ TEST_F(QemuHostTest, BarAccessesReachTheNicRegisters) {
       const auto t0 = std::chrono::steady_clock::now();
       const uint64_t v = q.bar_read(reg(MPR_BAR0_OFF(ID)), 4);
       rtt_us.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-              .count());
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       if (v != 0x4D50C0DEu) {
         ADD_FAILURE() << "read " << i << " gave 0x" << std::hex << v;
         break;
@@ -193,10 +192,11 @@ TEST_F(QemuHostTest, BarAccessesReachTheNicRegisters) {
   const core::Histogram* dev = env->stats.find_histogram("pcie.nic0.proxy.bar_read_wall_us");
   ASSERT_NE(sim, nullptr);
   ASSERT_NE(dev, nullptr);
-  std::printf("BAR read round trip (fake QEMU, free-running): median %.1f us, p99 %.1f us; "
-              "inside the simulator (arrival to reply) median %.1f us; simulated PCIe read "
-              "%.0f ns\n",
-              p50, p99, dev->percentile(50), sim->percentile(50));
+  std::printf(
+      "BAR read round trip (fake QEMU, free-running): median %.1f us, p99 %.1f us; "
+      "inside the simulator (arrival to reply) median %.1f us; simulated PCIe read "
+      "%.0f ns\n",
+      p50, p99, dev->percentile(50), sim->percentile(50));
   RecordProperty("bar_read_rtt_median_us", std::to_string(p50));
   RecordProperty("bar_read_rtt_p99_us", std::to_string(p99));
   EXPECT_GT(sim->percentile(50), 300.0) << "a read pays the PCIe round trip in SystemC time";
@@ -216,8 +216,7 @@ TEST_F(QemuHostTest, SyncSysmemMapsGuestRamAndNicDmaLandsThere) {
     EXPECT_TRUE(poll_reg(q, MPR_BAR0_OFF(ACQ_PI), 0xffff, 1)) << "no admin completion";
     // A new memory map replaces the old one wholesale: the next command is
     // fetched from, and completed into, the second memfd.
-    ASSERT_TRUE(
-        q.sync_sysmem({{0, 2 * kMiB, 0, ram2.fd()}, {hi, 2 * kMiB, 2 * kMiB, ram2.fd()}}));
+    ASSERT_TRUE(q.sync_sysmem({{0, 2 * kMiB, 0, ram2.fd()}, {hi, 2 * kMiB, 2 * kMiB, ram2.fd()}}));
     q.bar_write(reg(MPR_BAR0_OFF(AQ_PI)), 2, 4);
     EXPECT_TRUE(poll_reg(q, MPR_BAR0_OFF(ACQ_PI), 0xffff, 2)) << "no second completion";
   });
@@ -259,8 +258,8 @@ TEST_F(QemuHostTest, WithoutBusMasteringTheNicCannotDma) {
     enable_aq(q, 0x10000, 0x20000);
     q.bar_write(reg(MPR_BAR0_OFF(AQ_PI)), 1, 4);
     // The fetch fails; give the NIC time to try.
-    poll_reg(q, MPR_BAR0_OFF(STATUS), MPRDMA_BAR0__STATUS__FATAL_bm,
-             MPRDMA_BAR0__STATUS__FATAL_bm, 200);
+    poll_reg(q, MPR_BAR0_OFF(STATUS), MPRDMA_BAR0__STATUS__FATAL_bm, MPRDMA_BAR0__STATUS__FATAL_bm,
+             200);
   });
   ASSERT_TRUE(run_until([&] { return counter("pcie.nic0.qemu.dma_without_bus_master") > 0; }));
   EXPECT_EQ(ram.load<mpr_cmd_comp>(0x20000).owner, 0);
@@ -302,10 +301,14 @@ TEST_F(QemuHostTest, RandomGuestRegisterTrafficNeitherHangsNorBreaksTheNic) {
   // bit, an address in guest RAM), sometimes anything anywhere.
   auto reg_value = [&]() -> uint64_t {
     switch (rng() % 4) {
-      case 0: return rng() % 16;
-      case 1: return uint64_t{1} << (rng() % 32);
-      case 2: return (rng() % ram_size) & ~uint64_t{63};
-      default: return rng();
+      case 0:
+        return rng() % 16;
+      case 1:
+        return uint64_t{1} << (rng() % 32);
+      case 2:
+        return (rng() % ram_size) & ~uint64_t{63};
+      default:
+        return rng();
     }
   };
   std::map<std::string, int> kinds;

@@ -3,6 +3,7 @@
 // and a run loop driver.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,10 +13,8 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <vector>
-
-#include <gtest/gtest.h>
 #include <systemc>
+#include <vector>
 
 #include "vp/pcie/qemu_fd.h"
 #include "vp/pcie/qemu_mpqemu.h"
@@ -134,8 +133,7 @@ inline bool run_until(pcie::QemuRunLoop& loop, const std::function<bool()>& done
                       sc_core::sc_time slice = sc_core::sc_time(100, sc_core::SC_US)) {
   const auto t0 = std::chrono::steady_clock::now();
   while (!done()) {
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
-        wall_limit_s)
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > wall_limit_s)
       return false;
     const auto step = loop.next_step(slice);
     if (!step) return done();

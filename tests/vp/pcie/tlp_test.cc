@@ -1,7 +1,7 @@
 // TLP splitting arithmetic and the link configuration, without simulation.
-#include <gtest/gtest.h>
+#include "vp/pcie/tlp.h"
 
-#include "support/recording_binder.h"
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "support/recording_binder.h"
 #include "vp/core/random.h"
 #include "vp/pcie/pcie_config.h"
-#include "vp/pcie/tlp.h"
 
 namespace mprdma::pcie {
 namespace {
@@ -83,9 +83,8 @@ TEST(TlpArithmetic, NoRequestCrosses4KiB) {
     for (int i = 0; i < 500; ++i) {
       const uint64_t addr = rng.below(1u << 20);
       const uint64_t len = 1 + rng.below(20000);
-      for (const auto& pieces :
-           {split_read_requests(addr, len, r), split_writes(addr, len, r),
-            split_completions(addr, len, r)}) {
+      for (const auto& pieces : {split_read_requests(addr, len, r), split_writes(addr, len, r),
+                                 split_completions(addr, len, r)}) {
         uint64_t next = addr;
         for (const Tlp& t : pieces) {
           ASSERT_EQ(t.addr, next);
@@ -240,9 +239,8 @@ TEST(PcieConfigTest, BindNamesEveryKeyAndChecksShapes) {
     c.bind(b);
     EXPECT_TRUE(b.errors.empty());
     for (const char* key : {"gen", "lanes", "max_payload", "max_read_request",
-                            "read_completion_boundary", "request_overhead",
-                            "completion_overhead", "latency", "memory_latency",
-                            "max_outstanding_reads"})
+                            "read_completion_boundary", "request_overhead", "completion_overhead",
+                            "latency", "memory_latency", "max_outstanding_reads"})
       EXPECT_TRUE(b.keys.count(key)) << key;
     EXPECT_NO_THROW(c.validate());
   }
@@ -292,8 +290,8 @@ TEST(PcieConfigTest, FlowControlCreditsAreCheckedAgainstTheSpec) {
     bool ok;
   };
   // posted_data: MPS 256 needs at least 16 credits.
-  for (const Case& k : {Case{0, true}, Case{15, false}, Case{16, true}, Case{2047, true},
-                        Case{2048, false}}) {
+  for (const Case& k :
+       {Case{0, true}, Case{15, false}, Case{16, true}, Case{2047, true}, Case{2048, false}}) {
     PcieConfig c;
     RecordingBinder b;
     b.set["posted_data"] = k.value;  // both sides

@@ -1,6 +1,9 @@
 // The main demo scenario, scenarios/modeled/back-to-back.yaml, end to end:
 // WRITE goodput against the RoCEv2 limit, every job's data check,
 // determinism, and an independent decoder (tshark) on its pcap.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -10,10 +13,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "support/sim_test.h"
 #include "vp/core/results.h"
@@ -71,8 +70,8 @@ double write_goodput_limit_gbps(double line_gbps, uint64_t size, uint64_t mtu) {
                       : k == 0           ? Opcode::RDMA_WRITE_FIRST
                       : k + 1 == packets ? Opcode::RDMA_WRITE_LAST
                                          : Opcode::RDMA_WRITE_MIDDLE;
-    const uint64_t frame = std::max<uint64_t>(net::roce_frame_bytes(op, payload),
-                                              net::kEthMinFrameBytes);
+    const uint64_t frame =
+        std::max<uint64_t>(net::roce_frame_bytes(op, payload), net::kEthMinFrameBytes);
     wire += frame + net::kEthFcsBytes + net::kEthPreambleBytes + net::kEthIfgBytes;
   }
   return line_gbps * double(size) / double(wire);
@@ -80,7 +79,8 @@ double write_goodput_limit_gbps(double line_gbps, uint64_t size, uint64_t mtu) {
 
 TEST_F(BackToBack, WriteGoodputIsWithinFivePercentOfTheRoceLimit) {
   const ScenarioConfig cfg = load_scenario(demo_path());
-  const nlohmann::json doc = run(cfg, testing::TempDir() + std::to_string(getpid()) + "_b2b_metric");
+  const nlohmann::json doc =
+      run(cfg, testing::TempDir() + std::to_string(getpid()) + "_b2b_metric");
   ASSERT_TRUE(doc["metrics"].contains("write_bw_gbps_65536"));
   const double measured = doc["metrics"]["write_bw_gbps_65536"].get<double>();
   const double limit = write_goodput_limit_gbps(40.0, 65536, cfg.jobs.at(0).mtu.n);
@@ -105,7 +105,8 @@ TEST_F(BackToBack, SameSeedGivesByteIdenticalResults) {
   ScenarioConfig cfg = load_scenario(demo_path());
   // Fewer iterations keep the test short; every job and size still runs.
   for (host::JobConfig& j : cfg.jobs) j.iterations = std::min<int64_t>(j.iterations, 40);
-  const std::string a = testing::TempDir() + std::to_string(getpid()) + "_b2b_det_a", b = testing::TempDir() + std::to_string(getpid()) + "_b2b_det_b";
+  const std::string a = testing::TempDir() + std::to_string(getpid()) + "_b2b_det_a",
+                    b = testing::TempDir() + std::to_string(getpid()) + "_b2b_det_b";
   run(cfg, a);
   run(cfg, b);
   EXPECT_EQ(slurp(a + "/results.json"), slurp(b + "/results.json"));
@@ -165,11 +166,12 @@ TEST_F(BackToBack, TsharkDecodesEveryOpcodeAndPsnTheNicsSent) {
   const std::string base = "tshark -n --disable-protocol rpcordma -r " + dir + "/wire.pcap";
   const std::string err_file = dir + "/tshark.err";
   const std::string fields = run_command(
-      base + " -T fields -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn"
-             " 2>" + err_file,
+      base +
+          " -T fields -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn"
+          " 2>" +
+          err_file,
       &status);
-  ASSERT_EQ(status, 0) << "tshark failed (is the tshark package installed?):\n"
-                       << slurp(err_file);
+  ASSERT_EQ(status, 0) << "tshark failed (is the tshark package installed?):\n" << slurp(err_file);
   std::istringstream lines(fields);
   std::string line;
   size_t i = 0;
@@ -186,18 +188,17 @@ TEST_F(BackToBack, TsharkDecodesEveryOpcodeAndPsnTheNicsSent) {
   }
   EXPECT_EQ(i, sent.size());
   // The demo exercises WRITE, READ, SEND, atomics and their responses.
-  for (net::Opcode op : {net::Opcode::RDMA_WRITE_FIRST, net::Opcode::RDMA_WRITE_MIDDLE,
-                         net::Opcode::RDMA_WRITE_LAST, net::Opcode::RDMA_WRITE_ONLY,
-                         net::Opcode::RDMA_READ_REQUEST, net::Opcode::RDMA_READ_RESPONSE_FIRST,
-                         net::Opcode::RDMA_READ_RESPONSE_LAST, net::Opcode::RDMA_READ_RESPONSE_ONLY,
-                         net::Opcode::SEND_ONLY, net::Opcode::SEND_FIRST, net::Opcode::SEND_LAST,
-                         net::Opcode::ACKNOWLEDGE, net::Opcode::FETCH_ADD,
-                         net::Opcode::COMPARE_SWAP, net::Opcode::ATOMIC_ACKNOWLEDGE})
+  for (net::Opcode op :
+       {net::Opcode::RDMA_WRITE_FIRST, net::Opcode::RDMA_WRITE_MIDDLE, net::Opcode::RDMA_WRITE_LAST,
+        net::Opcode::RDMA_WRITE_ONLY, net::Opcode::RDMA_READ_REQUEST,
+        net::Opcode::RDMA_READ_RESPONSE_FIRST, net::Opcode::RDMA_READ_RESPONSE_LAST,
+        net::Opcode::RDMA_READ_RESPONSE_ONLY, net::Opcode::SEND_ONLY, net::Opcode::SEND_FIRST,
+        net::Opcode::SEND_LAST, net::Opcode::ACKNOWLEDGE, net::Opcode::FETCH_ADD,
+        net::Opcode::COMPARE_SWAP, net::Opcode::ATOMIC_ACKNOWLEDGE})
     EXPECT_GT(opcodes[static_cast<unsigned>(op)], 0) << net::to_string(op);
 
-  const std::string bad =
-      run_command(base + " -Y '_ws.malformed || _ws.expert.severity >= error' 2>" + err_file,
-                  &status);
+  const std::string bad = run_command(
+      base + " -Y '_ws.malformed || _ws.expert.severity >= error' 2>" + err_file, &status);
   EXPECT_EQ(status, 0);
   EXPECT_TRUE(bad.empty()) << "tshark flagged frames:\n" << bad.substr(0, 2000);
 }

@@ -2,9 +2,9 @@
 // follows the configuration that limits the run (a slow PCIe link, the
 // Ethernet port, a thrashing QP-context cache), and results carry every
 // resource's utilisation.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/scenario_run.h"
 
@@ -15,8 +15,7 @@ namespace {
 // window [1.2 ms, 1.4 ms) sees only the measured transfer.
 std::string scenario(const std::string& pcie, const std::string& nic_extra, int jobs,
                      const std::string& size, int iterations) {
-  std::string s = "name: bn\nseed: 1\nend_time: 30ms\n" + pcie +
-                  "nic:\n  mtu: 1024\n" + nic_extra +
+  std::string s = "name: bn\nseed: 1\nend_time: 30ms\n" + pcie + "nic:\n  mtu: 1024\n" + nic_extra +
                   "hosts: [{name: h0}, {name: h1}]\n"
                   "links: [{name: wire, a: h0, b: h1, rate: 40Gbps, delay: 200ns}]\n"
                   "metrics:\n"
@@ -25,9 +24,8 @@ std::string scenario(const std::string& pcie, const std::string& nic_extra, int 
                   "  client_run: bottleneck(h0)\n"
                   "jobs:\n";
   for (int j = 0; j < jobs; ++j)
-    s += "  - {name: w" + std::to_string(j) +
-         ", app: write_bw, client: h0, server: h1, sizes: [" + size +
-         "], iterations: " + std::to_string(iterations) +
+    s += "  - {name: w" + std::to_string(j) + ", app: write_bw, client: h0, server: h1, sizes: [" +
+         size + "], iterations: " + std::to_string(iterations) +
          ", tx_depth: 8, run_at: 1ms, after_previous: false}\n";
   return s;
 }
@@ -78,8 +76,8 @@ TEST_F(BottleneckRun, SlowPcieThenTheEthernetPortLimitLargeWrites) {
 TEST_F(BottleneckRun, ThrashingQpContextsStallTheServersReceiveStage) {
   // Eight QPs through one QP-context line: nearly every WRITE packet the
   // server receives waits for a context fill over PCIe.
-  ASSERT_TRUE(run(scenario("pcie: {gen: 3, lanes: 16}\n", "  cache: {qpc: {sets: 1, ways: 1}}\n",
-                           8, "1KiB", 300)));
+  ASSERT_TRUE(run(scenario("pcie: {gen: 3, lanes: 16}\n", "  cache: {qpc: {sets: 1, ways: 1}}\n", 8,
+                           "1KiB", 300)));
   expect_window_covered();
   EXPECT_EQ(platform->labels().at("server"), "rx_stage.qpc_miss");
   EXPECT_GT(counter("nic.h1.rx.stall_ps.qpc"), 0u);
@@ -87,8 +85,9 @@ TEST_F(BottleneckRun, ThrashingQpContextsStallTheServersReceiveStage) {
 }
 
 TEST_F(BottleneckRun, ScenarioChecksTheMetric) {
-  std::string e = config_error(scenario("", "", 1, "4KiB", 1) +
-                               "  - {name: x, app: write_bw, client: h0, server: h1, sizes: [64]}\n");
+  std::string e =
+      config_error(scenario("", "", 1, "4KiB", 1) +
+                   "  - {name: x, app: write_bw, client: h0, server: h1, sizes: [64]}\n");
   EXPECT_EQ(e, "");
   std::string bad = scenario("", "", 1, "4KiB", 1);
   bad.replace(bad.find("bottleneck(h1"), 13, "bottleneck(h9");

@@ -3,9 +3,9 @@
 // and which one is named.
 #include "vp/platform/bottleneck.h"
 
-#include <stdexcept>
-
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 namespace mprdma::platform {
 namespace {
@@ -41,8 +41,9 @@ TEST(Bottleneck, ParsesTheMetricAndRejectsMalformedOnes) {
   EXPECT_FALSE(s->until_jobs_end);
   EXPECT_FALSE(parse_bottleneck_metric("w.64.bw_gbps"));
   EXPECT_FALSE(parse_bottleneck_metric("max(a, b)"));
-  for (const char* bad : {"bottleneck(s,1ms)", "bottleneck(,1ms,2ms)", "bottleneck(s,2ms,1ms)",
-                          "bottleneck(s,1ms,2ms", "bottleneck(s,x,2ms)", "bottleneck(s,1ms,2ms,3ms)"})
+  for (const char* bad :
+       {"bottleneck(s,1ms)", "bottleneck(,1ms,2ms)", "bottleneck(s,2ms,1ms)",
+        "bottleneck(s,1ms,2ms", "bottleneck(s,x,2ms)", "bottleneck(s,1ms,2ms,3ms)"})
     EXPECT_THROW(parse_bottleneck_metric(bad), std::invalid_argument) << bad;
 }
 
@@ -75,10 +76,10 @@ TEST(Bottleneck, PcieDirectionIsNamedAfterItsBusiestTlpKind) {
 TEST(Bottleneck, PortPuSchedulerAndReceiveStage) {
   // 10 us at 40 Gb/s: 50 000 wire bytes. 400 frames of 105 B + 20 B gap.
   std::map<std::string, uint64_t> d = {
-      {"nic.h.mac.tx_bytes", 400 * 105}, {"nic.h.mac.tx_packets", 400},
-      {"nic.h.pu.0.busy_cycles", 500},   {"nic.h.pu.1.busy_cycles", 1500},
-      {"nic.h.pu.2.busy_cycles", 1500},  {"nic.h.tx.packets", 400},
-      {"nic.h.mac.rx_packets", 100},     {"nic.h.rx.stall_ps.wqe", 3'000'000},
+      {"nic.h.mac.tx_bytes", 400 * 105},    {"nic.h.mac.tx_packets", 400},
+      {"nic.h.pu.0.busy_cycles", 500},      {"nic.h.pu.1.busy_cycles", 1500},
+      {"nic.h.pu.2.busy_cycles", 1500},     {"nic.h.tx.packets", 400},
+      {"nic.h.mac.rx_packets", 100},        {"nic.h.rx.stall_ps.wqe", 3'000'000},
       {"nic.h.rx.stall_ps.qpc", 1'000'000},
   };
   const HostCapacity cap = gen3x16_40g();  // 2500 cycles in 10 us

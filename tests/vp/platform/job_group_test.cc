@@ -2,18 +2,19 @@
 // exactly the jobs a hand-written list would (names, order, every key), the
 // per-distance ideal_base follows the switches between the two hosts, and
 // each mistake is an error that names it.
+#include "vp/platform/job_group.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "support/files.h"
 #include "vp/core/config.h"
-#include "vp/platform/job_group.h"
 #include "vp/platform/scenario.h"
 
 namespace mprdma::platform {
@@ -118,8 +119,8 @@ metrics:
 
 TEST(JobGroup, SetReachesEveryJobThroughTheTemplate) {
   const ScenarioConfig cfg =
-      load(std::string(kFatTree) + kGroup, {"job_groups.0.job.rate=3Gbps",
-                                            "job_groups.0.ideal_base_by_switches.5=40us"});
+      load(std::string(kFatTree) + kGroup,
+           {"job_groups.0.job.rate=3Gbps", "job_groups.0.ideal_base_by_switches.5=40us"});
   for (const host::JobConfig& j : cfg.jobs) EXPECT_EQ(j.rate.bps, 3e9) << j.name;
   EXPECT_EQ(cfg.jobs[14].ideal_base.ps, core::Duration::from_us(40).ps);
 }
@@ -157,12 +158,12 @@ TEST(JobGroup, MistakesAreErrorsThatNameThem) {
   EXPECT_NE(e.find("ideal_base_by_switches.1: "), std::string::npos) << e;
   e = group("  - ideal_base_by_switches: {1: 1us}\n    job: {app: write_bw}\n");
   EXPECT_NE(e.find("applies to write_flows jobs only"), std::string::npos) << e;
-  e = group("  - ideal_base_by_switches: {1: 1us}\n"
-            "    job: {app: write_flows, rate: 1Gbps, duration: 1ms}\n");
+  e = group(
+      "  - ideal_base_by_switches: {1: 1us}\n"
+      "    job: {app: write_flows, rate: 1Gbps, duration: 1ms}\n");
   EXPECT_NE(e.find("needs job.ideal_rate"), std::string::npos) << e;
   e = group("  - {hosts: [p0e0h0, nowhere], job: {app: write_bw}}\n");
-  EXPECT_NE(e.find("hosts names 'nowhere', which is not a modeled host"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("hosts names 'nowhere', which is not a modeled host"), std::string::npos) << e;
   e = group("  - {hosts: [p0e0h0, p0e0h0], job: {app: write_bw}}\n");
   EXPECT_NE(e.find("hosts names 'p0e0h0' twice"), std::string::npos) << e;
   e = group("  - {hosts: [p0e0h0], job: {app: write_bw}}\n");
@@ -175,10 +176,10 @@ TEST(JobGroup, MistakesAreErrorsThatNameThem) {
   EXPECT_NE(e.find("write_flows needs rate"), std::string::npos) << e;
   // Generated names meet the scenario's checks like listed ones.
   e = group("  - {name: \"{client}.{server}\", job: {app: write_bw}}\n");
-  EXPECT_NE(e.find("job 'p0e0h0.p0e0h1': a job name may not contain dots"), std::string::npos)
-      << e;
-  e = config_error(ft + "jobs: [{name: p0e0h0_p0e0h1, app: write_bw, client: p0e0h0, "
-                        "server: p1e0h0}]\njob_groups: [{job: {app: write_bw}}]\n");
+  EXPECT_NE(e.find("job 'p0e0h0.p0e0h1': a job name may not contain dots"), std::string::npos) << e;
+  e = config_error(ft +
+                   "jobs: [{name: p0e0h0_p0e0h1, app: write_bw, client: p0e0h0, "
+                   "server: p1e0h0}]\njob_groups: [{job: {app: write_bw}}]\n");
   EXPECT_NE(e.find("job 'p0e0h0_p0e0h1' is defined twice"), std::string::npos) << e;
 }
 
@@ -191,8 +192,8 @@ TEST(JobGroupBraces, ExpandAsAShellDoes) {
             std::vector<std::string>({"t1h9", "t1h10", "t0h9", "t0h10"}));
   EXPECT_EQ(expand_braces("h{3..1}"), std::vector<std::string>({"h3", "h2", "h1"}));
   EXPECT_EQ(expand_braces("l{16..31}h{0..9}").size(), 160u);
-  for (const char* bad : {"h{0..2", "h0..2}", "h}{0", "h{}", "h{a..2}", "h{0,,1}", "h{{0,1}}",
-                          "h{-1..2}"})
+  for (const char* bad :
+       {"h{0..2", "h0..2}", "h}{0", "h{}", "h{a..2}", "h{0,,1}", "h{{0,1}}", "h{-1..2}"})
     EXPECT_THROW(expand_braces(bad), std::invalid_argument) << bad;
 }
 
@@ -226,8 +227,8 @@ std::vector<std::pair<std::string, std::string>> pairs_of(const ScenarioConfig& 
 }
 
 TEST(JobGroup, APermutationIsOneToOneAndFollowsTheSeed) {
-  const std::string text = std::string(kLeaves) +
-                           "job_groups:\n  - {pairs: permutation, job: {app: write_bw}}\n";
+  const std::string text =
+      std::string(kLeaves) + "job_groups:\n  - {pairs: permutation, job: {app: write_bw}}\n";
   std::set<std::vector<std::pair<std::string, std::string>>> drawn;
   for (int seed = 1; seed <= 8; ++seed) {
     const ScenarioConfig cfg = load(text, {"seed=" + std::to_string(seed)});
@@ -301,20 +302,22 @@ TEST(JobGroup, PairingMistakesAreErrorsThatNameThem) {
   auto group = [&](const std::string& body) {
     return config_error(std::string(kLeaves) + "job_groups:\n" + body);
   };
-  std::string e = group("  - {pairs: zip, clients: [\"l0h{0..3}\"], servers: [l1h0],"
-                        " job: {app: write_bw}}\n");
+  std::string e = group(
+      "  - {pairs: zip, clients: [\"l0h{0..3}\"], servers: [l1h0],"
+      " job: {app: write_bw}}\n");
   EXPECT_NE(e.find("there are 4 clients and 1 servers"), std::string::npos) << e;
-  e = group("  - {name: conn, pairs: zip, clients: [l0h0], servers: [l1h0], job: {app: write_bw}}\n");
+  e = group(
+      "  - {name: conn, pairs: zip, clients: [l0h0], servers: [l1h0], job: {app: write_bw}}\n");
   EXPECT_NE(e.find("name must contain {client} or {server}"), std::string::npos) << e;
   e = group("  - {pairs: zip, hosts: [l0h0, l1h0], job: {app: write_bw}}\n");
-  EXPECT_NE(e.find("pairs zip needs clients and servers (and no hosts)"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("pairs zip needs clients and servers (and no hosts)"), std::string::npos) << e;
   e = group("  - {clients: [l0h0], servers: [l1h0], job: {app: write_bw}}\n");
   EXPECT_NE(e.find("all_to_all takes hosts, not clients and servers"), std::string::npos) << e;
   e = group("  - {pairs: zip, clients: [l0h0], servers: [l0h0], job: {app: write_bw}}\n");
   EXPECT_NE(e.find("zip pairs 'l0h0' with itself"), std::string::npos) << e;
-  e = group("  - {pairs: zip, clients: [\"l{0..2}h0\"], servers: [\"l1h{0..2}\"],"
-            " job: {app: write_bw}}\n");
+  e = group(
+      "  - {pairs: zip, clients: [\"l{0..2}h0\"], servers: [\"l1h{0..2}\"],"
+      " job: {app: write_bw}}\n");
   EXPECT_NE(e.find("clients names 'l2h0' (from 'l{0..2}h0'), which is not a modeled host"),
             std::string::npos)
       << e;
@@ -322,14 +325,16 @@ TEST(JobGroup, PairingMistakesAreErrorsThatNameThem) {
   EXPECT_NE(e.find("clients: 'l0h{0..1' has a '{' without its '}'"), std::string::npos) << e;
   e = group("  - {pairs: permutation, clients: [l0h0], servers: [l0h0], job: {app: write_bw}}\n");
   EXPECT_NE(e.find("no pairing of these clients and servers avoids"), std::string::npos) << e;
-  e = group("  - {pairs: permutation, clients: [l0h0, l0h0], servers: [l1h0, l1h1],"
-            " job: {app: write_bw}}\n");
+  e = group(
+      "  - {pairs: permutation, clients: [l0h0, l0h0], servers: [l1h0, l1h1],"
+      " job: {app: write_bw}}\n");
   EXPECT_NE(e.find("must each name a host once"), std::string::npos) << e;
   e = group("  - {pairs: permutation, clients: [l0h0], job: {app: write_bw}}\n");
   EXPECT_NE(e.find("either hosts or both clients and servers"), std::string::npos) << e;
   e = group("  - {job: {app: write_bw}, job_metrics: {same: l0h0_l0h1.65536.bw_gbps}}\n");
   EXPECT_NE(e.find("job_metrics.same: the expression names neither"), std::string::npos) << e;
-  e = config_error(std::string(kLeaves) + "job_groups:\n  - {job: {app: write_bw}, "
+  e = config_error(std::string(kLeaves) +
+                   "job_groups:\n  - {job: {app: write_bw}, "
                    "job_metrics: {g: \"{job}.65536.bw_gbps\"}}\n"
                    "metrics: {g.l0h0_l0h1: l0h0_l0h1.65536.bw_gbps}\n");
   EXPECT_NE(e.find("job_metrics makes metric 'g.l0h0_l0h1', which the scenario's metrics "

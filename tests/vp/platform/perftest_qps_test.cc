@@ -3,9 +3,9 @@
 // started together, one aggregate result) and `run_at` (the measured part
 // starts no earlier than this time, after set-up). Validation, and runs of
 // two modeled hosts back to back.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/scenario_run.h"
 
@@ -30,8 +30,8 @@ std::string scenario(const std::string& job) {
 class PerftestQps : public test::ScenarioRun {};
 
 TEST_F(PerftestQps, OptionsAreReadAndChecked) {
-  const ScenarioConfig cfg = load_scenario(test::write_temp(
-      "qps.yaml", scenario("app: write_bw, sizes: [4KiB], qps: 8, run_at: 3ms")));
+  const ScenarioConfig cfg = load_scenario(
+      test::write_temp("qps.yaml", scenario("app: write_bw, sizes: [4KiB], qps: 8, run_at: 3ms")));
   EXPECT_EQ(cfg.jobs.at(0).qps, 8);
   EXPECT_EQ(cfg.jobs.at(0).run_at.ps, 3'000'000'000ull);
   const ScenarioConfig d =

@@ -2,9 +2,9 @@
 // outstanding over UD, the server answers each with the next number of its
 // host's counter, batched per poll; regular (8-byte answers) and
 // header-only (the number in the immediate, no payload DMA anywhere).
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/scenario_run.h"
 

@@ -3,9 +3,9 @@
 // messages) and `sync_mode` (flag: MPR_WQE_F_SYNC reaches the NIC;
 // stop_wait: the application waits for every earlier message first).
 // Validation, and runs on the MP-RDMA testbed (one host under each ToR).
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/files.h"
 #include "support/sim_test.h"
@@ -62,10 +62,13 @@ TEST(PerftestSyncConfig, OptionsAreReadAndChecked) {
   t = scenario("rate: 10Gbps");
   t.replace(t.find("app: write_bw"), 13, "app: write_lat");
   e = error_of(t);
-  EXPECT_NE(e.find("rate applies to write_bw, read_bw, send_bw and write_flows only"), std::string::npos) << e;
+  EXPECT_NE(e.find("rate applies to write_bw, read_bw, send_bw and write_flows only"),
+            std::string::npos)
+      << e;
   // The metric fields exist.
-  EXPECT_EQ(error_of(scenario("iterations: 4", "metrics: {s: f.16384.sync_messages + "
-                                               "f.16384.sync_wait_us}\n")),
+  EXPECT_EQ(error_of(scenario("iterations: 4",
+                              "metrics: {s: f.16384.sync_messages + "
+                              "f.16384.sync_wait_us}\n")),
             "");
 }
 

@@ -2,6 +2,7 @@
 // seeds of a short back-to-back WRITE run): every run is a child process,
 // the aggregate is the mean of the per-run results.json figures, and a
 // child that fails is reported by name while the others still count.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,10 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace {
 
@@ -72,9 +71,10 @@ checks:
 class ReproduceRun : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(testing::TempDir()) /
-           ("reproduce_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "_" + std::to_string(getpid()));
+    dir_ =
+        fs::path(testing::TempDir()) /
+        ("reproduce_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) +
+         "_" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     scenario_ = dir_ / "tiny.yaml";

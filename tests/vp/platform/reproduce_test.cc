@@ -1,16 +1,16 @@
 // Aggregation of per-run metrics into sweep metrics, verdicts and the
 // results document, on hand-made run records (no simulation).
+#include "vp/platform/reproduce.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
-#include "vp/platform/reproduce.h"
 #include "vp/platform/sweep.h"
 
 namespace mprdma::platform {
@@ -115,7 +115,7 @@ TEST(Reproduce, InequalityVerdicts) {
 
 TEST(Reproduce, ApproximateEqualityVerdicts) {
   const std::map<std::string, double> m = {{"total", 110}};
-  EXPECT_EQ(evaluate_check(check("total", "== 102.46"), m).verdict, "match");      // 7.4 %
+  EXPECT_EQ(evaluate_check(check("total", "== 102.46"), m).verdict, "match");  // 7.4 %
   EXPECT_EQ(evaluate_check(check("total", "== 102.46", 0.05), m).verdict, "partial");
   EXPECT_EQ(evaluate_check(check("total", "== 150.68"), m).verdict, "mismatch");  // 27 %
   const CheckVerdict v = evaluate_check(check("total", "== 150.68"), m);
@@ -169,7 +169,8 @@ TEST(Reproduce, NameValuedMetricsTakeTheNameMostSeedsGave) {
   EXPECT_EQ(evaluate_check(check("bottleneck.batched", "== 'port.tx'"), none, labels).verdict,
             "mismatch");
   EXPECT_EQ(evaluate_check(check("bottleneck.unbatched", "== 'port.tx'"), none, labels).verdict,
-            "mismatch") << "1 of 2 is no majority";
+            "mismatch")
+      << "1 of 2 is no majority";
   const std::map<std::string, std::vector<std::string>> one = {{"x", {"a", "a"}}};
   EXPECT_EQ(evaluate_check(check("x", "== 'a'"), none, one).verdict, "match");
   // A name against a number, or a number against a name: not judged.
@@ -221,7 +222,8 @@ TEST(Reproduce, DocumentAndTable) {
   for (const auto& a : metrics)
     if (a.measured()) measured[a.name] = a.value;
   const std::vector<CheckVerdict> verdicts = {evaluate_check(cfg.checks[0], measured)};
-  const nlohmann::json doc = reproduce_document(cfg, "s.yaml", points, {1}, runs, metrics, verdicts);
+  const nlohmann::json doc =
+      reproduce_document(cfg, "s.yaml", points, {1}, runs, metrics, verdicts);
   EXPECT_EQ(doc["row"], "M2");
   EXPECT_EQ(doc["points"].size(), 4u);
   EXPECT_EQ(doc["points"][0]["id"], "t-mprdma_pct-0.5");

@@ -1,18 +1,17 @@
 // The scenario layer: validation errors name file, line and key; every
 // scenario in scenarios/ validates.
+#include "vp/platform/scenario.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
 #include "support/files.h"
-
 #include "vp/core/config.h"
-#include "vp/platform/scenario.h"
 
 namespace mprdma::platform {
 namespace {
@@ -58,7 +57,8 @@ TEST(Scenario, DisabledJobsAreCheckedThenDropped) {
   ASSERT_EQ(cfg.jobs.size(), 2u);
   EXPECT_EQ(cfg.jobs[0].name, "w");
   EXPECT_EQ(cfg.jobs[1].name, "last");
-  cfg = load_scenario(write_temp("disabled.yaml", text), {"jobs.1.enabled=true", "jobs.0.enabled=false"});
+  cfg = load_scenario(write_temp("disabled.yaml", text),
+                      {"jobs.1.enabled=true", "jobs.0.enabled=false"});
   ASSERT_EQ(cfg.jobs.size(), 2u);
   EXPECT_EQ(cfg.jobs[0].name, "off");
   // Still checked: a bad key or host in a disabled job is an error.
@@ -83,9 +83,8 @@ TEST(Scenario, GoodFileLoads) {
 
 TEST(Scenario, OverridesSetKeysListEntriesAndNewSections) {
   const std::string path = write_temp("good.yaml", kGood);
-  const ScenarioConfig cfg =
-      load_scenario(path, {"seed=7", "jobs.0.iterations=12", "nic.mtu=4096",
-                           "links.0.delay=1us", "jobs.0.sizes=[4096, 128]"});
+  const ScenarioConfig cfg = load_scenario(path, {"seed=7", "jobs.0.iterations=12", "nic.mtu=4096",
+                                                  "links.0.delay=1us", "jobs.0.sizes=[4096, 128]"});
   EXPECT_EQ(cfg.seed, 7);
   EXPECT_EQ(cfg.jobs.at(0).iterations, 12);
   EXPECT_EQ(cfg.nic.mtu.n, 4096u);
@@ -100,7 +99,7 @@ TEST(Scenario, OverridesSetKeysListEntriesAndNewSections) {
   const std::string path2 = write_temp("two-jobs.yaml", text);
   const ScenarioConfig all =
       load_scenario(path2, {"jobs.*.iterations=33", "jobs.*.sizes=[8KiB]", "jobs.1.sizes.0=2KiB",
-                              "metrics.bw=w.8192.bw_gbps"});
+                            "metrics.bw=w.8192.bw_gbps"});
   ASSERT_EQ(all.jobs.size(), 2u);
   EXPECT_EQ(all.jobs[0].iterations, 33);
   EXPECT_EQ(all.jobs[1].iterations, 33);
@@ -173,7 +172,8 @@ TEST(Scenario, CrossReferencesAreChecked) {
 }
 
 TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
-  const auto t = parse_metric("avg(link.t0-s3.a2b.gbps,1ms,2.5ms) + -1*avg(nic.h0.mac.tx_gbps,1ms,2.5ms)");
+  const auto t =
+      parse_metric("avg(link.t0-s3.a2b.gbps,1ms,2.5ms) + -1*avg(nic.h0.mac.tx_gbps,1ms,2.5ms)");
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].kind, MetricTerm::Kind::kSeriesAvg);
   EXPECT_EQ(t[0].series, std::vector<std::string>{"link.t0-s3.a2b.gbps"});
@@ -206,7 +206,8 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
             (std::vector<std::string>{"jain.up.1", "jain.up.2"}));
   EXPECT_EQ(aggregate_arg_metrics("x", {"x", "xy"}), std::vector<std::string>{"x"});
 
-  const auto pc = parse_metric("2*pct(nic.t1h0.transport.rx_ood,99.9) + pct(pcie.h0.dma_read_latency,50)");
+  const auto pc =
+      parse_metric("2*pct(nic.t1h0.transport.rx_ood,99.9) + pct(pcie.h0.dma_read_latency,50)");
   ASSERT_EQ(pc.size(), 2u);
   EXPECT_EQ(pc[0].kind, MetricTerm::Kind::kHistPct);
   EXPECT_EQ(pc[0].counter, "nic.t1h0.transport.rx_ood");
@@ -223,11 +224,11 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_DOUBLE_EQ(pw.pct, 99.9);
   EXPECT_EQ(pw.from.ps, 2000000000u);
   EXPECT_EQ(pw.to.ps, 15000000000u);
-  for (const char* bad : {"pct(nic.a.b)", "pct(nic.a.b,99.9,1)", "pct(nic.a.b,)", "pct(,99)",
-                          "pct(nic.a.b,100.1)", "pct(nic.a.b,-1)", "pct(nic.a.b,p99)",
-                          "pct(nic.a.b,99.9x)", "pct(rx_ood,99)", "pct(nic.a.,99)",
-                          "pct(a.b|c.d,99)", "pct(nic.a.b,99,5ms,2ms)", "pct(nic.a.b,99,1ms,xx)",
-                          "pct(nic.a.b,99,1ms)", "pct(nic.a.b,99,1ms,2ms,3ms)"})
+  for (const char* bad :
+       {"pct(nic.a.b)", "pct(nic.a.b,99.9,1)", "pct(nic.a.b,)", "pct(,99)", "pct(nic.a.b,100.1)",
+        "pct(nic.a.b,-1)", "pct(nic.a.b,p99)", "pct(nic.a.b,99.9x)", "pct(rx_ood,99)",
+        "pct(nic.a.,99)", "pct(a.b|c.d,99)", "pct(nic.a.b,99,5ms,2ms)", "pct(nic.a.b,99,1ms,xx)",
+        "pct(nic.a.b,99,1ms)", "pct(nic.a.b,99,1ms,2ms,3ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
   const MetricTerm we = parse_metric("ecn_mark_ratio(a-p0.a2b,6ms,12ms)").at(0);
@@ -250,44 +251,42 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_DOUBLE_EQ(rt.factor, 8e-9);
   EXPECT_EQ(rt.from.ps, 2000000000u);
   EXPECT_EQ(rt.to.ps, 12000000000u);
-  for (const char* bad : {"rate(nic.h0.bytes,1ms)", "rate(pcie.h0.bytes,0s,1ms)",
-                          "rate(nic..bytes,0s,1ms)", "rate(nic.h0.,0s,1ms)", "rate(nic.h0,0s,1ms)",
-                          "rate(nic.h0.bytes,2ms,1ms)", "rate(nic.h0.a|b,0s,1ms)",
-                          "rate(nic.h0.bytes,0s,1x)"})
+  for (const char* bad :
+       {"rate(nic.h0.bytes,1ms)", "rate(pcie.h0.bytes,0s,1ms)", "rate(nic..bytes,0s,1ms)",
+        "rate(nic.h0.,0s,1ms)", "rate(nic.h0,0s,1ms)", "rate(nic.h0.bytes,2ms,1ms)",
+        "rate(nic.h0.a|b,0s,1ms)", "rate(nic.h0.bytes,0s,1x)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
-  for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
-                          "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
-                          "min(w.4096.bw_gbps)", "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)",
-                          "stdev(a.gbps,1ms,1ms)"})
+  for (const char* bad :
+       {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)", "avg(a.gbps,1,2ms)",
+        "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps", "min(w.4096.bw_gbps)",
+        "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)", "stdev(a.gbps,1ms,1ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 }
 
 TEST(Scenario, CounterRateTermsAreChecked) {
-  auto with_metric = [](const std::string& m) {
-    return std::string(kGood) + "  x: " + m + "\n";
-  };
+  auto with_metric = [](const std::string& m) { return std::string(kGood) + "  x: " + m + "\n"; };
   EXPECT_EQ(error_of(with_metric("8e-9*rate(nic.h1.responder.bytes,0s,1ms)")), "");
   EXPECT_NE(error_of(with_metric("rate(nic.h7.responder.bytes,0s,1ms)")).find("unknown host 'h7'"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("rate(nic.h1.responder.bytes,0s,1ms)") + "sample_interval: 0s\n")
                 .find("sample_interval is 0"),
             std::string::npos);
-  EXPECT_NE(error_of(with_metric("rate(nic.h1.responder.bytes,0s,20s)"))
-                .find("ends after end_time"),
-            std::string::npos);
-  EXPECT_NE(error_of(with_metric("rate(nic.h1.bytes)"))
-                .find("rate(nic.<host>.<counter>,<from>,<to>)"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(with_metric("rate(nic.h1.responder.bytes,0s,20s)")).find("ends after end_time"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(with_metric("rate(nic.h1.bytes)")).find("rate(nic.<host>.<counter>,<from>,<to>)"),
+      std::string::npos);
 }
 
 TEST(Scenario, SeriesMetricsAreChecked) {
-  auto with_metric = [](const std::string& m) {
-    return std::string(kGood) + "  x: " + m + "\n";
-  };
-  EXPECT_EQ(error_of(with_metric("avg(link.wire.a2b.gbps,0s,1ms) + avg(nic.h1.mac.rx_gbps,0s,1ms)")), "");
+  auto with_metric = [](const std::string& m) { return std::string(kGood) + "  x: " + m + "\n"; };
+  EXPECT_EQ(
+      error_of(with_metric("avg(link.wire.a2b.gbps,0s,1ms) + avg(nic.h1.mac.rx_gbps,0s,1ms)")), "");
   EXPECT_EQ(error_of(with_metric("jain(nic.h0.mac.tx_gbps|pcie.h1.upstream.gbps,0s,1ms)")), "");
-  EXPECT_NE(error_of(with_metric("avg(link.nowire.a2b.gbps,0s,1ms)")).find("unknown series 'link.nowire.a2b.gbps'"),
+  EXPECT_NE(error_of(with_metric("avg(link.nowire.a2b.gbps,0s,1ms)"))
+                .find("unknown series 'link.nowire.a2b.gbps'"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("avg(nic.h7.mac.tx_gbps,0s,1ms)")).find("unknown series"),
             std::string::npos);
@@ -298,7 +297,8 @@ TEST(Scenario, SeriesMetricsAreChecked) {
             std::string::npos);
   // stdev(...) is checked like avg(...).
   EXPECT_EQ(error_of(with_metric("stdev(link.wire.a2b.gbps,0s,1ms)")), "");
-  EXPECT_NE(error_of(with_metric("stdev(link.nowire.a2b.gbps,0s,1ms)")).find("unknown series 'link.nowire.a2b.gbps'"),
+  EXPECT_NE(error_of(with_metric("stdev(link.nowire.a2b.gbps,0s,1ms)"))
+                .find("unknown series 'link.nowire.a2b.gbps'"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("stdev(nic.h0.mac.tx_gbps,0s,1ms)") + "sample_interval: 0s\n")
                 .find("sample_interval is 0"),
@@ -307,15 +307,18 @@ TEST(Scenario, SeriesMetricsAreChecked) {
             std::string::npos);
   // pct(...): the host (nic., pcie.) or job (flow.) the path names must exist.
   EXPECT_EQ(error_of(with_metric("pct(nic.h1.transport.rx_ood,99.9)")), "");
-  EXPECT_EQ(error_of(with_metric("pct(pcie.h0.dma_read_latency,50) + pct(flow.w.latency_us_4096,99)")), "");
+  EXPECT_EQ(
+      error_of(with_metric("pct(pcie.h0.dma_read_latency,50) + pct(flow.w.latency_us_4096,99)")),
+      "");
   EXPECT_NE(error_of(with_metric("pct(nic.h7.transport.rx_ood,99.9)")).find("unknown host 'h7'"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("pct(pcie.h7.dma_read_latency,99.9)")).find("unknown host 'h7'"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("pct(flow.nojob.latency_us_4096,99)")).find("unknown job 'nojob'"),
             std::string::npos);
-  EXPECT_NE(error_of(with_metric("pct(nic.h1.transport.rx_ood,101)")).find("not a number in [0, 100]"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(with_metric("pct(nic.h1.transport.rx_ood,101)")).find("not a number in [0, 100]"),
+      std::string::npos);
   EXPECT_EQ(error_of(with_metric("max(bw)")), "");
   EXPECT_EQ(error_of(with_metric("min(b*)")), "");
   EXPECT_NE(error_of(with_metric("min(bw, nothing)")).find("'nothing' names no metric"),
@@ -361,13 +364,15 @@ TEST(Scenario, PerHostNicKeysViaAndDurationAreChecked) {
   EXPECT_NE(e.find("host 't1h1': nic:"), std::string::npos) << e;
   e = err(kFabric, "{transport: gbn}", "{transport: irn}");
   EXPECT_NE(e.find("client 't0h1' uses transport gbn but server 't1h1' uses irn"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   e = err(kFabric, "via: t0-s3", "via: t0-s9");
   EXPECT_NE(e.find("via names unknown link 't0-s9'"), std::string::npos) << e;
   e = err(kFabric, "via: t0-s3", "via: t0-s3, udp_sport: 50000");
   EXPECT_NE(e.find("either via or udp_sport"), std::string::npos) << e;
   e = err(kFabric, "app: write_bw, client: t0h1", "app: send_bw, client: t0h1");
-  EXPECT_NE(e.find("duration applies to write_bw, read_bw and write_flows only"), std::string::npos) << e;
+  EXPECT_NE(e.find("duration applies to write_bw, read_bw and write_flows only"), std::string::npos)
+      << e;
   e = err(kGood, "sizes: [4KiB]", "sizes: [4KiB], via: wire");
   EXPECT_NE(e.find("no fabric"), std::string::npos) << e;
 }

@@ -3,11 +3,11 @@
 // per-host NIC override (go-back-N hosts beside MP-RDMA ones), jobs that run
 // for a `duration`, and metrics over the time series (avg, stdev, jain,
 // factors, min/max).
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/files.h"
 #include "support/sim_test.h"
@@ -76,15 +76,27 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
   const std::string off = "link.t0-s" + std::to_string((spine + 1) % 4) + ".a2b";
   const std::string text = std::string(kBase) + "jobs:\n" + sp_job("t0-s" + std::to_string(spine)) +
                            "metrics:\n"
-                           "  on: avg(" + on + ".gbps,100us,200us)\n"
-                           "  off: avg(" + off + ".gbps,100us,200us)\n"
-                           "  diff: avg(" + on + ".gbps,100us,200us) + -1*avg(" + off + ".gbps,100us,200us)\n"
-                           "  fair: jain(" + on + ".gbps|" + off + ".gbps,100us,200us)\n"
-                           "  sd: stdev(" + on + ".gbps,100us,200us)\n"
+                           "  on: avg(" +
+                           on +
+                           ".gbps,100us,200us)\n"
+                           "  off: avg(" +
+                           off +
+                           ".gbps,100us,200us)\n"
+                           "  diff: avg(" +
+                           on + ".gbps,100us,200us) + -1*avg(" + off +
+                           ".gbps,100us,200us)\n"
+                           "  fair: jain(" +
+                           on + ".gbps|" + off +
+                           ".gbps,100us,200us)\n"
+                           "  sd: stdev(" +
+                           on +
+                           ".gbps,100us,200us)\n"
                            "  lo: min(on, off)\n"
                            "  hi: max(o*)\n"
                            "  mid: average(on, off, o*)\n"
-                           "  late: avg(" + on + ".gbps,100us,1900us)\n"
+                           "  late: avg(" +
+                           on +
+                           ".gbps,100us,1900us)\n"
                            "  placed: 8e-9*rate(nic.t1h1.responder.bytes,100us,200us)\n"
                            "  gone: rate(nic.t1h1.responder.no_such_counter,100us,200us)\n";
   auto p = run(text);
@@ -218,7 +230,8 @@ TEST_F(SeriesMetricsRun, PerHostNicOverrideRunsGoBackNBesideMpRdma) {
 // in RTS too, never sends), and no series on a go-back-N NIC.
 TEST_F(SeriesMetricsRun, MpRdmaWindowsAreSampledPerNic) {
   const std::string text =
-      std::string(kBase) + "sample_interval: 50us\njobs:\n"
+      std::string(kBase) +
+      "sample_interval: 50us\njobs:\n"
       "  - {name: mp, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], "
       "iterations: 30}\n";
   auto p = run(text);
@@ -244,8 +257,7 @@ TEST_F(SeriesMetricsRun, MpRdmaWindowsAreSampledPerNic) {
   // The window now, from the model, is what the series would read.
   const auto* mux = dynamic_cast<const nic::TransportMux*>(&p->host("t0h0").nic().engine());
   ASSERT_NE(mux, nullptr);
-  const auto* mp =
-      dynamic_cast<const nic::MprdmaTransport*>(mux->find(MPR_TRANSPORT_MP_RDMA));
+  const auto* mp = dynamic_cast<const nic::MprdmaTransport*>(mux->find(MPR_TRANSPORT_MP_RDMA));
   ASSERT_NE(mp, nullptr);
   EXPECT_GE(mp->cwnd_sum(), 1.0);
   EXPECT_EQ(mp->recovering(), 0u) << "a clean run ends out of recovery";
@@ -256,8 +268,8 @@ TEST_F(SeriesMetricsRun, MpRdmaWindowsAreSampledPerNic) {
 // fits (found by fuzzing scenarios: 10 ps over 3 ms took 23 GiB and the
 // kernel killed the simulator).
 TEST_F(SeriesMetricsRun, SampleIntervalThatWouldFillMemoryIsRefused) {
-  cfg = load_scenario(test::write_temp(
-      "tiny_interval.yaml", std::string(kBase) + "sample_interval: 10ps\njobs: []\n"));
+  cfg = load_scenario(test::write_temp("tiny_interval.yaml",
+                                       std::string(kBase) + "sample_interval: 10ps\njobs: []\n"));
   try {
     Platform p(cfg, *env);
     FAIL() << "a 10 ps interval over 2 ms was accepted";
@@ -270,8 +282,8 @@ TEST_F(SeriesMetricsRun, SampleIntervalThatWouldFillMemoryIsRefused) {
 
 // The bound is not in the way of fine sampling: 1 ns over 2 ms fits.
 TEST_F(SeriesMetricsRun, NanosecondSampleIntervalIsAccepted) {
-  cfg = load_scenario(test::write_temp(
-      "small_interval.yaml", std::string(kBase) + "sample_interval: 1ns\njobs: []\n"));
+  cfg = load_scenario(test::write_temp("small_interval.yaml",
+                                       std::string(kBase) + "sample_interval: 1ns\njobs: []\n"));
   EXPECT_NO_THROW(Platform(cfg, *env));
 }
 

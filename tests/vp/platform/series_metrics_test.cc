@@ -1,11 +1,11 @@
 // Time-series figures behind the avg(...), stdev(...) and jain(...) metric
 // terms: window means and standard deviations weighted by each sample's
 // interval, and Jain's index.
-#include <cmath>
+#include "vp/platform/series_metrics.h"
 
 #include <gtest/gtest.h>
 
-#include "vp/platform/series_metrics.h"
+#include <cmath>
 
 namespace mprdma::platform {
 namespace {
@@ -90,11 +90,11 @@ TEST(HistogramPercentile, NearestRankOfAHandMadeHistogram) {
   h.record(250);
   h.record(4000);
   EXPECT_EQ(*histogram_percentile(&h, 50), 0.0);
-  EXPECT_EQ(*histogram_percentile(&h, 95), 0.0);    // rank 1900
-  EXPECT_EQ(*histogram_percentile(&h, 95.05), 3.0); // rank 1901
-  EXPECT_EQ(*histogram_percentile(&h, 99), 3.0);    // rank 1980
-  EXPECT_EQ(*histogram_percentile(&h, 99.5), 17.0); // rank 1990
-  EXPECT_EQ(*histogram_percentile(&h, 99.9), 17.0); // rank 1998
+  EXPECT_EQ(*histogram_percentile(&h, 95), 0.0);       // rank 1900
+  EXPECT_EQ(*histogram_percentile(&h, 95.05), 3.0);    // rank 1901
+  EXPECT_EQ(*histogram_percentile(&h, 99), 3.0);       // rank 1980
+  EXPECT_EQ(*histogram_percentile(&h, 99.5), 17.0);    // rank 1990
+  EXPECT_EQ(*histogram_percentile(&h, 99.9), 17.0);    // rank 1998
   EXPECT_EQ(*histogram_percentile(&h, 99.95), 250.0);  // rank 1999
   EXPECT_EQ(*histogram_percentile(&h, 100), 4000.0);
   EXPECT_EQ(*histogram_percentile(&h, 0), 0.0);

@@ -1,18 +1,17 @@
 // The sweep: section and row metadata: points, seeds, metric templates and
 // checks are parsed and validated, and bad keys are errors that name them.
+#include "vp/platform/sweep.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
 #include "support/files.h"
-
 #include "vp/core/config.h"
 #include "vp/platform/scenario.h"
-#include "vp/platform/sweep.h"
 
 namespace mprdma::platform {
 namespace {
@@ -123,13 +122,15 @@ sweep:
 sweep:
   parameters:
     - {name: t, key: nic.transport, values: [gbn, irn], with: ["nic.ecn=true"]}
-)").find("'with' entries"),
+)")
+                .find("'with' entries"),
             std::string::npos);
   EXPECT_NE(error_of(kBase + R"(
 sweep:
   parameters:
     - {name: t, key: nic.transport, values: [gbn], with: ["nic.ecn"]}
-)").find("not key=value"),
+)")
+                .find("not key=value"),
             std::string::npos);
 }
 

@@ -1,9 +1,9 @@
 // The write_flows workload (flow sizes from a CDF, Poisson arrivals, flow
 // completion times): validation of its keys and metric terms, and runs of
 // three modeled hosts on one switch.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/scenario_run.h"
 
@@ -102,8 +102,7 @@ TEST_F(WriteFlows, EveryFlowCompletesAndIsTimedFromItsArrival) {
     payload += double(r.payload);
     // The job's payload is what the receiver's NIC placed for it.
   }
-  EXPECT_EQ(double(counter("nic.h1.responder.bytes") + counter("nic.h0.responder.bytes")),
-            payload);
+  EXPECT_EQ(double(counter("nic.h1.responder.bytes") + counter("nic.h0.responder.bytes")), payload);
   // Arrivals: Poisson at 12e9 / (8 * 1.71125 MB) = 877 per s per job, 52.6
   // expected in all over 20 ms (standard deviation 7.3).
   EXPECT_GE(flows, 25u);
@@ -169,28 +168,30 @@ const char* kUniformCdf = R"(flow_size_cdfs:
 
 TEST_F(WriteFlows, AScenarioNamesItsOwnFlowSizeCdf) {
   const std::string own = std::string(kIdeal) + ", flow_sizes: uniform_small";
-  const ScenarioConfig cfg =
-      load_scenario(test::write_temp("f.yaml", scenario(own) + kUniformCdf));
+  const ScenarioConfig cfg = load_scenario(test::write_temp("f.yaml", scenario(own) + kUniformCdf));
   EXPECT_EQ(cfg.jobs.at(0).sizes.at(0).n, 3000u) << "the largest flow of the CDF";
   EXPECT_EQ(cfg.jobs.at(0).flow_size_cdf.size(), 2u);
 
   auto with_cdfs = [&](const std::string& cdfs) {
     return config_error(scenario(own) + "flow_size_cdfs:\n" + cdfs);
   };
-  std::string e = config_error(scenario(std::string(kIdeal) + ", flow_sizes: hadoop") +
-                               kUniformCdf);
+  std::string e =
+      config_error(scenario(std::string(kIdeal) + ", flow_sizes: hadoop") + kUniformCdf);
   EXPECT_NE(e.find("flow_sizes 'hadoop' is neither built in nor in flow_size_cdfs"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("known: web_search, uniform_small"), std::string::npos) << e;
-  e = with_cdfs("  - {name: uniform_small, points: [{bytes: 1000, cdf: 1}]}\n"
-                "  - {name: uniform_small, points: [{bytes: 2000, cdf: 1}]}\n");
+  e = with_cdfs(
+      "  - {name: uniform_small, points: [{bytes: 1000, cdf: 1}]}\n"
+      "  - {name: uniform_small, points: [{bytes: 2000, cdf: 1}]}\n");
   EXPECT_NE(e.find("'uniform_small' is defined twice"), std::string::npos) << e;
-  e = with_cdfs("  - {name: web_search, points: [{bytes: 1000, cdf: 1}]}\n"
-                "  - {name: uniform_small, points: [{bytes: 2000, cdf: 1}]}\n");
+  e = with_cdfs(
+      "  - {name: web_search, points: [{bytes: 1000, cdf: 1}]}\n"
+      "  - {name: uniform_small, points: [{bytes: 2000, cdf: 1}]}\n");
   EXPECT_NE(e.find("would hide the built-in"), std::string::npos) << e;
-  e = with_cdfs("  - {name: uniform_small, points: [{bytes: 3000, cdf: 0.5}, "
-                "{bytes: 2000, cdf: 1}]}\n");
+  e = with_cdfs(
+      "  - {name: uniform_small, points: [{bytes: 3000, cdf: 0.5}, "
+      "{bytes: 2000, cdf: 1}]}\n");
   EXPECT_NE(e.find("flow_size_cdfs 'uniform_small': flow-size CDF point 1"), std::string::npos)
       << e;
   e = with_cdfs("  - {name: uniform_small, points: [{bytes: 3000, cdf: 0.9}]}\n");

@@ -1,9 +1,9 @@
 #include "vp/nic/firmware/firmware.h"
 
+#include <mprdma/regs_util.h>
+
 #include <cstring>
 #include <vector>
-
-#include <mprdma/regs_util.h>
 
 #include "vp/nic/context_memory.h"
 
@@ -55,8 +55,7 @@ QpTransitionRule qp_transition_rule(uint8_t from, uint8_t to) {
       if (to == MPR_QPS_RTR)
         return {true,
                 S | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU | MPR_QP_ATTR_DEST_QPN |
-                    MPR_QP_ATTR_RQ_PSN | MPR_QP_ATTR_MAX_DEST_RD_ATOMIC |
-                    MPR_QP_ATTR_MIN_RNR_TIMER,
+                    MPR_QP_ATTR_RQ_PSN | MPR_QP_ATTR_MAX_DEST_RD_ATOMIC | MPR_QP_ATTR_MIN_RNR_TIMER,
                 MPR_QP_ATTR_ACCESS_FLAGS | MPR_QP_ATTR_PKEY_INDEX};
       break;
     case MPR_QPS_RTR:
@@ -103,41 +102,70 @@ QpTransitionRule qp_transition_rule_ud(uint8_t from, uint8_t to) {
 
 const char* Firmware::opcode_name(uint16_t opcode) {
   switch (opcode) {
-    case MPR_CMD_NOP: return "NOP";
-    case MPR_CMD_QUERY_DEVICE: return "QUERY_DEVICE";
-    case MPR_CMD_QUERY_PORT: return "QUERY_PORT";
-    case MPR_CMD_QUERY_COUNTERS: return "QUERY_COUNTERS";
-    case MPR_CMD_SET_GID: return "SET_GID";
-    case MPR_CMD_MAP_ICM: return "MAP_ICM";
-    case MPR_CMD_ALLOC_PD: return "ALLOC_PD";
-    case MPR_CMD_DEALLOC_PD: return "DEALLOC_PD";
-    case MPR_CMD_REG_MR: return "REG_MR";
-    case MPR_CMD_DEREG_MR: return "DEREG_MR";
-    case MPR_CMD_CREATE_EQ: return "CREATE_EQ";
-    case MPR_CMD_DESTROY_EQ: return "DESTROY_EQ";
-    case MPR_CMD_CREATE_CQ: return "CREATE_CQ";
-    case MPR_CMD_DESTROY_CQ: return "DESTROY_CQ";
-    case MPR_CMD_CREATE_QP: return "CREATE_QP";
-    case MPR_CMD_MODIFY_QP: return "MODIFY_QP";
-    case MPR_CMD_QUERY_QP: return "QUERY_QP";
-    case MPR_CMD_DESTROY_QP: return "DESTROY_QP";
+    case MPR_CMD_NOP:
+      return "NOP";
+    case MPR_CMD_QUERY_DEVICE:
+      return "QUERY_DEVICE";
+    case MPR_CMD_QUERY_PORT:
+      return "QUERY_PORT";
+    case MPR_CMD_QUERY_COUNTERS:
+      return "QUERY_COUNTERS";
+    case MPR_CMD_SET_GID:
+      return "SET_GID";
+    case MPR_CMD_MAP_ICM:
+      return "MAP_ICM";
+    case MPR_CMD_ALLOC_PD:
+      return "ALLOC_PD";
+    case MPR_CMD_DEALLOC_PD:
+      return "DEALLOC_PD";
+    case MPR_CMD_REG_MR:
+      return "REG_MR";
+    case MPR_CMD_DEREG_MR:
+      return "DEREG_MR";
+    case MPR_CMD_CREATE_EQ:
+      return "CREATE_EQ";
+    case MPR_CMD_DESTROY_EQ:
+      return "DESTROY_EQ";
+    case MPR_CMD_CREATE_CQ:
+      return "CREATE_CQ";
+    case MPR_CMD_DESTROY_CQ:
+      return "DESTROY_CQ";
+    case MPR_CMD_CREATE_QP:
+      return "CREATE_QP";
+    case MPR_CMD_MODIFY_QP:
+      return "MODIFY_QP";
+    case MPR_CMD_QUERY_QP:
+      return "QUERY_QP";
+    case MPR_CMD_DESTROY_QP:
+      return "DESTROY_QP";
   }
   return "UNKNOWN";
 }
 
 const char* Firmware::status_name(uint8_t status) {
   switch (status) {
-    case MPR_CMD_OK: return "OK";
-    case MPR_CMD_BAD_OPCODE: return "BAD_OPCODE";
-    case MPR_CMD_BAD_PARAM: return "BAD_PARAM";
-    case MPR_CMD_BAD_HANDLE: return "BAD_HANDLE";
-    case MPR_CMD_NO_RESOURCES: return "NO_RESOURCES";
-    case MPR_CMD_BAD_STATE: return "BAD_STATE";
-    case MPR_CMD_BAD_ATTR: return "BAD_ATTR";
-    case MPR_CMD_BUSY: return "BUSY";
-    case MPR_CMD_DMA_ERROR: return "DMA_ERROR";
-    case MPR_CMD_INTERNAL: return "INTERNAL";
-    case MPR_CMD_NO_ICM: return "NO_ICM";
+    case MPR_CMD_OK:
+      return "OK";
+    case MPR_CMD_BAD_OPCODE:
+      return "BAD_OPCODE";
+    case MPR_CMD_BAD_PARAM:
+      return "BAD_PARAM";
+    case MPR_CMD_BAD_HANDLE:
+      return "BAD_HANDLE";
+    case MPR_CMD_NO_RESOURCES:
+      return "NO_RESOURCES";
+    case MPR_CMD_BAD_STATE:
+      return "BAD_STATE";
+    case MPR_CMD_BAD_ATTR:
+      return "BAD_ATTR";
+    case MPR_CMD_BUSY:
+      return "BUSY";
+    case MPR_CMD_DMA_ERROR:
+      return "DMA_ERROR";
+    case MPR_CMD_INTERNAL:
+      return "INTERNAL";
+    case MPR_CMD_NO_ICM:
+      return "NO_ICM";
   }
   return "UNKNOWN";
 }
@@ -156,29 +184,64 @@ mpr_cmd_comp Firmware::execute(const mpr_cmd& cmd) {
     return c;
   }
   switch (cmd.hdr.opcode) {
-    case MPR_CMD_NOP: break;
-    case MPR_CMD_QUERY_DEVICE: query_device(cmd, c); break;
-    case MPR_CMD_QUERY_PORT: query_port(cmd, c); break;
+    case MPR_CMD_NOP:
+      break;
+    case MPR_CMD_QUERY_DEVICE:
+      query_device(cmd, c);
+      break;
+    case MPR_CMD_QUERY_PORT:
+      query_port(cmd, c);
+      break;
     case MPR_CMD_QUERY_COUNTERS: {
       const mpr_port_counters n = hal_.counters();
       write_output(cmd, c, &n, sizeof n);
       break;
     }
-    case MPR_CMD_SET_GID: set_gid(cmd, c); break;
-    case MPR_CMD_MAP_ICM: map_icm(cmd, c); break;
-    case MPR_CMD_ALLOC_PD: alloc_pd(cmd, c); break;
-    case MPR_CMD_DEALLOC_PD: dealloc_pd(cmd, c); break;
-    case MPR_CMD_REG_MR: reg_mr(cmd, c); break;
-    case MPR_CMD_DEREG_MR: dereg_mr(cmd, c); break;
-    case MPR_CMD_CREATE_EQ: create_eq(cmd, c); break;
-    case MPR_CMD_DESTROY_EQ: destroy_eq(cmd, c); break;
-    case MPR_CMD_CREATE_CQ: create_cq(cmd, c); break;
-    case MPR_CMD_DESTROY_CQ: destroy_cq(cmd, c); break;
-    case MPR_CMD_CREATE_QP: create_qp(cmd, c); break;
-    case MPR_CMD_MODIFY_QP: modify_qp(cmd, c); break;
-    case MPR_CMD_QUERY_QP: query_qp(cmd, c); break;
-    case MPR_CMD_DESTROY_QP: destroy_qp(cmd, c); break;
-    default: fail(c, MPR_CMD_BAD_OPCODE); break;
+    case MPR_CMD_SET_GID:
+      set_gid(cmd, c);
+      break;
+    case MPR_CMD_MAP_ICM:
+      map_icm(cmd, c);
+      break;
+    case MPR_CMD_ALLOC_PD:
+      alloc_pd(cmd, c);
+      break;
+    case MPR_CMD_DEALLOC_PD:
+      dealloc_pd(cmd, c);
+      break;
+    case MPR_CMD_REG_MR:
+      reg_mr(cmd, c);
+      break;
+    case MPR_CMD_DEREG_MR:
+      dereg_mr(cmd, c);
+      break;
+    case MPR_CMD_CREATE_EQ:
+      create_eq(cmd, c);
+      break;
+    case MPR_CMD_DESTROY_EQ:
+      destroy_eq(cmd, c);
+      break;
+    case MPR_CMD_CREATE_CQ:
+      create_cq(cmd, c);
+      break;
+    case MPR_CMD_DESTROY_CQ:
+      destroy_cq(cmd, c);
+      break;
+    case MPR_CMD_CREATE_QP:
+      create_qp(cmd, c);
+      break;
+    case MPR_CMD_MODIFY_QP:
+      modify_qp(cmd, c);
+      break;
+    case MPR_CMD_QUERY_QP:
+      query_qp(cmd, c);
+      break;
+    case MPR_CMD_DESTROY_QP:
+      destroy_qp(cmd, c);
+      break;
+    default:
+      fail(c, MPR_CMD_BAD_OPCODE);
+      break;
   }
   return c;
 }

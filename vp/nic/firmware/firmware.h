@@ -2,9 +2,9 @@
 // memory through the FirmwareHal. Plain C++, no timing, no SystemC.
 #pragma once
 
-#include <cstdint>
-
 #include <mprdma/hw.h>
+
+#include <cstdint>
 
 #include "vp/nic/firmware/firmware_hal.h"
 

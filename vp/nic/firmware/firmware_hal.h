@@ -8,12 +8,12 @@
 // Every call may take (simulated) time; none may fail silently.
 #pragma once
 
+#include <mprdma/hw.h>
+#include <mprdma/regs.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
-
-#include <mprdma/hw.h>
-#include <mprdma/regs.h>
 
 namespace mprdma::nic {
 
