@@ -1,5 +1,6 @@
 #include "vp/nic/mprdma_transport.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -137,8 +138,27 @@ void MprdmaTransport::add_qp(uint32_t qpn, Conn& c, size_t stat, uint64_t delta)
   ctr->add(delta);
 }
 
+void MprdmaTransport::recount(Conn& c) {
+  const uint64_t cwnd = c.tx && c.tx->ever_sent() ? c.tx->cwnd_q16() : 0;
+  const bool recovering = c.tx && c.tx->in_recovery();
+  cwnd_q_total_ = cwnd_q_total_ - c.cwnd_counted + cwnd;
+  recovering_total_ = recovering_total_ - c.recovering_counted + recovering;
+  c.cwnd_counted = cwnd;
+  c.recovering_counted = recovering;
+}
+
+void MprdmaTransport::uncount(Conn& c) {
+  cwnd_q_total_ -= c.cwnd_counted;
+  recovering_total_ -= c.recovering_counted;
+  c.cwnd_counted = 0;
+  c.recovering_counted = false;
+}
+
+// Every sender event (set_snd_max, on_ack, on_rnr, on_timer) ends here, so
+// the window totals follow the model.
 void MprdmaTransport::account(uint32_t qpn, Conn& c, const MpSender::Counters& a,
                               const MpSender::Counters& b) {
+  recount(c);
   for (size_t i = 0; i < tx_stats_.size(); ++i)
     tx_stats_[i]->add(b.*kTxStats[i].field - a.*kTxStats[i].field);
   add_qp(qpn, c, kQpAcks, b.acks - a.acks);
@@ -201,7 +221,7 @@ size_t MprdmaTransport::state_bytes() const {
 }
 
 void MprdmaTransport::open(const ConnParams& params) {
-  conns_.erase(params.qpn);
+  close(params.qpn);
   Conn& c = conns_[params.qpn];
   c.params = params;
   c.rx.emplace(p_.bitmap_slots, params.rq_psn, p_.overflow_nack);
@@ -216,13 +236,19 @@ void MprdmaTransport::set_requester(const ConnParams& params) {
   // flow, the paper's "SP-RDMA" (Fig. 15), on a path of its choice.
   if (sp.vp_mask == 0) sp.vp_base = params.udp_sport;
   c.tx.emplace(sp, params.sq_psn, rng_);
+  recount(c);
   c.fifo.clear();
   c.retry_left = params.retry_cnt;
   c.rnr_left = params.rnr_retry;
   c.rtos_seen = 0;
 }
 
-void MprdmaTransport::close(uint32_t qpn) { conns_.erase(qpn); }
+void MprdmaTransport::close(uint32_t qpn) {
+  auto it = conns_.find(qpn);
+  if (it == conns_.end()) return;
+  uncount(it->second);
+  conns_.erase(it);
+}
 
 void MprdmaTransport::take(Conn& c) {
   for (const MpTx& t : c.scratch) c.fifo.push_back(t);
@@ -412,18 +438,12 @@ RxOutcome MprdmaTransport::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*n
   return o;
 }
 
-double MprdmaTransport::cwnd_sum() const {
-  uint64_t q = 0;
-  for (const auto& [qpn, c] : conns_)
-    if (c.tx && c.tx->ever_sent()) q += c.tx->cwnd_q16();
-  return static_cast<double>(q) / 65536.0;
-}
-
-uint32_t MprdmaTransport::recovering() const {
-  uint32_t n = 0;
-  for (const auto& [qpn, c] : conns_)
-    if (c.tx && c.tx->in_recovery()) ++n;
-  return n;
+std::vector<uint32_t> MprdmaTransport::qpns() const {
+  std::vector<uint32_t> out;
+  out.reserve(conns_.size());
+  for (const auto& [qpn, c] : conns_) out.push_back(qpn);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 const MpSender* MprdmaTransport::sender(uint32_t qpn) const {
