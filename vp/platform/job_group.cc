@@ -1,6 +1,7 @@
 #include "vp/platform/job_group.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -17,6 +18,16 @@ std::string replace_all(std::string text, const std::string& what, const std::st
   return text;
 }
 
+// At most this many names from one pattern: far more hosts than a scenario
+// can model, and a typo such as {0..999999999} is an error, not a billion
+// strings.
+constexpr size_t kMaxPatternNames = 100000;
+
+std::invalid_argument too_many(const std::string& pattern) {
+  return std::invalid_argument("'" + pattern + "' expands to more than " +
+                               std::to_string(kMaxPatternNames) + " names");
+}
+
 // The alternatives of one brace body: "3..5" -> 3 4 5, "a,b" -> a b.
 std::vector<std::string> brace_alternatives(const std::string& body, const std::string& pattern) {
   const size_t dots = body.find("..");
@@ -29,6 +40,7 @@ std::vector<std::string> brace_alternatives(const std::string& body, const std::
       throw std::invalid_argument("'" + pattern + "': {" + body +
                                   "} is not a range of whole numbers {a..b}");
     const long from = std::stol(a), to = std::stol(b);
+    if (static_cast<size_t>(std::labs(to - from)) >= kMaxPatternNames) throw too_many(pattern);
     std::vector<std::string> out;
     for (long i = from;; i += from <= to ? 1 : -1) {
       out.push_back(std::to_string(i));
@@ -114,7 +126,9 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
   const std::string prefix = pattern.substr(0, open);
   std::vector<std::string> out;
   const std::vector<std::string> rests = expand_braces(pattern.substr(close + 1));
-  for (const std::string& alt : brace_alternatives(body, pattern))
+  const std::vector<std::string> alts = brace_alternatives(body, pattern);
+  if (alts.size() * rests.size() > kMaxPatternNames) throw too_many(pattern);
+  for (const std::string& alt : alts)
     for (const std::string& rest : rests) out.push_back(prefix + alt + rest);
   return out;
 }

@@ -195,6 +195,17 @@ TEST(JobGroupBraces, ExpandAsAShellDoes) {
   for (const char* bad :
        {"h{0..2", "h0..2}", "h}{0", "h{}", "h{a..2}", "h{0,,1}", "h{{0,1}}", "h{-1..2}"})
     EXPECT_THROW(expand_braces(bad), std::invalid_argument) << bad;
+  // A typo that would make a billion names is an error that says so.
+  EXPECT_EQ(expand_braces("h{0..99999}").size(), 100000u);
+  for (const char* huge : {"h{0..999999999}", "h{0..999}{0..999}"}) {
+    try {
+      expand_braces(huge);
+      ADD_FAILURE() << huge << " expanded";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("expands to more than 100000 names"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // Two leaf switches of four hosts each: l<leaf>h<host>.
