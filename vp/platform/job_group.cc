@@ -75,14 +75,22 @@ std::vector<std::string> expand_names(const std::vector<std::string>& names, con
       error(std::string(key) + ": " + e.what());
       continue;
     }
+    // One error per pattern, however many of its names are unknown.
+    std::string first_unknown;
+    size_t unknown = 0;
     for (const std::string& h : expanded) {
-      if (std::find(modeled.begin(), modeled.end(), h) == modeled.end())
-        error(std::string(key) + " names '" + h + "'" +
-              (h == pattern ? "" : " (from '" + pattern + "')") +
-              ", which is not a modeled host of the scenario");
-      else
+      if (std::find(modeled.begin(), modeled.end(), h) != modeled.end()) {
         out.push_back(h);
+      } else if (unknown++ == 0) {
+        first_unknown = h;
+      }
     }
+    if (unknown)
+      error(std::string(key) + " names '" + first_unknown + "'" +
+            (unknown > 1 ? " and " + std::to_string(unknown - 1) + " more" : "") +
+            (first_unknown == pattern ? "" : " (from '" + pattern + "')") +
+            (unknown > 1 ? ", which are not modeled hosts" : ", which is not a modeled host") +
+            " of the scenario");
   }
   return out;
 }
@@ -106,31 +114,36 @@ bool draw_pairing(const std::vector<std::string>& clients, std::vector<std::stri
   return false;
 }
 
-}  // namespace
-
-std::vector<std::string> expand_braces(const std::string& pattern) {
-  const size_t open = pattern.find('{');
-  const size_t close = pattern.find('}');
+// expand_braces of `tail`, a suffix of `pattern` (which errors name).
+std::vector<std::string> expand_tail(const std::string& tail, const std::string& pattern) {
+  const size_t open = tail.find('{');
+  const size_t close = tail.find('}');
   if (open == std::string::npos) {
     if (close != std::string::npos)
       throw std::invalid_argument("'" + pattern + "' has a '}' without its '{'");
-    return {pattern};
+    return {tail};
   }
   if (close < open) throw std::invalid_argument("'" + pattern + "' has a '}' without its '{'");
   if (close == std::string::npos)
     throw std::invalid_argument("'" + pattern + "' has a '{' without its '}'");
-  const std::string body = pattern.substr(open + 1, close - open - 1);
+  const std::string body = tail.substr(open + 1, close - open - 1);
   if (body.find('{') != std::string::npos)
     throw std::invalid_argument("'" + pattern + "' nests braces");
   if (body.empty()) throw std::invalid_argument("'" + pattern + "' has an empty {}");
-  const std::string prefix = pattern.substr(0, open);
+  const std::string prefix = tail.substr(0, open);
   std::vector<std::string> out;
-  const std::vector<std::string> rests = expand_braces(pattern.substr(close + 1));
+  const std::vector<std::string> rests = expand_tail(tail.substr(close + 1), pattern);
   const std::vector<std::string> alts = brace_alternatives(body, pattern);
   if (alts.size() * rests.size() > kMaxPatternNames) throw too_many(pattern);
   for (const std::string& alt : alts)
     for (const std::string& rest : rests) out.push_back(prefix + alt + rest);
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_braces(const std::string& pattern) {
+  return expand_tail(pattern, pattern);
 }
 
 void JobGroup::bind(core::Binder& b) {

@@ -195,6 +195,13 @@ TEST(JobGroupBraces, ExpandAsAShellDoes) {
   for (const char* bad :
        {"h{0..2", "h0..2}", "h}{0", "h{}", "h{a..2}", "h{0,,1}", "h{{0,1}}", "h{-1..2}"})
     EXPECT_THROW(expand_braces(bad), std::invalid_argument) << bad;
+  try {
+    expand_braces("l{0,1}h{2");
+    ADD_FAILURE() << "expanded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "'l{0,1}h{2' has a '{' without its '}'")
+        << "the error names the whole pattern";
+  }
   // A typo that would make a billion names is an error that says so.
   EXPECT_EQ(expand_braces("h{0..99999}").size(), 100000u);
   for (const char* huge : {"h{0..999999999}", "h{0..999}{0..999}"}) {
@@ -332,6 +339,14 @@ TEST(JobGroup, PairingMistakesAreErrorsThatNameThem) {
   EXPECT_NE(e.find("clients names 'l2h0' (from 'l{0..2}h0'), which is not a modeled host"),
             std::string::npos)
       << e;
+  e = group(
+      "  - {pairs: zip, clients: [\"l{5..9999}h0\"], servers: [\"l1h{0..2}\"],"
+      " job: {app: write_bw}}\n");
+  EXPECT_NE(e.find("clients names 'l5h0' and 9994 more (from 'l{5..9999}h0'), which are not "
+                   "modeled hosts"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("l6h0"), std::string::npos) << "one error for the pattern, not 9995";
   e = group("  - {pairs: zip, clients: [\"l0h{0..1\"], servers: [l1h0], job: {app: write_bw}}\n");
   EXPECT_NE(e.find("clients: 'l0h{0..1' has a '{' without its '}'"), std::string::npos) << e;
   e = group("  - {pairs: permutation, clients: [l0h0], servers: [l0h0], job: {app: write_bw}}\n");
