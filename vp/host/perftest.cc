@@ -107,9 +107,12 @@ uint64_t PerfTest::buffer_bytes(const JobConfig& cfg) {
   return m;
 }
 
+int PerfTest::buffer_halves(const JobConfig& cfg) { return cfg.app == "write_flows" ? 1 : 2; }
+
 PerfTest::EndTables PerfTest::end_tables(const JobConfig& cfg) {
   EndTables t;
-  t.mtt_entries = (2 * buffer_bytes(cfg) + SparseMemory::kPageBytes - 1) / SparseMemory::kPageBytes;
+  const uint64_t bytes = static_cast<uint64_t>(buffer_halves(cfg)) * buffer_bytes(cfg);
+  t.mtt_entries = (bytes + SparseMemory::kPageBytes - 1) / SparseMemory::kPageBytes;
   return t;
 }
 
@@ -135,8 +138,9 @@ void PerfTest::setup() {
     s->ctx = std::make_unique<VerbsContext>(s->host.driver(), s->as, s->host.config());
     s->pd = s->ctx->alloc_pd();
     s->half = buffer_bytes(cfg_);  // (end_tables counts what this loop takes)
-    s->buf = s->as.alloc(2 * s->half);
-    s->mr = s->ctx->reg_mr(s->pd, s->buf, 2 * s->half, access);
+    const uint64_t bytes = static_cast<uint64_t>(buffer_halves(cfg_)) * s->half;
+    s->buf = s->as.alloc(bytes);
+    s->mr = s->ctx->reg_mr(s->pd, s->buf, bytes, access);
     const uint32_t cq_entries = static_cast<uint32_t>(caps.max_send_wr + caps.max_recv_wr);
     const uint8_t log_cqe = cfg_.cqe_size.n == 128 ? 7 : cfg_.cqe_size.n == 64 ? 6 : 5;
     s->scq = s->ctx->create_cq(cq_entries, log_cqe);

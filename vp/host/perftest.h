@@ -159,8 +159,14 @@ class PerfTest {
   // Bytes of each half (send, receive) of one connection's buffer on each
   // host: the largest message, or what the app needs beside it.
   static uint64_t buffer_bytes(const JobConfig& cfg);
+  // Halves of that buffer each side has: 2, a send and a receive half, for
+  // the tests that move data both ways or check it on either side; 1 for
+  // write_flows, whose client only reads its source and whose server only
+  // takes the writes (a web-search workload's 30 MB largest flow would
+  // otherwise map, and register in the MTT, 30 MB per end never touched).
+  static int buffer_halves(const JobConfig& cfg);
   // What setup() takes of a NIC's tables for one connection end (on the
-  // client and on the server alike): one MR over both buffer halves (its
+  // client and on the server alike): one MR over its buffer halves (their
   // 4 KiB pages are MTT entries), one QP, a send and a receive CQ.
   struct EndTables {
     uint64_t mtt_entries = 0;

@@ -98,7 +98,7 @@ SizeResult PerfTest::run_flows(uint64_t max_size) {
   sge.lkey = c.mr.key;
   mpr_send_wr wr{};
   wr.opcode = MPR_WQE_RDMA_WRITE;
-  wr.remote_addr = s.buf + s.half;
+  wr.remote_addr = s.buf;  // the server's one half (buffer_halves)
   wr.rkey = s.mr.key;
   wr.sg_list = &sge;
   wr.num_sge = 1;
@@ -167,7 +167,7 @@ SizeResult PerfTest::run_flows(uint64_t max_size) {
   for (uint64_t off = 0; off < pattern_len && r.data_ok;) {
     const uint64_t n = std::min<uint64_t>(pattern_len - off, 1 << 16);
     got.resize(n);
-    s.as.read(s.buf + s.half + off, got.data(), n);
+    s.as.read(s.buf + off, got.data(), n);
     for (uint64_t i = 0; i < n && r.data_ok; ++i) r.data_ok = got[i] == flow_byte(off + i, salt);
     off += n;
   }

@@ -20,7 +20,7 @@ struct PerfTest::Side {
   AddressSpace& as;
   std::unique_ptr<VerbsContext> ctx;
   uint32_t pd = 0;
-  uint64_t buf = 0;  // [send half | receive half]
+  uint64_t buf = 0;  // [send half | receive half]; write_flows: one half, both roles
   uint64_t half = 0;
   MemoryRegion mr;
   CompletionQueue* scq = nullptr;

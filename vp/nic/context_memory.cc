@@ -216,6 +216,12 @@ int64_t ContextMemory::alloc_mtt(uint32_t count) {
   return -1;
 }
 
+uint64_t ContextMemory::mtt_in_use() const {
+  uint64_t free = 0;
+  for (const auto& [base, count] : mtt_free_) free += count;
+  return static_cast<uint64_t>(limits_.max_mtt) - free;
+}
+
 void ContextMemory::free_mtt(uint32_t base, uint32_t count) {
   if (count == 0) return;
   auto [it, inserted] = mtt_free_.emplace(base, count);

@@ -68,6 +68,8 @@ class ContextMemory {
   // Page translation entries, allocated as contiguous runs.
   int64_t alloc_mtt(uint32_t count);
   void free_mtt(uint32_t base, uint32_t count);
+  // Entries allocated now (of limits.max_mtt), for counters and tests.
+  uint64_t mtt_in_use() const;
   // An entry never written (or beyond max_mtt) reads as 0. set_mtt() returns
   // false, and stores nothing, for an index beyond max_mtt.
   uint64_t mtt(uint32_t index) const { return mtt_.get(index); }

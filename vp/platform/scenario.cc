@@ -412,11 +412,9 @@ void ScenarioConfig::check_nic_tables(core::Binder& b) const {
       if (count <= static_cast<uint64_t>(limit)) return;
       b.error("host '" + host_name + "': its jobs need at least " + std::to_string(count) + " " +
               what + ", more than nic.limits." + how + " " + std::to_string(limit) +
-              " (each connection end takes one QP, two CQs and one MR over its two buffer "
-              "halves; the most MTT entries: job '" +
-              n.biggest +
-              "'): fewer connections "
-              "(jobs, qps), smaller sizes, or larger limits");
+              " (each connection end takes one QP, two CQs and one MR over its buffer; the "
+              "most MTT entries: job '" +
+              n.biggest + "'): fewer connections (jobs, qps), smaller sizes, or larger limits");
     };
     over("MTT entries", n.mtt, l.max_mtt, "max_mtt");
     over("MRs", n.mr, l.max_mr, "max_mr");

@@ -371,12 +371,14 @@ TEST(JobGroup, PairingMistakesAreErrorsThatNameThem) {
 
 TEST(JobGroup, ConnectionsBeyondTheNicsTablesAreAnErrorBeforeTheRun) {
   // 15 pairs per host and direction, 2 connections each: 60 connection
-  // ends per host, each with a 2 x 30 MB web-search buffer (14 649 pages).
+  // ends per host, each with a 30 MB web-search buffer (7 325 pages: a
+  // write_flows end has one half, the client's source or the server's
+  // destination).
   const std::string base = std::string(kFatTree) + kGroup;
-  EXPECT_EQ(config_error(base), "") << "the defaults hold 879k MTT entries";
-  std::string e = config_error(base + "nic: {limits: {max_mtt: 800000, max_qp: 50}}\n");
-  EXPECT_NE(e.find("host 'p0e0h0': its jobs need at least 878940 MTT entries, more than "
-                   "nic.limits.max_mtt 800000"),
+  EXPECT_EQ(config_error(base), "") << "the defaults hold 440k MTT entries";
+  std::string e = config_error(base + "nic: {limits: {max_mtt: 400000, max_qp: 50}}\n");
+  EXPECT_NE(e.find("host 'p0e0h0': its jobs need at least 439500 MTT entries, more than "
+                   "nic.limits.max_mtt 400000"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("at least 60 QPs, more than nic.limits.max_qp 50"), std::string::npos) << e;

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "support/scenario_run.h"
+#include "vp/host/perftest.h"
 
 namespace mprdma::platform {
 namespace {
@@ -122,6 +124,19 @@ TEST_F(WriteFlows, EveryFlowCompletesAndIsTimedFromItsArrival) {
   EXPECT_NEAR(m.at("fct_avg"), all.mean(), 1e-9 * all.mean());
   EXPECT_NEAR(m.at("slowdown_avg"), slow.mean(), 1e-9 * slow.mean());
   EXPECT_GE(m.at("fct_p99"), all.mean());
+}
+
+// A write_flows end maps one buffer half (the client its source, the
+// server its destination), as the scenario's NIC-table check assumes: each
+// NIC's MTT holds exactly the pages of its connection ends' MRs.
+TEST_F(WriteFlows, EachEndRegistersOneHalfOfTheBufferTheTableCheckCounts) {
+  ASSERT_TRUE(run(scenario(kIdeal)));
+  const uint64_t per_end = host::PerfTest::end_tables(platform->config().jobs.at(0)).mtt_entries;
+  EXPECT_EQ(per_end, (30000000u + 4095) / 4096) << "one 30 MB half (the largest flow)";
+  // h1 is an end of all three jobs, h0 of two and h2 of one.
+  const std::pair<const char*, uint64_t> ends[] = {{"h0", 2}, {"h1", 3}, {"h2", 1}};
+  for (const auto& [h, n] : ends)
+    EXPECT_EQ(platform->host(h).nic().contexts().mtt_in_use(), n * per_end) << h;
 }
 
 TEST_F(WriteFlows, ConnectionsShareTheJobsRateAndItsResult) {
