@@ -216,63 +216,61 @@ void JobGroup::bind(core::Binder& b) {
 
 std::vector<host::JobConfig> expand_job_group(const JobGroup& group, const JobGroupContext& ctx) {
   const auto& error = ctx.error;
-  // The (client, server) pairs, in job order.
-  std::vector<std::pair<std::string, std::string>> pairs;
-  if (group.pairs == "zip" || (group.pairs == "permutation" && !group.clients.empty())) {
-    const std::vector<std::string> clients =
-        expand_names(group.clients, "clients", ctx.hosts, error);
-    std::vector<std::string> servers = expand_names(group.servers, "servers", ctx.hosts, error);
-    if (group.pairs == "zip") {
-      if (clients.size() != servers.size())
-        error("zip pairs clients[i] with servers[i], but there are " +
-              std::to_string(clients.size()) + " clients and " + std::to_string(servers.size()) +
-              " servers");
-      for (size_t i = 0; i < std::min(clients.size(), servers.size()); ++i) {
-        if (clients[i] == servers[i])
-          error("zip pairs '" + clients[i] + "' with itself (entry " + std::to_string(i) + ")");
-        else
-          pairs.emplace_back(clients[i], servers[i]);
-      }
-    } else {
-      if (std::set<std::string>(servers.begin(), servers.end()).size() != servers.size() ||
-          std::set<std::string>(clients.begin(), clients.end()).size() != clients.size())
-        error("permutation: clients and servers must each name a host once");
-      if (clients.size() != servers.size())
-        error("permutation pairs each client with a different server, but there are " +
-              std::to_string(clients.size()) + " clients and " + std::to_string(servers.size()) +
-              " servers");
-      core::RandomStream rng(ctx.seed, "job_groups." + std::to_string(ctx.index) + ".pairs");
-      if (clients.size() == servers.size() && !draw_pairing(clients, servers, rng))
-        error(
-            "permutation: no pairing of these clients and servers avoids pairing a host "
-            "with itself");
-      else
-        for (size_t i = 0; i < std::min(clients.size(), servers.size()); ++i)
-          pairs.emplace_back(clients[i], servers[i]);
-    }
+  // The hosts: clients and servers as written (zip, permutation with
+  // lists), or the members in the scenario's host order.
+  std::vector<std::string> clients, servers, members;
+  if (!group.clients.empty() || group.pairs == "zip") {
+    clients = expand_names(group.clients, "clients", ctx.hosts, error);
+    servers = expand_names(group.servers, "servers", ctx.hosts, error);
   } else {
-    std::vector<std::string> members;
     if (group.hosts.empty()) {
       members = ctx.hosts;
     } else {
-      const std::vector<std::string> named = expand_names(group.hosts, "hosts", ctx.hosts, error);
       std::set<std::string> seen;
-      for (const std::string& h : named)
+      for (const std::string& h : expand_names(group.hosts, "hosts", ctx.hosts, error))
         if (!seen.insert(h).second) error("hosts names '" + h + "' twice");
       // The scenario's host order, whatever order the group lists them in.
       for (const std::string& h : ctx.hosts)
         if (seen.count(h)) members.push_back(h);
     }
     if (members.size() < 2) error("needs at least two hosts to pair");
-    if (group.pairs == "permutation") {
-      std::vector<std::string> servers = members;
-      core::RandomStream rng(ctx.seed, "job_groups." + std::to_string(ctx.index) + ".pairs");
-      if (members.size() >= 2 && draw_pairing(members, servers, rng))
-        for (size_t i = 0; i < members.size(); ++i) pairs.emplace_back(members[i], servers[i]);
-    } else {
-      for (const std::string& client : members)
-        for (const std::string& server : members)
-          if (client != server) pairs.emplace_back(client, server);
+    clients = servers = members;
+  }
+
+  // The (client, server) pairs, in job order.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (group.pairs == "all_to_all") {
+    for (const std::string& client : members)
+      for (const std::string& server : members)
+        if (client != server) pairs.emplace_back(client, server);
+  } else if (group.pairs == "zip") {
+    if (clients.size() != servers.size())
+      error("zip pairs clients[i] with servers[i], but there are " +
+            std::to_string(clients.size()) + " clients and " + std::to_string(servers.size()) +
+            " servers");
+    for (size_t i = 0; i < std::min(clients.size(), servers.size()); ++i) {
+      if (clients[i] == servers[i])
+        error("zip pairs '" + clients[i] + "' with itself (entry " + std::to_string(i) + ")");
+      else
+        pairs.emplace_back(clients[i], servers[i]);
+    }
+  } else {  // permutation
+    if (std::set<std::string>(servers.begin(), servers.end()).size() != servers.size() ||
+        std::set<std::string>(clients.begin(), clients.end()).size() != clients.size())
+      error("permutation: clients and servers must each name a host once");
+    if (clients.size() != servers.size())
+      error("permutation pairs each client with a different server, but there are " +
+            std::to_string(clients.size()) + " clients and " + std::to_string(servers.size()) +
+            " servers");
+    core::RandomStream rng(ctx.seed, "job_groups." + std::to_string(ctx.index) + ".pairs");
+    // (one member alone is reported above)
+    if (!clients.empty() && clients.size() == servers.size() && members.size() != 1) {
+      if (!draw_pairing(clients, servers, rng))
+        error(
+            "permutation: no pairing of these clients and servers avoids pairing a host "
+            "with itself");
+      else
+        for (size_t i = 0; i < clients.size(); ++i) pairs.emplace_back(clients[i], servers[i]);
     }
   }
 
