@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <regex>
@@ -86,16 +87,30 @@ void parse_window(const std::string& t, const std::string& from, const std::stri
     throw std::invalid_argument("term '" + t + "': the window ends before it starts");
 }
 
-// "avg(<series>,<from>,<to>)", "stdev(<series>,<from>,<to>)" or
+// One bound of settle_us's band: a plain number.
+double parse_band_bound(const std::string& t, const std::string& text) {
+  char* endp = nullptr;
+  const double v = std::strtod(text.c_str(), &endp);
+  if (text.empty() || *endp || !std::isfinite(v))
+    throw std::invalid_argument("term '" + t + "': the band bound '" + text + "' is not a number");
+  return v;
+}
+
+// "avg(<series>,<from>,<to>)", "stdev(<series>,<from>,<to>)",
+// "settle_us(<series>,<lo>,<hi>,<from>,<to>)" or
 // "jain(<s>|<s>|...,<from>,<to>)".
 void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& m) {
-  const std::string form =
-      fn == "jain" ? "jain(<series>|<series>|...,<from>,<to>)" : fn + "(<series>,<from>,<to>)";
+  const bool settle = fn == "settle_us";
+  const std::string form = fn == "jain" ? "jain(<series>|<series>|...,<from>,<to>)"
+                           : settle     ? "settle_us(<series>,<lo>,<hi>,<from>,<to>)"
+                                        : fn + "(<series>,<from>,<to>)";
   const std::vector<std::string> args =
       split(t.substr(fn.size() + 1, t.size() - fn.size() - 2), ',');
-  if (args.size() != 3) throw std::invalid_argument("term '" + t + "' is not of the form " + form);
+  if (args.size() != (settle ? 5u : 3u))
+    throw std::invalid_argument("term '" + t + "' is not of the form " + form);
   m.kind = fn == "avg"     ? MetricTerm::Kind::kSeriesAvg
            : fn == "stdev" ? MetricTerm::Kind::kSeriesStdev
+           : settle        ? MetricTerm::Kind::kSeriesSettle
                            : MetricTerm::Kind::kJain;
   m.series = split(args[0], '|');
   for (const std::string& s : m.series)
@@ -103,7 +118,13 @@ void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& 
   if (fn != "jain" && m.series.size() != 1)
     throw std::invalid_argument("term '" + t + "': " + fn +
                                 " takes one series (jain takes several)");
-  parse_window(t, args[1], args[2], m);
+  if (settle) {
+    m.band_lo = parse_band_bound(t, trim(args[1]));
+    m.band_hi = parse_band_bound(t, trim(args[2]));
+    if (m.band_lo > m.band_hi)
+      throw std::invalid_argument("term '" + t + "': the band's low bound is above its high bound");
+  }
+  parse_window(t, args[args.size() - 2], args[args.size() - 1], m);
 }
 
 // "ecn_mark_ratio(<link>.<a2b|b2a>,<from>,<to>)".
@@ -295,7 +316,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       continue;
     }
     bool series_term = false;
-    for (const char* fn : {"avg", "stdev", "jain"}) {
+    for (const char* fn : {"avg", "stdev", "settle_us", "jain"}) {
       const std::string head = std::string(fn) + "(";
       if (t.compare(0, head.size(), head) == 0 && t.back() == ')') {
         parse_series_term(t, fn, m);
@@ -326,6 +347,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "model.<mprdma|irn>.extra_state_bytes, "
                                     "ecn_mark_ratio(<link>.<dir>,<from>,<to>), "
                                     "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
+                                    "settle_us(<series>,<lo>,<hi>,<from>,<to>), "
                                     "jain(<series>|...,<from>,<to>), "
                                     "rate(nic.<host>.<counter>,<from>,<to>) or "
                                     "pct(<histogram>,<percentile>[,<from>,<to>]) or "
@@ -534,6 +556,11 @@ void ScenarioConfig::bind(core::Binder& b) {
       "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
       "\"stdev(<series>,<from>,<to>)\": its time-weighted standard deviation over [from, to) "
       "(e.g. of a queue, switch.<s>.port<p>.queue_bytes), or "
+      "\"settle_us(<series>,<lo>,<hi>,<from>,<to>)\": its settling time in microseconds, "
+      "from <from> to the start of the first sample interval from which every sample up to "
+      "<to> lies in [lo, hi] (e.g. settle_us(link.t0-s1.a2b.gbps,9,11,250ms,260ms): how long "
+      "a restored path takes to carry 9-11 Gb/s for good; 0 if it does from the start; not "
+      "settled by <to> leaves the metric out), or "
       "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
       "means over [from, to); a series window the run did not sample in full leaves the "
       "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
@@ -759,7 +786,7 @@ void ScenarioConfig::bind(core::Binder& b) {
     for (const MetricTerm& t : terms) {
       if (t.kind == MetricTerm::Kind::kModelState) continue;
       if (t.kind == MetricTerm::Kind::kSeriesAvg || t.kind == MetricTerm::Kind::kSeriesStdev ||
-          t.kind == MetricTerm::Kind::kJain) {
+          t.kind == MetricTerm::Kind::kSeriesSettle || t.kind == MetricTerm::Kind::kJain) {
         if (!sample_interval.ps)
           b.error("metric '" + metric + "' reads time series, but sample_interval is 0");
         for (const std::string& sname : t.series)

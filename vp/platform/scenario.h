@@ -185,6 +185,7 @@ struct MetricTerm {
     kModelState,
     kSeriesAvg,
     kSeriesStdev,
+    kSeriesSettle,
     kJain,
     kEcnRatio,
     kCounter,
@@ -201,9 +202,11 @@ struct MetricTerm {
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
   bool mean = false;                // kHistPct: the mean instead (mean(<histogram>))
   std::string engine;               // kModelState: mprdma | irn
-  std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev (one), kJain (one or more)
-  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kJain, kCounterRate and
-                                    // windowed kEcnRatio, kHistPct: the window [from, to)
+  std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev, kSeriesSettle (one), kJain
+  double band_lo = 0, band_hi = 0;  // kSeriesSettle: the band [lo, hi] the series settles in
+  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kSeriesSettle, kJain,
+                                    // kCounterRate and windowed kEcnRatio, kHistPct: the
+                                    // window [from, to)
 };
 // Splits and classifies; throws std::invalid_argument naming a term that is
 // no known form (it does not check that jobs, sizes, links or series exist).

@@ -37,6 +37,26 @@ std::optional<double> series_stdev(const std::vector<core::TimeSeries::Point>& p
   return std::sqrt(weighted / covered);
 }
 
+std::optional<uint64_t> series_settle_ps(const std::vector<core::TimeSeries::Point>& points,
+                                         uint64_t interval_ps, double lo, double hi,
+                                         uint64_t from_ps, uint64_t to_ps) {
+  if (to_ps <= from_ps || interval_ps == 0 || !(lo <= hi)) return std::nullopt;
+  uint64_t covered = 0;
+  bool in_band = false;  // the latest sample lies in the band,
+  uint64_t since = 0;    // and so have all since this time
+  for (const core::TimeSeries::Point& p : points) {
+    const uint64_t begin = p.time_ps >= interval_ps ? p.time_ps - interval_ps : 0;
+    const uint64_t a = std::max(begin, from_ps), b = std::min(p.time_ps, to_ps);
+    if (b <= a) continue;
+    covered += b - a;
+    const bool in = p.value >= lo && p.value <= hi;
+    if (in && !in_band) since = a;
+    in_band = in;
+  }
+  if (covered < to_ps - from_ps || !in_band) return std::nullopt;
+  return since - from_ps;
+}
+
 std::optional<double> jain_index(const std::vector<double>& x) {
   double sum = 0, squares = 0;
   for (double v : x) {

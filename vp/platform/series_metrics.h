@@ -1,7 +1,7 @@
 // Figures computed from the platform's time series (rate_sampler.h), for
-// the scenario metric terms avg(...), stdev(...) and jain(...)
-// (scenario.h): the mean and the standard deviation of a series over a
-// window of simulated time and Jain's fairness index; and the percentile of
+// the scenario metric terms avg(...), stdev(...), settle_us(...) and
+// jain(...) (scenario.h): the mean, the standard deviation and the settling
+// time of a series over a window of simulated time and Jain's fairness index; and the percentile of
 // a histogram statistic behind pct(...).
 // Plain functions over sample points, so they can be tested on hand-made
 // series.
@@ -33,6 +33,17 @@ std::optional<double> series_mean(const std::vector<core::TimeSeries::Point>& po
 // series_mean is.
 std::optional<double> series_stdev(const std::vector<core::TimeSeries::Point>& points,
                                    uint64_t interval_ps, uint64_t from_ps, uint64_t to_ps);
+
+// How long a sampled series takes to settle into the band [lo, hi] after
+// from_ps (the settling time of control theory): the time from from_ps to
+// the start of the first sample interval from which every sample up to
+// to_ps lies in the band; 0 when it lies there from the start. Sample
+// intervals as in series_mean, a sample straddling from_ps counting from
+// from_ps. Empty when the samples do not cover [from_ps, to_ps), or the
+// window's last sample is outside the band (not settled by to_ps).
+std::optional<uint64_t> series_settle_ps(const std::vector<core::TimeSeries::Point>& points,
+                                         uint64_t interval_ps, double lo, double hi,
+                                         uint64_t from_ps, uint64_t to_ps);
 
 // Jain's fairness index of `x`: (sum x)^2 / (n * sum x^2), in [1/n, 1]; 1
 // when every value is equal, 1/n when one value has everything. Empty for

@@ -188,6 +188,13 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_EQ(sd.from.ps, 5000000000u);
   EXPECT_EQ(sd.to.ps, 25000000000u);
   EXPECT_DOUBLE_EQ(sd.factor, 0.5);
+  const auto st = parse_metric("settle_us(link.t0-s1.a2b.gbps,9,11.5,250ms,260ms)").at(0);
+  EXPECT_EQ(st.kind, MetricTerm::Kind::kSeriesSettle);
+  EXPECT_EQ(st.series, std::vector<std::string>{"link.t0-s1.a2b.gbps"});
+  EXPECT_DOUBLE_EQ(st.band_lo, 9.0);
+  EXPECT_DOUBLE_EQ(st.band_hi, 11.5);
+  EXPECT_EQ(st.from.ps, 250000000000u);
+  EXPECT_EQ(st.to.ps, 260000000000u);
   const auto j = parse_metric("jain(a.gbps|b.gbps|c.gbps,0s,10us)").at(0);
   EXPECT_EQ(j.kind, MetricTerm::Kind::kJain);
   EXPECT_EQ(j.series.size(), 3u);
@@ -257,10 +264,13 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
         "rate(nic.h0.a|b,0s,1ms)", "rate(nic.h0.bytes,0s,1x)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
-  for (const char* bad :
-       {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)", "avg(a.gbps,1,2ms)",
-        "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps", "min(w.4096.bw_gbps)",
-        "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)", "stdev(a.gbps,1ms,1ms)"})
+  for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
+                          "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
+                          "min(w.4096.bw_gbps)", "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)",
+                          "stdev(a.gbps,1ms,1ms)", "settle_us(a.gbps,0s,1ms)",
+                          "settle_us(a.gbps,1,2,3,0s,1ms)", "settle_us(a.gbps,x,2,0s,1ms)",
+                          "settle_us(a.gbps,1,,0s,1ms)", "settle_us(a.gbps,1,nan,0s,1ms)",
+                          "settle_us(a.gbps|b.gbps,1,2,0s,1ms)", "settle_us(a.gbps,1,2,1ms,1ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 }
 
@@ -304,6 +314,17 @@ TEST(Scenario, SeriesMetricsAreChecked) {
                 .find("sample_interval is 0"),
             std::string::npos);
   EXPECT_NE(error_of(with_metric("stdev(nic.h0.mac.tx_gbps,0s,20s)")).find("ends after end_time"),
+            std::string::npos);
+  // settle_us(...) too, and its band must not be upside down.
+  EXPECT_EQ(error_of(with_metric("settle_us(link.wire.a2b.gbps,30,40,0s,1ms)")), "");
+  EXPECT_NE(error_of(with_metric("settle_us(link.nowire.a2b.gbps,30,40,0s,1ms)"))
+                .find("unknown series 'link.nowire.a2b.gbps'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("settle_us(link.wire.a2b.gbps,30,40,0s,20s)"))
+                .find("ends after end_time"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("settle_us(link.wire.a2b.gbps,40,30,0s,1ms)"))
+                .find("low bound is above its high bound"),
             std::string::npos);
   // pct(...): the host (nic., pcie.) or job (flow.) the path names must exist.
   EXPECT_EQ(error_of(with_metric("pct(nic.h1.transport.rx_ood,99.9)")), "");

@@ -2,7 +2,7 @@
 // run on the MP-RDMA testbed: a job forced onto one spine with `via`, a
 // per-host NIC override (go-back-N hosts beside MP-RDMA ones), jobs that run
 // for a `duration`, and metrics over the time series (avg, stdev, jain,
-// factors, min/max).
+// settle_us, factors, min/max).
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <gtest/gtest.h>
 
@@ -101,7 +101,12 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
                            on +
                            ".gbps,100us,1900us)\n"
                            "  placed: 8e-9*rate(nic.t1h1.responder.bytes,100us,200us)\n"
-                           "  gone: rate(nic.t1h1.responder.no_such_counter,100us,200us)\n";
+                           "  gone: rate(nic.t1h1.responder.no_such_counter,100us,200us)\n"
+                           "  up: settle_us(" +
+                           on +
+                           ".gbps,30,45,0s,200us)\n"
+                           "  never: settle_us(" +
+                           off + ".gbps,30,45,100us,200us)\n";
   auto p = run(text);
   const auto& o = p->outcomes().at(0);
   ASSERT_EQ(o.results.size(), 1u);
@@ -157,7 +162,19 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
   // counter the NIC does not have gives no figure either.
   EXPECT_FALSE(m.count("late"));
   EXPECT_FALSE(m.count("gone"));
-  EXPECT_EQ(missing, (std::vector<std::string>{"gone", "late"}));
+  // settle_us: the flow's link carries nothing while the QPs are set up
+  // (~60 us) and runs above 30 Gb/s for good well before 200 us; the time is
+  // a whole number of 10 us sample intervals. The other spine never does.
+  EXPECT_GT(m.at("up"), 10.0);
+  EXPECT_LT(m.at("up"), 150.0);
+  EXPECT_NEAR(std::fmod(m.at("up"), 10.0), 0.0, 1e-9);
+  for (const core::TimeSeries::Point& pt : ts->points()) {
+    if (pt.time_ps > m.at("up") * 1e6 && pt.time_ps <= 200000000u) {
+      EXPECT_GE(pt.value, 30.0) << "at " << pt.time_ps << " ps";
+    }
+  }
+  EXPECT_FALSE(m.count("never"));
+  EXPECT_EQ(missing, (std::vector<std::string>{"gone", "late", "never"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Spines, ViaSpine, ::testing::Values(1, 2));
