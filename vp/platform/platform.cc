@@ -695,10 +695,13 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           sum += *v;
           found = true;
         }
-      } else if (t.kind == MetricTerm::Kind::kSeriesSettle) {
+      } else if (t.kind == MetricTerm::Kind::kSeriesReach ||
+                 t.kind == MetricTerm::Kind::kSeriesSettle) {
         const core::TimeSeries* ts = env_.stats.find_series(t.series.at(0));
-        const auto v = ts ? series_settle_ps(ts->points(), cfg_.sample_interval.ps, t.band_lo,
-                                             t.band_hi, t.from.ps, t.to.ps)
+        const BandTime kind =
+            t.kind == MetricTerm::Kind::kSeriesReach ? BandTime::kReach : BandTime::kSettle;
+        const auto v = ts ? series_band_time_ps(ts->points(), cfg_.sample_interval.ps, t.band_lo,
+                                                t.band_hi, t.from.ps, t.to.ps, kind)
                           : std::nullopt;
         if (v) {
           sum += static_cast<double>(*v) * 1e-6;  // ps -> us

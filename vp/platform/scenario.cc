@@ -87,7 +87,7 @@ void parse_window(const std::string& t, const std::string& from, const std::stri
     throw std::invalid_argument("term '" + t + "': the window ends before it starts");
 }
 
-// One bound of settle_us's band: a plain number.
+// One bound of reach_us's or settle_us's band: a plain number.
 double parse_band_bound(const std::string& t, const std::string& text) {
   char* endp = nullptr;
   const double v = std::strtod(text.c_str(), &endp);
@@ -97,28 +97,29 @@ double parse_band_bound(const std::string& t, const std::string& text) {
 }
 
 // "avg(<series>,<from>,<to>)", "stdev(<series>,<from>,<to>)",
-// "settle_us(<series>,<lo>,<hi>,<from>,<to>)" or
-// "jain(<s>|<s>|...,<from>,<to>)".
+// "reach_us(<series>,<lo>,<hi>,<from>,<to>)", "settle_us(...)" (the same
+// form) or "jain(<s>|<s>|...,<from>,<to>)".
 void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& m) {
-  const bool settle = fn == "settle_us";
+  const bool band = fn == "reach_us" || fn == "settle_us";
   const std::string form = fn == "jain" ? "jain(<series>|<series>|...,<from>,<to>)"
-                           : settle     ? "settle_us(<series>,<lo>,<hi>,<from>,<to>)"
+                           : band       ? fn + "(<series>,<lo>,<hi>,<from>,<to>)"
                                         : fn + "(<series>,<from>,<to>)";
   const std::vector<std::string> args =
       split(t.substr(fn.size() + 1, t.size() - fn.size() - 2), ',');
-  if (args.size() != (settle ? 5u : 3u))
+  if (args.size() != (band ? 5u : 3u))
     throw std::invalid_argument("term '" + t + "' is not of the form " + form);
-  m.kind = fn == "avg"     ? MetricTerm::Kind::kSeriesAvg
-           : fn == "stdev" ? MetricTerm::Kind::kSeriesStdev
-           : settle        ? MetricTerm::Kind::kSeriesSettle
-                           : MetricTerm::Kind::kJain;
+  m.kind = fn == "avg"        ? MetricTerm::Kind::kSeriesAvg
+           : fn == "stdev"    ? MetricTerm::Kind::kSeriesStdev
+           : fn == "reach_us" ? MetricTerm::Kind::kSeriesReach
+           : band             ? MetricTerm::Kind::kSeriesSettle
+                              : MetricTerm::Kind::kJain;
   m.series = split(args[0], '|');
   for (const std::string& s : m.series)
     if (s.empty()) throw std::invalid_argument("term '" + t + "' has an empty series name");
   if (fn != "jain" && m.series.size() != 1)
     throw std::invalid_argument("term '" + t + "': " + fn +
                                 " takes one series (jain takes several)");
-  if (settle) {
+  if (band) {
     m.band_lo = parse_band_bound(t, trim(args[1]));
     m.band_hi = parse_band_bound(t, trim(args[2]));
     if (m.band_lo > m.band_hi)
@@ -316,7 +317,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
       continue;
     }
     bool series_term = false;
-    for (const char* fn : {"avg", "stdev", "settle_us", "jain"}) {
+    for (const char* fn : {"avg", "stdev", "reach_us", "settle_us", "jain"}) {
       const std::string head = std::string(fn) + "(";
       if (t.compare(0, head.size(), head) == 0 && t.back() == ')') {
         parse_series_term(t, fn, m);
@@ -347,6 +348,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "model.<mprdma|irn>.extra_state_bytes, "
                                     "ecn_mark_ratio(<link>.<dir>,<from>,<to>), "
                                     "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
+                                    "reach_us(<series>,<lo>,<hi>,<from>,<to>), "
                                     "settle_us(<series>,<lo>,<hi>,<from>,<to>), "
                                     "jain(<series>|...,<from>,<to>), "
                                     "rate(nic.<host>.<counter>,<from>,<to>) or "
@@ -556,11 +558,13 @@ void ScenarioConfig::bind(core::Binder& b) {
       "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
       "\"stdev(<series>,<from>,<to>)\": its time-weighted standard deviation over [from, to) "
       "(e.g. of a queue, switch.<s>.port<p>.queue_bytes), or "
-      "\"settle_us(<series>,<lo>,<hi>,<from>,<to>)\": its settling time in microseconds, "
-      "from <from> to the start of the first sample interval from which every sample up to "
-      "<to> lies in [lo, hi] (e.g. settle_us(link.t0-s1.a2b.gbps,9,11,250ms,260ms): how long "
-      "a restored path takes to carry 9-11 Gb/s for good; 0 if it does from the start; not "
-      "settled by <to> leaves the metric out), or "
+      "\"reach_us(<series>,<lo>,<hi>,<from>,<to>)\": microseconds from <from> to the start "
+      "of the first sample interval whose sample lies in [lo, hi] (e.g. "
+      "reach_us(link.t0-s1.a2b.gbps,9,11,250ms,310ms): when a restored path first carries 9-11 "
+      "Gb/s; 0 if the first sample does; not reached by <to> leaves the metric out), or "
+      "\"settle_us(<series>,<lo>,<hi>,<from>,<to>)\": the settling time, to the start of the "
+      "first sample interval from which every sample up to <to> lies in [lo, hi] (0 if all "
+      "do; the last sample outside the band leaves the metric out), or "
       "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
       "means over [from, to); a series window the run did not sample in full leaves the "
       "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "
@@ -786,7 +790,8 @@ void ScenarioConfig::bind(core::Binder& b) {
     for (const MetricTerm& t : terms) {
       if (t.kind == MetricTerm::Kind::kModelState) continue;
       if (t.kind == MetricTerm::Kind::kSeriesAvg || t.kind == MetricTerm::Kind::kSeriesStdev ||
-          t.kind == MetricTerm::Kind::kSeriesSettle || t.kind == MetricTerm::Kind::kJain) {
+          t.kind == MetricTerm::Kind::kSeriesReach || t.kind == MetricTerm::Kind::kSeriesSettle ||
+          t.kind == MetricTerm::Kind::kJain) {
         if (!sample_interval.ps)
           b.error("metric '" + metric + "' reads time series, but sample_interval is 0");
         for (const std::string& sname : t.series)

@@ -185,6 +185,7 @@ struct MetricTerm {
     kModelState,
     kSeriesAvg,
     kSeriesStdev,
+    kSeriesReach,
     kSeriesSettle,
     kJain,
     kEcnRatio,
@@ -202,9 +203,10 @@ struct MetricTerm {
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
   bool mean = false;                // kHistPct: the mean instead (mean(<histogram>))
   std::string engine;               // kModelState: mprdma | irn
-  std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev, kSeriesSettle (one), kJain
-  double band_lo = 0, band_hi = 0;  // kSeriesSettle: the band [lo, hi] the series settles in
-  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kSeriesSettle, kJain,
+  std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev, kSeriesReach, kSeriesSettle
+                                    // (one), kJain (one or more)
+  double band_lo = 0, band_hi = 0;  // kSeriesReach, kSeriesSettle: the band [lo, hi]
+  core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kSeriesReach, kSeriesSettle, kJain,
                                     // kCounterRate and windowed kEcnRatio, kHistPct: the
                                     // window [from, to)
 };

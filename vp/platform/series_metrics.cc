@@ -37,13 +37,14 @@ std::optional<double> series_stdev(const std::vector<core::TimeSeries::Point>& p
   return std::sqrt(weighted / covered);
 }
 
-std::optional<uint64_t> series_settle_ps(const std::vector<core::TimeSeries::Point>& points,
-                                         uint64_t interval_ps, double lo, double hi,
-                                         uint64_t from_ps, uint64_t to_ps) {
+std::optional<uint64_t> series_band_time_ps(const std::vector<core::TimeSeries::Point>& points,
+                                            uint64_t interval_ps, double lo, double hi,
+                                            uint64_t from_ps, uint64_t to_ps, BandTime kind) {
   if (to_ps <= from_ps || interval_ps == 0 || !(lo <= hi)) return std::nullopt;
   uint64_t covered = 0;
-  bool in_band = false;  // the latest sample lies in the band,
-  uint64_t since = 0;    // and so have all since this time
+  bool in_band = false, reached = false;
+  uint64_t since = 0;  // kSettle: the latest sample and all since lie in the band
+  uint64_t first = 0;  // kReach: the first in-band interval
   for (const core::TimeSeries::Point& p : points) {
     const uint64_t begin = p.time_ps >= interval_ps ? p.time_ps - interval_ps : 0;
     const uint64_t a = std::max(begin, from_ps), b = std::min(p.time_ps, to_ps);
@@ -51,10 +52,14 @@ std::optional<uint64_t> series_settle_ps(const std::vector<core::TimeSeries::Poi
     covered += b - a;
     const bool in = p.value >= lo && p.value <= hi;
     if (in && !in_band) since = a;
+    if (in && !reached) first = a;
     in_band = in;
+    reached = reached || in;
   }
-  if (covered < to_ps - from_ps || !in_band) return std::nullopt;
-  return since - from_ps;
+  if (covered < to_ps - from_ps) return std::nullopt;
+  if (kind == BandTime::kReach)
+    return reached ? std::optional<uint64_t>(first - from_ps) : std::nullopt;
+  return in_band ? std::optional<uint64_t>(since - from_ps) : std::nullopt;
 }
 
 std::optional<double> jain_index(const std::vector<double>& x) {

@@ -1,7 +1,8 @@
 // Figures computed from the platform's time series (rate_sampler.h), for
-// the scenario metric terms avg(...), stdev(...), settle_us(...) and
-// jain(...) (scenario.h): the mean, the standard deviation and the settling
-// time of a series over a window of simulated time and Jain's fairness index; and the percentile of
+// the scenario metric terms avg(...), stdev(...), reach_us(...), settle_us(...)
+// and jain(...) (scenario.h): the mean, the standard deviation and the time a
+// series takes to reach or settle in a band over a window of simulated time,
+// and Jain's fairness index; and the percentile of
 // a histogram statistic behind pct(...).
 // Plain functions over sample points, so they can be tested on hand-made
 // series.
@@ -34,16 +35,20 @@ std::optional<double> series_mean(const std::vector<core::TimeSeries::Point>& po
 std::optional<double> series_stdev(const std::vector<core::TimeSeries::Point>& points,
                                    uint64_t interval_ps, uint64_t from_ps, uint64_t to_ps);
 
-// How long a sampled series takes to settle into the band [lo, hi] after
-// from_ps (the settling time of control theory): the time from from_ps to
-// the start of the first sample interval from which every sample up to
-// to_ps lies in the band; 0 when it lies there from the start. Sample
-// intervals as in series_mean, a sample straddling from_ps counting from
-// from_ps. Empty when the samples do not cover [from_ps, to_ps), or the
-// window's last sample is outside the band (not settled by to_ps).
-std::optional<uint64_t> series_settle_ps(const std::vector<core::TimeSeries::Point>& points,
-                                         uint64_t interval_ps, double lo, double hi,
-                                         uint64_t from_ps, uint64_t to_ps);
+// When a sampled series is in the band [lo, hi] after from_ps, as a time
+// from from_ps to the start of a sample interval (intervals as in
+// series_mean, a sample straddling from_ps counting from from_ps):
+// - kReach: the first interval whose sample lies in the band (the first
+//   passage, e.g. a restored path first carrying its share);
+// - kSettle: the first interval from which every sample up to to_ps lies in
+//   the band (the settling time of control theory).
+// 0 when the first sample is in the band (kReach) or all are (kSettle).
+// Empty when the samples do not cover [from_ps, to_ps), or the band was not
+// reached (kReach) or the window's last sample is outside it (kSettle).
+enum class BandTime { kReach, kSettle };
+std::optional<uint64_t> series_band_time_ps(const std::vector<core::TimeSeries::Point>& points,
+                                            uint64_t interval_ps, double lo, double hi,
+                                            uint64_t from_ps, uint64_t to_ps, BandTime kind);
 
 // Jain's fairness index of `x`: (sum x)^2 / (n * sum x^2), in [1/n, 1]; 1
 // when every value is equal, 1/n when one value has everything. Empty for

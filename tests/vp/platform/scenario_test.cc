@@ -195,6 +195,7 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_DOUBLE_EQ(st.band_hi, 11.5);
   EXPECT_EQ(st.from.ps, 250000000000u);
   EXPECT_EQ(st.to.ps, 260000000000u);
+  EXPECT_EQ(parse_metric("reach_us(a.gbps,1,2,0s,1ms)").at(0).kind, MetricTerm::Kind::kSeriesReach);
   const auto j = parse_metric("jain(a.gbps|b.gbps|c.gbps,0s,10us)").at(0);
   EXPECT_EQ(j.kind, MetricTerm::Kind::kJain);
   EXPECT_EQ(j.series.size(), 3u);
@@ -264,13 +265,14 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
         "rate(nic.h0.a|b,0s,1ms)", "rate(nic.h0.bytes,0s,1x)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
-  for (const char* bad : {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)",
-                          "avg(a.gbps,1,2ms)", "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps",
-                          "min(w.4096.bw_gbps)", "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)",
-                          "stdev(a.gbps,1ms,1ms)", "settle_us(a.gbps,0s,1ms)",
-                          "settle_us(a.gbps,1,2,3,0s,1ms)", "settle_us(a.gbps,x,2,0s,1ms)",
-                          "settle_us(a.gbps,1,,0s,1ms)", "settle_us(a.gbps,1,nan,0s,1ms)",
-                          "settle_us(a.gbps|b.gbps,1,2,0s,1ms)", "settle_us(a.gbps,1,2,1ms,1ms)"})
+  for (const char* bad :
+       {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)", "avg(a.gbps,1,2ms)",
+        "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps", "min(w.4096.bw_gbps)",
+        "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)", "stdev(a.gbps,1ms,1ms)",
+        "settle_us(a.gbps,0s,1ms)", "settle_us(a.gbps,1,2,3,0s,1ms)",
+        "settle_us(a.gbps,x,2,0s,1ms)", "settle_us(a.gbps,1,,0s,1ms)",
+        "settle_us(a.gbps,1,nan,0s,1ms)", "settle_us(a.gbps|b.gbps,1,2,0s,1ms)",
+        "settle_us(a.gbps,1,2,1ms,1ms)", "reach_us(a.gbps,0s,1ms)", "reach_us(a.gbps,2,1,0s,1ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 }
 
@@ -325,6 +327,9 @@ TEST(Scenario, SeriesMetricsAreChecked) {
             std::string::npos);
   EXPECT_NE(error_of(with_metric("settle_us(link.wire.a2b.gbps,40,30,0s,1ms)"))
                 .find("low bound is above its high bound"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_metric("reach_us(link.nowire.a2b.gbps,30,40,0s,1ms)"))
+                .find("unknown series 'link.nowire.a2b.gbps'"),
             std::string::npos);
   // pct(...): the host (nic., pcie.) or job (flow.) the path names must exist.
   EXPECT_EQ(error_of(with_metric("pct(nic.h1.transport.rx_ood,99.9)")), "");

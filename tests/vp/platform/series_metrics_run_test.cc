@@ -2,7 +2,7 @@
 // run on the MP-RDMA testbed: a job forced onto one spine with `via`, a
 // per-host NIC override (go-back-N hosts beside MP-RDMA ones), jobs that run
 // for a `duration`, and metrics over the time series (avg, stdev, jain,
-// settle_us, factors, min/max).
+// reach_us, settle_us, factors, min/max).
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <gtest/gtest.h>
 
@@ -106,7 +106,10 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
                            on +
                            ".gbps,30,45,0s,200us)\n"
                            "  never: settle_us(" +
-                           off + ".gbps,30,45,100us,200us)\n";
+                           off +
+                           ".gbps,30,45,100us,200us)\n"
+                           "  first: reach_us(" +
+                           on + ".gbps,30,45,0s,200us)\n";
   auto p = run(text);
   const auto& o = p->outcomes().at(0);
   ASSERT_EQ(o.results.size(), 1u);
@@ -174,6 +177,14 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
     }
   }
   EXPECT_FALSE(m.count("never"));
+  // reach_us: the first sample above 30 Gb/s, which settle_us cannot precede.
+  EXPECT_GT(m.at("first"), 10.0);
+  EXPECT_LE(m.at("first"), m.at("up"));
+  for (const core::TimeSeries::Point& pt : ts->points()) {
+    if (pt.time_ps <= m.at("first") * 1e6) {
+      EXPECT_LT(pt.value, 30.0) << "at " << pt.time_ps << " ps";
+    }
+  }
   EXPECT_EQ(missing, (std::vector<std::string>{"gone", "late", "never"}));
 }
 

@@ -1,6 +1,7 @@
-// Time-series figures behind the avg(...), stdev(...), settle_us(...) and
-// jain(...) metric terms: window means and standard deviations weighted by
-// each sample's interval, settling times, and Jain's index.
+// Time-series figures behind the avg(...), stdev(...), reach_us(...),
+// settle_us(...) and jain(...) metric terms: window means and standard
+// deviations weighted by each sample's interval, the times a series reaches
+// and settles in a band, and Jain's index.
 #include "vp/platform/series_metrics.h"
 
 #include <gtest/gtest.h>
@@ -36,33 +37,53 @@ TEST(SeriesMean, AWindowNotSampledInFullHasNoMean) {
   EXPECT_FALSE(series_mean(staircase(), 0, 0, 10 * kUs));
 }
 
-TEST(SeriesSettle, TheFirstIntervalFromWhichEverySampleStaysInTheBand) {
+std::optional<uint64_t> settle(const Points& p, double lo, double hi, uint64_t from, uint64_t to) {
+  return series_band_time_ps(p, 10 * kUs, lo, hi, from, to, BandTime::kSettle);
+}
+std::optional<uint64_t> reach(const Points& p, double lo, double hi, uint64_t from, uint64_t to) {
+  return series_band_time_ps(p, 10 * kUs, lo, hi, from, to, BandTime::kReach);
+}
+
+// In the band at 0..20 us, out at 20..30, in again from 30 us on.
+const Points kDip = {{10 * kUs, 9}, {20 * kUs, 10}, {30 * kUs, 6}, {40 * kUs, 9.5}, {50 * kUs, 10}};
+
+TEST(SeriesBandTime, SettleIsTheFirstIntervalFromWhichEverySampleStaysInTheBand) {
   // The staircase enters [2.5, 4] with the sample for 20..30 us.
-  EXPECT_EQ(*series_settle_ps(staircase(), 10 * kUs, 2.5, 4, 0, 40 * kUs), 20 * kUs);
+  EXPECT_EQ(*settle(staircase(), 2.5, 4, 0, 40 * kUs), 20 * kUs);
   // Measured from the window's start, and a straddling sample counts from it.
-  EXPECT_EQ(*series_settle_ps(staircase(), 10 * kUs, 2.5, 4, 5 * kUs, 40 * kUs), 15 * kUs);
-  EXPECT_EQ(*series_settle_ps(staircase(), 10 * kUs, 2.5, 4, 25 * kUs, 40 * kUs), 0u);
+  EXPECT_EQ(*settle(staircase(), 2.5, 4, 5 * kUs, 40 * kUs), 15 * kUs);
+  EXPECT_EQ(*settle(staircase(), 2.5, 4, 25 * kUs, 40 * kUs), 0u);
   // In the band from the start; the bounds belong to the band.
-  EXPECT_EQ(*series_settle_ps(staircase(), 10 * kUs, 1, 4, 0, 40 * kUs), 0u);
+  EXPECT_EQ(*settle(staircase(), 1, 4, 0, 40 * kUs), 0u);
 }
 
-TEST(SeriesSettle, ALeavingSampleStartsTheCountAgain) {
-  // In the band at 10..20 us, out at 20..30, in again from 30 us on.
-  const Points dip = {
-      {10 * kUs, 9}, {20 * kUs, 10}, {30 * kUs, 6}, {40 * kUs, 9.5}, {50 * kUs, 10}};
-  EXPECT_EQ(*series_settle_ps(dip, 10 * kUs, 9, 11, 0, 50 * kUs), 30 * kUs);
+TEST(SeriesBandTime, ALeavingSampleStartsTheSettlingCountAgainButNotTheReach) {
+  EXPECT_EQ(*settle(kDip, 9, 11, 0, 50 * kUs), 30 * kUs);
+  EXPECT_EQ(*reach(kDip, 9, 11, 0, 50 * kUs), 0u);
+  // From 20 us: the dip first, then in the band.
+  EXPECT_EQ(*reach(kDip, 9, 11, 20 * kUs, 50 * kUs), 10 * kUs);
   // A window that ends before the dip: settled at 0.
-  EXPECT_EQ(*series_settle_ps(dip, 10 * kUs, 9, 11, 0, 20 * kUs), 0u);
+  EXPECT_EQ(*settle(kDip, 9, 11, 0, 20 * kUs), 0u);
 }
 
-TEST(SeriesSettle, NotSettledOrNotSampledHasNoFigure) {
+TEST(SeriesBandTime, ReachIsTheFirstIntervalInTheBand) {
+  EXPECT_EQ(*reach(staircase(), 2.5, 4, 0, 40 * kUs), 20 * kUs);
+  EXPECT_EQ(*reach(staircase(), 2, 2, 0, 40 * kUs), 10 * kUs);  // and leaves it again
+  EXPECT_EQ(*reach(staircase(), 2, 2, 15 * kUs, 40 * kUs), 0u);
+  EXPECT_FALSE(reach(staircase(), 5, 6, 0, 40 * kUs));  // never reached
+}
+
+TEST(SeriesBandTime, NotSettledOrNotSampledHasNoFigure) {
   // The last sample is outside the band: not settled by the window's end.
-  EXPECT_FALSE(series_settle_ps(staircase(), 10 * kUs, 0, 3, 0, 40 * kUs));
-  EXPECT_FALSE(series_settle_ps(staircase(), 10 * kUs, 5, 6, 0, 40 * kUs));
-  EXPECT_FALSE(series_settle_ps(staircase(), 10 * kUs, 2.5, 4, 30 * kUs, 45 * kUs));  // run ended
-  EXPECT_FALSE(series_settle_ps({}, 10 * kUs, 0, 1, 0, 10 * kUs));
-  EXPECT_FALSE(series_settle_ps(staircase(), 10 * kUs, 4, 2.5, 0, 40 * kUs));  // empty band
-  EXPECT_FALSE(series_settle_ps(staircase(), 0, 0, 5, 0, 40 * kUs));
+  EXPECT_FALSE(settle(staircase(), 0, 3, 0, 40 * kUs));
+  EXPECT_FALSE(settle(staircase(), 5, 6, 0, 40 * kUs));
+  for (BandTime k : {BandTime::kReach, BandTime::kSettle}) {
+    // The run ended at 40 us, before the window did.
+    EXPECT_FALSE(series_band_time_ps(staircase(), 10 * kUs, 2.5, 4, 30 * kUs, 45 * kUs, k));
+    EXPECT_FALSE(series_band_time_ps({}, 10 * kUs, 0, 1, 0, 10 * kUs, k));
+    EXPECT_FALSE(series_band_time_ps(staircase(), 10 * kUs, 4, 2.5, 0, 40 * kUs, k));  // no band
+    EXPECT_FALSE(series_band_time_ps(staircase(), 0, 0, 5, 0, 40 * kUs, k));
+  }
 }
 
 TEST(SeriesStdev, WholeIntervalsGiveThePopulationDeviation) {
