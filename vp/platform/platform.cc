@@ -697,12 +697,20 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
         }
       } else if (t.kind == MetricTerm::Kind::kSeriesReach ||
                  t.kind == MetricTerm::Kind::kSeriesSettle) {
-        const core::TimeSeries* ts = env_.stats.find_series(t.series.at(0));
         const BandTime kind =
             t.kind == MetricTerm::Kind::kSeriesReach ? BandTime::kReach : BandTime::kSettle;
-        const auto v = ts ? series_band_time_ps(ts->points(), cfg_.sample_interval.ps, t.band_lo,
-                                                t.band_hi, t.from.ps, t.to.ps, kind)
-                          : std::nullopt;
+        std::vector<const std::vector<core::TimeSeries::Point>*> inputs;
+        for (const std::string& sname : t.series)
+          if (const core::TimeSeries* ts = env_.stats.find_series(sname))
+            inputs.push_back(&ts->points());
+        std::optional<std::vector<core::TimeSeries::Point>> jain;
+        if (t.band_of_jain && inputs.size() == t.series.size()) jain = jain_series(inputs);
+        const std::vector<core::TimeSeries::Point>* points =
+            t.band_of_jain ? (jain ? &*jain : nullptr)
+                           : (inputs.size() == 1 ? inputs.front() : nullptr);
+        const auto v = points ? series_band_time_ps(*points, cfg_.sample_interval.ps, t.band_lo,
+                                                    t.band_hi, t.from.ps, t.to.ps, kind)
+                              : std::nullopt;
         if (v) {
           sum += static_cast<double>(*v) * 1e-6;  // ps -> us
           found = true;

@@ -98,11 +98,12 @@ double parse_band_bound(const std::string& t, const std::string& text) {
 
 // "avg(<series>,<from>,<to>)", "stdev(<series>,<from>,<to>)",
 // "reach_us(<series>,<lo>,<hi>,<from>,<to>)", "settle_us(...)" (the same
-// form) or "jain(<s>|<s>|...,<from>,<to>)".
+// form; <series> may be "jain(<s>|<s>|...)", their Jain index sample by
+// sample) or "jain(<s>|<s>|...,<from>,<to>)".
 void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& m) {
   const bool band = fn == "reach_us" || fn == "settle_us";
   const std::string form = fn == "jain" ? "jain(<series>|<series>|...,<from>,<to>)"
-                           : band       ? fn + "(<series>,<lo>,<hi>,<from>,<to>)"
+                           : band       ? fn + "(<series>|jain(<series>|...),<lo>,<hi>,<from>,<to>)"
                                         : fn + "(<series>,<from>,<to>)";
   const std::vector<std::string> args =
       split(t.substr(fn.size() + 1, t.size() - fn.size() - 2), ',');
@@ -113,12 +114,20 @@ void parse_series_term(const std::string& t, const std::string& fn, MetricTerm& 
            : fn == "reach_us" ? MetricTerm::Kind::kSeriesReach
            : band             ? MetricTerm::Kind::kSeriesSettle
                               : MetricTerm::Kind::kJain;
-  m.series = split(args[0], '|');
+  std::string series = args[0];
+  const std::string jain_head = "jain(";
+  if (band && series.compare(0, jain_head.size(), jain_head) == 0 && series.back() == ')') {
+    series = series.substr(jain_head.size(), series.size() - jain_head.size() - 1);
+    m.band_of_jain = true;
+  }
+  m.series = split(series, '|');
   for (const std::string& s : m.series)
     if (s.empty()) throw std::invalid_argument("term '" + t + "' has an empty series name");
-  if (fn != "jain" && m.series.size() != 1)
-    throw std::invalid_argument("term '" + t + "': " + fn +
-                                " takes one series (jain takes several)");
+  if (m.band_of_jain && m.series.size() < 2)
+    throw std::invalid_argument("term '" + t + "': jain(...) needs two series or more");
+  if (fn != "jain" && !m.band_of_jain && m.series.size() != 1)
+    throw std::invalid_argument("term '" + t + "': " + fn + " takes one series" +
+                                (band ? " or jain(<series>|...)" : " (jain takes several)"));
   if (band) {
     m.band_lo = parse_band_bound(t, trim(args[1]));
     m.band_hi = parse_band_bound(t, trim(args[2]));
@@ -564,7 +573,10 @@ void ScenarioConfig::bind(core::Binder& b) {
       "Gb/s; 0 if the first sample does; not reached by <to> leaves the metric out), or "
       "\"settle_us(<series>,<lo>,<hi>,<from>,<to>)\": the settling time, to the start of the "
       "first sample interval from which every sample up to <to> lies in [lo, hi] (0 if all "
-      "do; the last sample outside the band leaves the metric out), or "
+      "do; the last sample outside the band leaves the metric out); for either, <series> may "
+      "be jain(<series>|<series>|...): those series' Jain index sample by sample (e.g. "
+      "settle_us(jain(link.s1-sw.a2b.gbps|link.s2-sw.a2b.gbps),0.99,1,600us,1ms): when two "
+      "senders share fairly for good; a sample where all are 0 is outside any band), or "
       "\"jain(<series>|<series>|...,<from>,<to>)\": Jain's fairness index of those series' "
       "means over [from, to); a series window the run did not sample in full leaves the "
       "metric out. Further terms: \"link.<link>.<a2b|b2a>.ecn_mark_ratio\": ECN marks over the "

@@ -206,6 +206,7 @@ struct MetricTerm {
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev, kSeriesReach, kSeriesSettle
                                     // (one), kJain (one or more)
   double band_lo = 0, band_hi = 0;  // kSeriesReach, kSeriesSettle: the band [lo, hi]
+  bool band_of_jain = false;        // of the series' Jain index, sample by sample
   core::Duration from, to;          // kSeriesAvg, kSeriesStdev, kSeriesReach, kSeriesSettle, kJain,
                                     // kCounterRate and windowed kEcnRatio, kHistPct: the
                                     // window [from, to)

@@ -62,6 +62,26 @@ std::optional<uint64_t> series_band_time_ps(const std::vector<core::TimeSeries::
   return in_band ? std::optional<uint64_t>(since - from_ps) : std::nullopt;
 }
 
+std::optional<std::vector<core::TimeSeries::Point>> jain_series(
+    const std::vector<const std::vector<core::TimeSeries::Point>*>& series) {
+  if (series.empty()) return std::nullopt;
+  const size_t n = series.front()->size();
+  for (const auto* s : series)
+    if (s->size() != n) return std::nullopt;
+  std::vector<core::TimeSeries::Point> out(n);
+  std::vector<double> x(series.size());
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t when = (*series.front())[i].time_ps;
+    for (size_t k = 0; k < series.size(); ++k) {
+      if ((*series[k])[i].time_ps != when) return std::nullopt;
+      x[k] = (*series[k])[i].value;
+    }
+    out[i].time_ps = when;
+    out[i].value = jain_index(x).value_or(-1.0);
+  }
+  return out;
+}
+
 std::optional<double> jain_index(const std::vector<double>& x) {
   double sum = 0, squares = 0;
   for (double v : x) {

@@ -50,6 +50,14 @@ std::optional<uint64_t> series_band_time_ps(const std::vector<core::TimeSeries::
                                             uint64_t interval_ps, double lo, double hi,
                                             uint64_t from_ps, uint64_t to_ps, BandTime kind);
 
+// The Jain index of several series sampled together, sample by sample
+// (jain_index of the k-th values), for reach_us/settle_us of
+// jain(<series>|...). A sample where every series is 0 has no index and
+// gets -1 (outside any band of a Jain index). Empty when the series are
+// not sampled at the same times.
+std::optional<std::vector<core::TimeSeries::Point>> jain_series(
+    const std::vector<const std::vector<core::TimeSeries::Point>*>& series);
+
 // Jain's fairness index of `x`: (sum x)^2 / (n * sum x^2), in [1/n, 1]; 1
 // when every value is equal, 1/n when one value has everything. Empty for
 // no values or when every value is zero (no share to judge).

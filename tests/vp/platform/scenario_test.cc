@@ -196,6 +196,11 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
   EXPECT_EQ(st.from.ps, 250000000000u);
   EXPECT_EQ(st.to.ps, 260000000000u);
   EXPECT_EQ(parse_metric("reach_us(a.gbps,1,2,0s,1ms)").at(0).kind, MetricTerm::Kind::kSeriesReach);
+  const auto fair = parse_metric("settle_us(jain(a.gbps|b.gbps),0.99,1,0s,1ms)").at(0);
+  EXPECT_TRUE(fair.band_of_jain);
+  EXPECT_EQ(fair.series, (std::vector<std::string>{"a.gbps", "b.gbps"}));
+  EXPECT_DOUBLE_EQ(fair.band_lo, 0.99);
+  EXPECT_FALSE(parse_metric("settle_us(a.gbps,1,2,0s,1ms)").at(0).band_of_jain);
   const auto j = parse_metric("jain(a.gbps|b.gbps|c.gbps,0s,10us)").at(0);
   EXPECT_EQ(j.kind, MetricTerm::Kind::kJain);
   EXPECT_EQ(j.series.size(), 3u);
@@ -265,14 +270,28 @@ TEST(Scenario, SeriesTermsFactorsAndAggregatesParse) {
         "rate(nic.h0.a|b,0s,1ms)", "rate(nic.h0.bytes,0s,1x)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 
-  for (const char* bad :
-       {"avg(a.gbps,1ms)", "avg(a.gbps|b.gbps,0s,1ms)", "avg(a.gbps,2ms,1ms)", "avg(a.gbps,1,2ms)",
-        "jain(a.gbps||b.gbps,0s,1ms)", "x*w.4096.bw_gbps", "min(w.4096.bw_gbps)",
-        "stdev(a.gbps|b.gbps,0s,1ms)", "stdev(a.gbps,0s)", "stdev(a.gbps,1ms,1ms)",
-        "settle_us(a.gbps,0s,1ms)", "settle_us(a.gbps,1,2,3,0s,1ms)",
-        "settle_us(a.gbps,x,2,0s,1ms)", "settle_us(a.gbps,1,,0s,1ms)",
-        "settle_us(a.gbps,1,nan,0s,1ms)", "settle_us(a.gbps|b.gbps,1,2,0s,1ms)",
-        "settle_us(a.gbps,1,2,1ms,1ms)", "reach_us(a.gbps,0s,1ms)", "reach_us(a.gbps,2,1,0s,1ms)"})
+  for (const char* bad : {"avg(a.gbps,1ms)",
+                          "avg(a.gbps|b.gbps,0s,1ms)",
+                          "avg(a.gbps,2ms,1ms)",
+                          "avg(a.gbps,1,2ms)",
+                          "jain(a.gbps||b.gbps,0s,1ms)",
+                          "x*w.4096.bw_gbps",
+                          "min(w.4096.bw_gbps)",
+                          "stdev(a.gbps|b.gbps,0s,1ms)",
+                          "stdev(a.gbps,0s)",
+                          "stdev(a.gbps,1ms,1ms)",
+                          "settle_us(a.gbps,0s,1ms)",
+                          "settle_us(a.gbps,1,2,3,0s,1ms)",
+                          "settle_us(a.gbps,x,2,0s,1ms)",
+                          "settle_us(a.gbps,1,,0s,1ms)",
+                          "settle_us(a.gbps,1,nan,0s,1ms)",
+                          "settle_us(a.gbps|b.gbps,1,2,0s,1ms)",
+                          "settle_us(a.gbps,1,2,1ms,1ms)",
+                          "reach_us(a.gbps,0s,1ms)",
+                          "reach_us(a.gbps,2,1,0s,1ms)",
+                          "reach_us(jain(a.gbps),0,1,0s,1ms)",
+                          "settle_us(jain(a.gbps||b.gbps),0,1,0s,1ms)",
+                          "avg(jain(a.gbps|b.gbps),0s,1ms)"})
     EXPECT_THROW(parse_metric(bad), std::invalid_argument) << bad;
 }
 
@@ -328,6 +347,13 @@ TEST(Scenario, SeriesMetricsAreChecked) {
   EXPECT_NE(error_of(with_metric("settle_us(link.wire.a2b.gbps,40,30,0s,1ms)"))
                 .find("low bound is above its high bound"),
             std::string::npos);
+  EXPECT_EQ(
+      error_of(with_metric("settle_us(jain(link.wire.a2b.gbps|link.wire.b2a.gbps),0.9,1,0s,1ms)")),
+      "");
+  EXPECT_NE(
+      error_of(with_metric("settle_us(jain(link.wire.a2b.gbps|link.nowire.b2a.gbps),0.9,1,0s,1ms)"))
+          .find("unknown series 'link.nowire.b2a.gbps'"),
+      std::string::npos);
   EXPECT_NE(error_of(with_metric("reach_us(link.nowire.a2b.gbps,30,40,0s,1ms)"))
                 .find("unknown series 'link.nowire.a2b.gbps'"),
             std::string::npos);

@@ -109,7 +109,13 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
                            off +
                            ".gbps,30,45,100us,200us)\n"
                            "  first: reach_us(" +
-                           on + ".gbps,30,45,0s,200us)\n";
+                           on +
+                           ".gbps,30,45,0s,200us)\n"
+                           "  fair_never: reach_us(jain(" +
+                           on + ".gbps|" + off +
+                           ".gbps),0.6,1,100us,200us)\n"
+                           "  lopsided: settle_us(jain(" +
+                           on + ".gbps|" + off + ".gbps),0.45,0.55,100us,200us)\n";
   auto p = run(text);
   const auto& o = p->outcomes().at(0);
   ASSERT_EQ(o.results.size(), 1u);
@@ -177,6 +183,10 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
     }
   }
   EXPECT_FALSE(m.count("never"));
+  // Of two series of which one has everything, the index is 1/2 in every
+  // sample: in [0.45, 0.55] from the start, never above 0.6.
+  EXPECT_EQ(m.at("lopsided"), 0.0);
+  EXPECT_FALSE(m.count("fair_never"));
   // reach_us: the first sample above 30 Gb/s, which settle_us cannot precede.
   EXPECT_GT(m.at("first"), 10.0);
   EXPECT_LE(m.at("first"), m.at("up"));
@@ -185,7 +195,7 @@ TEST_P(ViaSpine, FlowCrossesTheNamedSpineOnlyAndSeriesMetricsSeeIt) {
       EXPECT_LT(pt.value, 30.0) << "at " << pt.time_ps << " ps";
     }
   }
-  EXPECT_EQ(missing, (std::vector<std::string>{"gone", "late", "never"}));
+  EXPECT_EQ(missing, (std::vector<std::string>{"fair_never", "gone", "late", "never"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Spines, ViaSpine, ::testing::Values(1, 2));

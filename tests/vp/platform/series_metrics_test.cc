@@ -86,6 +86,27 @@ TEST(SeriesBandTime, NotSettledOrNotSampledHasNoFigure) {
   }
 }
 
+TEST(JainSeries, SampleBySampleIndexOfSeriesSampledTogether) {
+  const Points a = {{10 * kUs, 10}, {20 * kUs, 0}, {30 * kUs, 5}, {40 * kUs, 0}};
+  const Points b = {{10 * kUs, 0}, {20 * kUs, 0}, {30 * kUs, 5}, {40 * kUs, 3}};
+  const auto j = jain_series({&a, &b});
+  ASSERT_TRUE(j);
+  ASSERT_EQ(j->size(), 4u);
+  EXPECT_DOUBLE_EQ((*j)[0].value, 0.5);   // one has everything
+  EXPECT_DOUBLE_EQ((*j)[1].value, -1.0);  // nobody sends: no index
+  EXPECT_DOUBLE_EQ((*j)[2].value, 1.0);
+  EXPECT_EQ((*j)[2].time_ps, 30 * kUs);
+  // Fair from 20 us on? The idle sample keeps it out of the band; 30..40
+  // us only: the last sample is one-sided again.
+  EXPECT_EQ(*series_band_time_ps(*j, 10 * kUs, 0.9, 1, 0, 30 * kUs, BandTime::kSettle), 20 * kUs);
+  EXPECT_FALSE(series_band_time_ps(*j, 10 * kUs, 0.9, 1, 0, 40 * kUs, BandTime::kSettle));
+  // Series not sampled together have no index series.
+  const Points late = {{15 * kUs, 1}, {25 * kUs, 1}, {35 * kUs, 1}, {45 * kUs, 1}};
+  EXPECT_FALSE(jain_series({&a, &late}));
+  const Points shorter = {{10 * kUs, 1}};
+  EXPECT_FALSE(jain_series({&a, &shorter}));
+}
+
 TEST(SeriesStdev, WholeIntervalsGiveThePopulationDeviation) {
   // 1, 2, 3, 4 for equal times: mean 2.5, variance (2.25 + 0.25) / 2 = 1.25.
   EXPECT_DOUBLE_EQ(*series_stdev(staircase(), 10 * kUs, 0, 40 * kUs), std::sqrt(1.25));
