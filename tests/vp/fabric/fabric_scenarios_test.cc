@@ -1,7 +1,8 @@
 // The shipped fabric scenarios, run whole: the testbed permutation (paths
-// loaded as the switches' ECMP hashes say, an idle path with some seeds)
-// and row D1 (a Clos with two failed links deadlocks under PFC and does not
-// without it).
+// loaded as the switches' ECMP hashes say, an idle path with some seeds),
+// row D1 (a Clos with two failed links deadlocks under PFC and does not
+// without it) and row O1 (READs into one client: line rate at once, a fair
+// share as soon as a second server joins, with every transport).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -295,6 +296,35 @@ TEST_F(FabricScenarioRun, TheSameClosWithoutPfcDropsButDoesNotDeadlock) {
     for (int p = 0; p < platform->fabric()->switch_named(s)->ports(); ++p)
       drops += counter(std::string("switch.") + s + ".port" + std::to_string(p) + ".drops");
   EXPECT_GT(drops, 0u) << "a lossy fabric under this load drops";
+}
+
+// --- row O1: 4 MiB READs into one client, then from two servers ------------
+
+// What the row's metrics say of each transport, by their design: MP-RDMA's
+// initial window (one BDP) and DCQCN's initial rate (line rate) put a READ
+// stream at 100 Gb/s within the first two 10 us samples; once the second
+// server joins, the two share the client's link fairly within two samples
+// and for good, and keep it busy.
+TEST_F(FabricScenarioRun, ReadIncastRampsAtOnceAndSharesFairlyWithEveryTransport) {
+  for (const auto& [transport, cc] : std::vector<std::pair<std::string, std::string>>{
+           {"mprdma", "none"}, {"gbn", "dcqcn"}, {"irn", "dcqcn"}}) {
+    SCOPED_TRACE(transport + " + " + cc);
+    ScenarioConfig cfg = load_scenario(scenario_path("mp-rdma/o1-ramp-and-share.yaml"));
+    cfg.nic.transport = transport;
+    cfg.nic.congestion_control = cc;
+    ASSERT_TRUE(run(cfg));
+    std::vector<std::string> missing;
+    const auto m = platform->metrics(&missing);
+    EXPECT_TRUE(missing.empty()) << missing.front();
+    ASSERT_TRUE(m.count("ramp_us") && m.count("fair_us"));
+    EXPECT_LE(m.at("ramp_us"), 10.0);
+    EXPECT_LE(m.at("hold_us"), 10.0);
+    EXPECT_GT(m.at("f1_alone_gbps"), 95.0);
+    EXPECT_LE(m.at("fair_us"), 20.0);
+    EXPECT_GE(m.at("jain"), 0.99);
+    EXPECT_GT(m.at("client_gbps"), 90.0);
+    EXPECT_NEAR(m.at("fair_rtts"), m.at("fair_us") / 5, 1e-9);
+  }
 }
 
 }  // namespace
