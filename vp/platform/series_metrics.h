@@ -1,9 +1,9 @@
 // Figures computed from the platform's time series (rate_sampler.h), for
-// the scenario metric terms avg(...), stdev(...), reach_us(...), settle_us(...)
-// and jain(...) (scenario.h): the mean, the standard deviation and the time a
-// series takes to reach or settle in a band over a window of simulated time,
-// and Jain's fairness index; and the percentile of
-// a histogram statistic behind pct(...).
+// the scenario metric terms avg(...), stdev(...), reach_us(...),
+// settle_us(...) and jain(...) (scenario.h): the mean and the standard
+// deviation of a series over a window of simulated time, when it reaches or
+// settles in a band, and Jain's fairness index; and the percentile of a
+// histogram statistic behind pct(...).
 // Plain functions over sample points, so they can be tested on hand-made
 // series.
 #pragma once
