@@ -202,7 +202,8 @@ def main():
         "sweep point and seed in its own process, metrics reduced over the seeds (mean ± sample",
         "standard deviation unless the metric says min or max), and the scenario's checks give",
         "the verdict: match, partial (holds only within the check's tolerance), mismatch, or",
-        "not-run (no measurement). Row sources and published figures: "
+        "not-run (no measurement, or no check: figures reported beside another system's). Row "
+        "sources and published figures: "
         "[reproduction-rows.yaml](reproduction-rows.yaml); results schema: "
         "[results-schema.md](results-schema.md).",
         "",
