@@ -245,7 +245,7 @@ void MpSender::clock_out(uint32_t n, int vp, uint64_t now, Why why, std::vector<
       if (!sync_psns_.empty() && sync_psns_.front() == nxt_ && psn_diff(nxt_, max_) < 0) {
         // A synchronise message waits for its release time.
         ++counters_.sync_waits;
-      } else if (why == Why::ack && !holding(now)) {
+      } else if (why == Why::ack && !holding(now) && p_.window_reduction) {
         // Use it or lose it: an ACK that could clock out a packet finds no
         // data, so the path it came from gives up that packet of window.
         ++counters_.window_reductions;

@@ -49,6 +49,11 @@ struct MpSenderParams {
   // (use it or lose it). transport.md, "Two readings of §3.4's loss
   // recovery", compares them.
   bool strict_recovery = false;
+  // Path window reduction ("use it or lose it"): an ACK that could clock
+  // out a packet but finds no data lowers cwnd by one. false: an ablation,
+  // cwnd keeps what such ACKs opened (transport.md, "When the sender runs
+  // out of data").
+  bool window_reduction = true;
   uint32_t probe_ppm = 10000;        // probability of probing a new VP, per RTT (1 %)
   uint32_t max_per_ack = 2;          // burst control: packets one ACK may clock out
   uint64_t rtt_cycles = 3000;        // base RTT estimate (burst timer, idle, probing, sync)

@@ -38,6 +38,7 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
     p.overflow_nack = m.overflow_nack == "once_per_head" ? MpOverflowNack::once_per_head
                                                          : MpOverflowNack::every_drop;
     p.sender.strict_recovery = m.recovery_new_data == "after_recovery";
+    p.sender.window_reduction = m.window_reduction;
     // The NIC's path LFSR is seeded from the scenario's stream of this name.
     p.rng_seed =
         static_cast<uint32_t>(env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());

@@ -125,6 +125,11 @@ void MprdmaConfig::bind(core::Binder& b) {
            "data while they travel); after_recovery, only once snd_una passes `recovery` "
            "(section 3.4 read strictly; an ACK that finds nothing to send meanwhile shrinks "
            "cwnd by one, use it or lose it). Same section of vp/nic/transport.md.");
+  b.field("window_reduction", window_reduction,
+          "Path window reduction, \"use it or lose it\": an ACK that could clock out a packet "
+          "but finds no data to send lowers cwnd by one (the paper). Off: an ablation, cwnd "
+          "keeps what such ACKs opened; vp/nic/transport.md, \"When the sender runs out of "
+          "data\", measures both.");
   b.field("probe_probability", probe_probability,
           "p: per RTT, the probability of sending one packet to a new random virtual path "
           "instead of the ACK's (the paper gives no value; 1 %).",

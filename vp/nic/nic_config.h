@@ -85,6 +85,7 @@ struct MprdmaConfig {
   // Loss-recovery readings the paper leaves open (transport.md):
   std::string overflow_nack = "every_drop";                 // or once_per_head
   std::string recovery_new_data = "after_retransmissions";  // or after_recovery
+  bool window_reduction = true;                             // use it or lose it (ablation: off)
   double probe_probability = 0.01;                          // p: probe a new virtual path, per RTT
   int64_t max_packets_per_ack = 2;                          // burst control
   core::Duration base_rtt = core::Duration::from_us(16);

@@ -344,6 +344,20 @@ TEST(MpSender, UseItOrLoseItShrinksCwndWhenAnAckFindsNoData) {
   EXPECT_LT(s.cwnd(), 4.5);
 }
 
+TEST(MpSender, WithoutWindowReductionAnAckThatFindsNoDataKeepsCwnd) {
+  MpRandom rng(1);
+  MpSenderParams p = params(4);
+  p.window_reduction = false;
+  MpSender s(p, 0, rng);
+  std::vector<MpTx> out;
+  s.set_snd_max(4, 0, out);
+  for (uint32_t i = 0; i < 4; ++i) s.on_ack(ack(i, i), 10 + i, out);
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.counters().window_reductions, 0u);
+  // Four ACKs without ECE, each +1/cwnd: the window only grew.
+  EXPECT_GT(s.cwnd(), 4.9);
+}
+
 TEST(MpSender, RtoRetransmitsEveryUnacknowledgedPacket) {
   MpRandom rng(1);
   MpSenderParams p = params(8);
