@@ -331,14 +331,18 @@ TEST(MpSender, WithNoNewDataUnacknowledgedPacketsGoAgainEarly) {
   EXPECT_GE(s.counters().early_retransmits, 1u);
 }
 
+// Sends four packets and acknowledges them in order: each ACK that could
+// clock out a packet finds nothing (no new data, nothing to resend).
+void send_four_and_ack_them(MpSender& s) {
+  std::vector<MpTx> out;
+  s.set_snd_max(4, 0, out);
+  for (uint32_t i = 0; i < 4; ++i) s.on_ack(ack(i, i), 10 + i, out);
+}
+
 TEST(MpSender, UseItOrLoseItShrinksCwndWhenAnAckFindsNoData) {
   MpRandom rng(1);
   MpSender s(params(4), 0, rng);
-  std::vector<MpTx> out;
-  s.set_snd_max(4, 0, out);
-  // Everything is acknowledged in order; each ACK that could send finds
-  // nothing (no new data, nothing unacknowledged to resend).
-  for (uint32_t i = 0; i < 4; ++i) s.on_ack(ack(i, i), 10 + i, out);
+  send_four_and_ack_them(s);
   EXPECT_TRUE(s.done());
   EXPECT_GE(s.counters().window_reductions, 1u);
   EXPECT_LT(s.cwnd(), 4.5);
@@ -349,9 +353,7 @@ TEST(MpSender, WithoutWindowReductionAnAckThatFindsNoDataKeepsCwnd) {
   MpSenderParams p = params(4);
   p.window_reduction = false;
   MpSender s(p, 0, rng);
-  std::vector<MpTx> out;
-  s.set_snd_max(4, 0, out);
-  for (uint32_t i = 0; i < 4; ++i) s.on_ack(ack(i, i), 10 + i, out);
+  send_four_and_ack_them(s);
   EXPECT_TRUE(s.done());
   EXPECT_EQ(s.counters().window_reductions, 0u);
   // Four ACKs without ECE, each +1/cwnd: the window only grew.
