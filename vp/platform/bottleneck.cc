@@ -1,6 +1,7 @@
 #include "vp/platform/bottleneck.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace mprdma::platform {
@@ -84,9 +85,13 @@ std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& d
       bytes += v;
       if (v > top_bytes) top_bytes = v, top = kind;
     }
-    if (cap.pcie_bytes_per_s > 0)
+    if (cap.pcie_bytes_per_s > 0) {
+      const double stall =
+          static_cast<double>(get(delta, base + "credit_wait_ps")) * 1e-12 / window_s;
       out.push_back({std::string("pcie.") + dir + (top.empty() ? "" : "." + top),
-                     static_cast<double>(bytes) / (cap.pcie_bytes_per_s * window_s)});
+                     static_cast<double>(bytes) / (cap.pcie_bytes_per_s * window_s) + stall,
+                     stall});
+    }
   }
 
   // The Ethernet port.
@@ -128,9 +133,13 @@ std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& d
                        static_cast<double>(cap.cqe_cycles) / cycles});
   }
   if (lock_busy_s > 0) out.push_back({"atomics.lock", lock_busy_s / window_s});
-  std::stable_sort(out.begin(), out.end(), [](const ResourceUse& a, const ResourceUse& b) {
-    return a.utilisation > b.utilisation;
-  });
+  // Ranked on utilisations rounded to 1e-9: resources that do the same work
+  // per packet (e.g. the receive stage and the completion unit, one CQE per
+  // packet at equal cycle costs) tie exactly, and the order above, not the
+  // last bits of two different sums, must decide.
+  auto key = [](const ResourceUse& u) { return std::llround(u.utilisation * 1e9); };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const ResourceUse& a, const ResourceUse& b) { return key(a) > key(b); });
   return out;
 }
 

@@ -10,8 +10,11 @@
 // (docs/results-schema.md, "bottlenecks").
 //
 // Utilisation of each resource over the window (T = to - from):
-//   pcie.<dir>       (TLP bytes + DLLP bytes) / (link bytes per second * T);
-//                    named after the TLP kind with the most bytes
+//   pcie.<dir>       (TLP bytes + DLLP bytes) / (link bytes per second * T)
+//                    + the time its transmitter waited for flow-control
+//                    credits / T (a direction held up by credits is as
+//                    full as a busy one: it cannot send more); named after
+//                    the TLP kind with the most bytes
 //   port.tx/port.rx  (frame bytes + 20 B preamble and gap per frame) * 8 /
 //                    (line rate * T)
 //   pu.<i>           busy cycles of the busiest PU / (clock * T)
@@ -69,9 +72,12 @@ struct HostCapacity {
 struct ResourceUse {
   std::string resource;  // e.g. pcie.downstream.mmio_write
   double utilisation = 0;
+  // pcie.<dir> only: the part of `utilisation` its transmitter spent
+  // waiting for the receiver's flow-control credits, link idle.
+  double credit_stall = 0;
 };
 
-// The host's resources ranked busiest first (ties: the order above), from
+// The host's resources ranked busiest first (ties, to 1e-9: the order above), from
 // the counters' increments over a window of `window_s` seconds (keys are
 // full statistic paths, e.g. "pcie.s.downstream.mmio_write.bytes").
 inline constexpr double kSaturated = 0.8;

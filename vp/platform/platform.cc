@@ -871,8 +871,11 @@ nlohmann::json Platform::bottlenecks_json() const {
     if (!probe->spec().until_jobs_end) j["to_s"] = static_cast<double>(probe->spec().to.ps) * 1e-12;
     j["until_jobs_end"] = probe->spec().until_jobs_end;
     j["utilisation"] = nlohmann::json::array();
-    for (const ResourceUse& r : probe->ranking())
-      j["utilisation"].push_back({{"resource", r.resource}, {"utilisation", r.utilisation}});
+    for (const ResourceUse& r : probe->ranking()) {
+      nlohmann::json u = {{"resource", r.resource}, {"utilisation", r.utilisation}};
+      if (r.credit_stall > 0) u["credit_stall"] = r.credit_stall;
+      j["utilisation"].push_back(u);
+    }
     out[name] = j;
   }
   return out;

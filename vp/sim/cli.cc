@@ -212,9 +212,13 @@ RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file
               std::cout << v.get<std::string>();
               if (doc.contains("bottlenecks") && doc["bottlenecks"].contains(k)) {
                 const nlohmann::json& u = doc["bottlenecks"][k]["utilisation"];
-                for (size_t i = 0; i < u.size() && i < 3; ++i)
+                for (size_t i = 0; i < u.size() && i < 3; ++i) {
                   std::cout << (i ? ", " : " (") << u[i]["resource"].get<std::string>() << " "
                             << std::lround(100 * u[i]["utilisation"].get<double>()) << " %";
+                  if (u[i].contains("credit_stall"))
+                    std::cout << " [" << std::lround(100 * u[i]["credit_stall"].get<double>())
+                              << " % waiting for credits]";
+                }
                 if (!u.empty()) std::cout << ")";
               }
               std::cout << "\n";

@@ -84,6 +84,37 @@ TEST_F(BottleneckRun, ThrashingQpContextsStallTheServersReceiveStage) {
   EXPECT_EQ(counter("nic.h1.rx.stall_ps.wqe"), 0u) << "WRITEs need no WQE";
 }
 
+TEST_F(BottleneckRun, PostedCreditsHoldBackWqesByMmio) {
+  // Four threads post 60 B inline WRITEs by MMIO (two 64 B lines each).
+  // With 8 posted-header credits at the NIC the lines wait for credits
+  // (8 per ~0.32 us loop: ~25 M lines/s, below the 40 Gb/s port): the
+  // client's downstream PCIe is the bottleneck although it mostly idles,
+  // and the ranking says so.
+  auto mmio = [&](const std::string& pcie) {
+    std::string s = scenario(pcie, "", 4, "60", 8000);
+    for (size_t at = s.find("tx_depth: 8,"); at != std::string::npos;
+         at = s.find("tx_depth: 8,", at + 1))
+      s.replace(at, 12, "tx_depth: 64, inline_size: 60, wqe_by_mmio: true,");
+    return s;
+  };
+  ASSERT_TRUE(run(mmio("pcie: {gen: 3, lanes: 16, endpoint: {posted_header: 8}}\n")));
+  expect_window_covered();
+  EXPECT_EQ(platform->labels().at("client"), "pcie.downstream.mmio_write");
+  nlohmann::json top = platform->bottlenecks_json()["client"]["utilisation"][0];
+  EXPECT_GT(top["utilisation"].get<double>(), 0.95);
+  ASSERT_TRUE(top.contains("credit_stall"));
+  EXPECT_GT(top["credit_stall"].get<double>(), 0.5) << "the link mostly waits for credits";
+  EXPECT_GT(counter("pcie.h0.downstream.credit_waits"), 1000u);
+
+  // The platform's 127 credits cover the loop: the lines flow and the port
+  // or the receive side limits instead, with no credit stall.
+  ASSERT_TRUE(run(mmio("pcie: {gen: 3, lanes: 16}\n")));
+  expect_window_covered();
+  EXPECT_NE(platform->labels().at("client"), "pcie.downstream.mmio_write");
+  for (const auto& u : platform->bottlenecks_json()["client"]["utilisation"])
+    EXPECT_FALSE(u.contains("credit_stall")) << u["resource"];
+}
+
 TEST_F(BottleneckRun, ScenarioChecksTheMetric) {
   std::string e =
       config_error(scenario("", "", 1, "4KiB", 1) +

@@ -73,6 +73,29 @@ TEST(Bottleneck, PcieDirectionIsNamedAfterItsBusiestTlpKind) {
             "pcie.downstream.dma_read_completion");
 }
 
+TEST(Bottleneck, PcieCreditWaitsCountAsBusy) {
+  // 100 us: MMIO lines fill 92 % of the link and the transmitter waited
+  // 8 us for posted credits (link idle): the direction could send no more.
+  const std::map<std::string, uint64_t> d = {
+      {"pcie.s.downstream.mmio_write.bytes", 1'449'368},  // 0.92 x 1 575 400
+      {"pcie.s.downstream.credit_wait_ps", 8'000'000},
+      {"pcie.s.downstream.credit_waits", 1234},
+      {"pcie.s.upstream.dma_write.bytes", 157'540},
+  };
+  const auto r = rank_resources(d, "s", gen3x16_40g(), 100e-6);
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r.front().resource, "pcie.downstream.mmio_write");
+  EXPECT_NEAR(r.front().utilisation, 1.0, 1e-9);
+  EXPECT_NEAR(r.front().credit_stall, 0.08, 1e-12);
+  for (size_t i = 1; i < r.size(); ++i) EXPECT_EQ(r[i].credit_stall, 0) << r[i].resource;
+  EXPECT_EQ(bottleneck_name(r), "pcie.downstream.mmio_write");
+
+  // Without the wait the same bytes leave the direction under-used.
+  std::map<std::string, uint64_t> d2 = d;
+  d2.erase("pcie.s.downstream.credit_wait_ps");
+  EXPECT_NEAR(rank_resources(d2, "s", gen3x16_40g(), 100e-6).front().utilisation, 0.92, 1e-9);
+}
+
 TEST(Bottleneck, PortPuSchedulerAndReceiveStage) {
   // 10 us at 40 Gb/s: 50 000 wire bytes. 400 frames of 105 B + 20 B gap.
   std::map<std::string, uint64_t> d = {
@@ -95,6 +118,26 @@ TEST(Bottleneck, PortPuSchedulerAndReceiveStage) {
   EXPECT_NEAR(use_of(r, "port.rx"), 100.0 * 20 * 8 / 400e3, 1e-12);
   // Sorted busiest first.
   for (size_t i = 1; i < r.size(); ++i) EXPECT_GE(r[i - 1].utilisation, r[i].utilisation);
+
+  // The receive stage and the completion unit doing equal work tie; the
+  // stage, listed first, wins although rounding leaves the unit's quotient
+  // an ulp larger (0.48 against the stage's 0.4799999999999999).
+  std::map<std::string, uint64_t> tie = d;
+  tie["nic.h.cq.cqes"] = 600;  // 600 x 2 cycles of 2500 = 0.48
+  HostCapacity cap2 = cap;
+  cap2.cqe_cycles = 2;
+  r = rank_resources(tie, "h", cap2, 10e-6);
+  const double stage = use_of(r, "rx_stage.wqe_miss");
+  for (const ResourceUse& u : r)
+    if (u.resource == "completion_unit") {
+      EXPECT_NEAR(u.utilisation, stage, 1e-12);
+    }
+  size_t at_stage = 0, at_unit = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r[i].resource == "rx_stage.wqe_miss") at_stage = i;
+    if (r[i].resource == "completion_unit") at_unit = i;
+  }
+  EXPECT_LT(at_stage, at_unit);
 
   // Without stalls the stage is named after parsing.
   d.erase("nic.h.rx.stall_ps.wqe");
