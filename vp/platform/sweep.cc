@@ -1,11 +1,13 @@
 #include "vp/platform/sweep.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <stdexcept>
+#include <vector>
 
 namespace mprdma::platform {
 namespace {
@@ -15,6 +17,22 @@ bool is_name(const std::string& s) {
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   return true;
+}
+
+// The overrides of one 'with' entry, "key=value;key=value": each part with
+// the blanks around it trimmed ("a=1; b=2" reads as written); an empty
+// entry has none.
+std::vector<std::string> split_with(const std::string& w) {
+  std::vector<std::string> parts;
+  for (size_t start = 0; start < w.size();) {
+    const size_t end = std::min(w.find(';', start), w.size());
+    size_t a = start, z = end;
+    while (a < z && std::isspace(static_cast<unsigned char>(w[a]))) ++a;
+    while (z > a && std::isspace(static_cast<unsigned char>(w[z - 1]))) --z;
+    parts.push_back(w.substr(a, z - a));
+    start = end + 1;
+  }
+  return parts;
 }
 
 // Labels become parts of directory and metric names.
@@ -81,15 +99,14 @@ void SweepParameter::bind(core::Binder& b) {
     b.error("sweep parameter '" + name + "' has " + std::to_string(with.size()) +
             " 'with' entries for " + std::to_string(values.size()) + " values");
   for (const std::string& w : with) {
-    size_t start = 0;
-    while (start <= w.size() && !w.empty()) {
-      const size_t end = std::min(w.find(';', start), w.size());
-      const std::string part = w.substr(start, end - start);
-      if (part.find('=') == std::string::npos || part.front() == '=')
+    std::vector<std::string> parts = split_with(w);
+    if (!w.empty() && w.back() == ';') parts.emplace_back();  // "a=1;" has an empty part
+    for (const std::string& part : parts)
+      if (part.find('=') == std::string::npos || part.front() == '=') {
         b.error("sweep parameter '" + name + "': 'with' entry '" + w +
                 "' is not key=value[;key=value]");
-      start = end + 1;
-    }
+        break;
+      }
   }
   if (!is_name(name)) b.error("sweep parameter name '" + name + "' must be letters, digits and _");
   if (key.empty()) b.error("sweep parameter '" + name + "' needs a key");
@@ -219,12 +236,8 @@ std::vector<SweepPoint> sweep_points(const SweepConfig& s) {
       for (const std::string& key : par.also)
         p.overrides.push_back(key + "=" + par.values[pick[k]]);
       if (pick[k] < par.with.size()) {  // (a size mismatch is reported by bind)
-        const std::string& w = par.with[pick[k]];
-        for (size_t start = 0; start < w.size();) {
-          const size_t end = std::min(w.find(';', start), w.size());
-          p.overrides.push_back(w.substr(start, end - start));
-          start = end + 1;
-        }
+        for (std::string& part : split_with(par.with[pick[k]]))
+          p.overrides.push_back(std::move(part));
       }
       p.labels[par.name] = label;
     }

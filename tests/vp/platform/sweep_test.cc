@@ -104,7 +104,7 @@ sweep:
       key: nic.congestion_control
       values: [dcqcn, none]
       labels: [dcqcn, mprdma]
-      with: ["nic.transport=gbn", "nic.transport=mprdma;nic.mprdma.delta=16"]
+      with: ["nic.transport=gbn", " nic.transport=mprdma; nic.mprdma.delta=16 "]
     - {name: it, key: jobs.0.iterations, also: [jobs.0.tx_depth], values: [10, 20]}
 )");
   const auto points = sweep_points(cfg.sweep);
@@ -132,6 +132,15 @@ sweep:
 )")
                 .find("not key=value"),
             std::string::npos);
+  // An empty part (a doubled or trailing ';', or only blanks) is an error too.
+  for (const char* w : {"nic.ecn=true;;nic.dcqcn.g=0.5", "nic.ecn=true;", "nic.ecn=true;  "})
+    EXPECT_NE(error_of(kBase +
+                       "\nsweep:\n  parameters:\n    - {name: t, key: nic.transport, "
+                       "values: [gbn], with: [\"" +
+                       std::string(w) + "\"]}\n")
+                  .find("not key=value"),
+              std::string::npos)
+        << w;
 }
 
 TEST(Sweep, ScenarioWithoutSweepHasOnePointAndItsSeed) {
