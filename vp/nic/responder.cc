@@ -61,6 +61,10 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
       atomic_lock_max_queue_(
           core.env.stats.counter(core.stat("atomics.lock_max_queue"), "atomics",
                                  "Longest queue of atomics waiting behind one bucket's holder")),
+      atomic_buffer_busy_ps_(core.env.stats.counter(
+          core.stat("atomics.buffer_busy_ps"), "ps",
+          "Time atomics held a read-modify-write buffer (nic.atomics.max_outstanding), summed; "
+          "counted when each ends")),
       doorbells_dropped_(core.env.stats.counter(core.stat("responder.doorbells_dropped"),
                                                 "doorbells", "RQ doorbells ignored")),
       rnr_drops_(core.env.stats.counter(
@@ -673,6 +677,7 @@ void Responder::run_atomics() {
     atomics_.pop_front();
     ++atomics_active_;
     job.op = ++next_atomic_op_;
+    job.taken_up = sc_core::sc_time_stamp();
     if (locks_.acquire(job.pa, job.op)) {
       start_rmw(job);
     } else {
@@ -725,8 +730,10 @@ void Responder::start_rmw(const AtomicJob& job) {
                      }
                    }
                    --atomics_active_;
-                   lock_held_ps_[locks_.bucket_of(job.pa)] += static_cast<uint64_t>(
-                       (sc_core::sc_time_stamp() - granted) / sc_core::sc_time(1, sc_core::SC_PS));
+                   const sc_core::sc_time ps(1, sc_core::SC_PS), now = sc_core::sc_time_stamp();
+                   lock_held_ps_[locks_.bucket_of(job.pa)] +=
+                       static_cast<uint64_t>((now - granted) / ps);
+                   atomic_buffer_busy_ps_.add(static_cast<uint64_t>((now - job.taken_up) / ps));
                    if (const std::optional<uint64_t> next = locks_.release(job.pa, job.op)) {
                      auto it = lock_waiters_.find(*next);
                      const AtomicJob waiting = it->second;

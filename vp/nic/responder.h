@@ -105,6 +105,9 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     bool cas;
     uint64_t swap_add, compare;
     uint64_t op = 0;  // the lock table's name for it
+    // When the atomic unit took it up (it then holds one of the
+    // nic.atomics.max_outstanding read-modify-write buffers).
+    sc_core::sc_time taken_up{};
     // READ as data (MP-RDMA): the original value goes to the QP's own send
     // stream (send_atomic_data; `stream_base` for a QP in RTR).
     bool as_data = false;
@@ -264,6 +267,7 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   core::Counter& atomics_done_;
   core::Counter& atomic_lock_conflicts_;
   core::Counter& atomic_lock_max_queue_;
+  core::Counter& atomic_buffer_busy_ps_;
   core::Counter& doorbells_dropped_;
   core::Counter& rnr_drops_;
   core::Counter& qkey_drops_;

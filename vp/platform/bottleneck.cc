@@ -133,6 +133,10 @@ std::vector<ResourceUse> rank_resources(const std::map<std::string, uint64_t>& d
                        static_cast<double>(cap.cqe_cycles) / cycles});
   }
   if (lock_busy_s > 0) out.push_back({"atomics.lock", lock_busy_s / window_s});
+  const uint64_t buffer_ps = get(delta, nic + "atomics.buffer_busy_ps");
+  if (cap.atomic_buffers > 0 && buffer_ps > 0)
+    out.push_back({"atomics.buffers", static_cast<double>(buffer_ps) * 1e-12 /
+                                          (static_cast<double>(cap.atomic_buffers) * window_s)});
   // Ranked on utilisations rounded to 1e-9: resources that do the same work
   // per packet (e.g. the receive stage and the completion unit, one CQE per
   // packet at equal cycle costs) tie exactly, and the order above, not the

@@ -26,6 +26,9 @@
 //                    the one serial builder of completions
 //   atomics.lock     time the busiest lock bucket was held / T (a hold is
 //                    counted when it ends)
+//   atomics.buffers  time atomics held read-modify-write buffers /
+//                    (nic.atomics.max_outstanding * T): 1 when every buffer
+//                    is taken all the time (counted when each hold ends)
 // When no resource is busy at least kSaturated of the window, the metric
 // names "latency": the rate is set by the operations outstanding and their
 // round trips (a window), not by a full resource.
@@ -67,6 +70,7 @@ struct HostCapacity {
   double clock_hz = 0;
   uint32_t pus = 0;
   int64_t tx_schedule_cycles = 0, rx_parse_cycles = 0, cqe_cycles = 0;
+  int64_t atomic_buffers = 0;  // nic.atomics.max_outstanding
 };
 
 struct ResourceUse {

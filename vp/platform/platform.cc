@@ -485,6 +485,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
     cap.tx_schedule_cycles = n.config().latency.tx_schedule;
     cap.rx_parse_cycles = n.config().latency.rx_parse;
     cap.cqe_cycles = n.config().latency.cqe;
+    cap.atomic_buffers = n.config().atomics.max_outstanding;
     auto probe =
         std::make_unique<BottleneckProbe>(env_.stats, *spec, cap, &n.atomic_lock_held_ps());
     observers_.add(probe.get());

@@ -604,7 +604,8 @@ void ScenarioConfig::bind(core::Binder& b) {
       "that was busiest over [from, to) (bottleneck(<host>): from the jobs' latest run_at to "
       "the end of the last job) (pcie.<downstream|upstream>.<TLP kind with the most "
       "bytes>, port.<tx|rx>, pu.<i>, tx_scheduler, rx_stage.<parse|qpc_miss|wqe_miss|"
-      "mpt_mtt_miss>, completion_unit, atomics.lock; \"latency\" when none is 80 % busy: the rate "
+      "mpt_mtt_miss>, completion_unit, atomics.lock, atomics.buffers; \"latency\" when none is 80 "
+      "% busy: the rate "
       "is set by the "
       "operations outstanding; vp/platform/bottleneck.h), with every resource's utilisation under "
       "results.json \"bottlenecks\".");

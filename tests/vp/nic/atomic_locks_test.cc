@@ -173,6 +173,27 @@ TEST_F(AtomicLocks, RandomCountersUnderConcurrencyAddUpExactly) {
   EXPECT_GT(counter("nic.h1.atomics.lock_max_queue"), 1u);
 }
 
+// The read-modify-write buffers (nic.atomics.max_outstanding) bound the
+// unit when the locks do not: 16 buckets for 64 atomics in flight, but two
+// buffers let only two read-modify-writes run at once, and both stay taken
+// while atomics queue. The sum of their hold times says so.
+TEST_F(AtomicLocks, BuffersBoundTheUnitWhenLocksDoNot) {
+  const host::SizeResult wide = run_job(scenario(4096, 8));
+  EXPECT_TRUE(wide.data_ok) << wide.error;
+  std::string text = scenario(4096, 8);
+  text.replace(text.find("lock_buckets: 4096}"), 19, "lock_buckets: 4096, max_outstanding: 2}");
+  const host::SizeResult two = run_job(text);
+  EXPECT_TRUE(two.data_ok) << two.error;
+  EXPECT_EQ(counter("nic.h1.responder.atomics"), 800u);
+  // Two read-modify-writes of ~0.42 us at a time: at most ~4.8 M/s.
+  EXPECT_LT(two.msg_rate_mpps, 5.0);
+  EXPECT_GT(wide.msg_rate_mpps, 2 * two.msg_rate_mpps);
+  // Both buffers busy for (nearly) the whole run.
+  const double busy_s = static_cast<double>(counter("nic.h1.atomics.buffer_busy_ps")) * 1e-12;
+  EXPECT_GT(busy_s, 0.9 * 2 * two.seconds);
+  EXPECT_LE(busy_s, 2 * two.seconds * 1.01);
+}
+
 TEST_F(AtomicLocks, CountersAreCheckedAndOnlyForAtomics) {
   EXPECT_NE(
       config_error(scenario(4096, 8, ", atomic_op: cmp_swap")).find("needs atomic_op fetch_add"),
