@@ -45,6 +45,8 @@ void Mac::attach(fabric::EthLink* link, int side) {
 void Mac::reset() {
   rx_queue_.clear();
   rx_busy_ = false;
+  rx_stalled_ = false;
+  ++rx_epoch_;
   // The held packet belongs to the pipeline the reset discarded. The pause
   // state is the link partner's and survives a device reset.
   held_.reset();
@@ -129,8 +131,7 @@ void Mac::receive(net::PacketPtr pkt) {
   if (rx_queue_.size() > rx_queue_max_.value()) rx_queue_max_.set(rx_queue_.size());
   if (!rx_busy_) {
     rx_busy_ = true;
-    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_parse)),
-                 [this] { rx_step(); });
+    schedule_rx_step();
   }
 }
 
@@ -139,17 +140,24 @@ core::Bandwidth Mac::tx_rate() const { return link_ ? link_->rate(side_) : core:
 core::Bandwidth Mac::rx_rate() const { return link_ ? link_->rate(1 - side_) : core::Bandwidth{}; }
 
 void Mac::resume_rx() {
-  if (!rx_busy_) return;  // a device reset came first
+  if (!rx_stalled_) return;  // a device reset came first
+  rx_stalled_ = false;
   if (rx_queue_.empty()) {
     rx_busy_ = false;
     return;
   }
+  schedule_rx_step();
+}
+
+void Mac::schedule_rx_step() {
   calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_parse)),
-               [this] { rx_step(); });
+               [this, epoch = rx_epoch_] {
+                 if (epoch == rx_epoch_) rx_step();  // else: discarded by a device reset
+               });
 }
 
 void Mac::rx_step() {
-  if (rx_queue_.empty()) {  // emptied by a device reset
+  if (rx_queue_.empty()) {  // cannot happen: every step is scheduled for a queued frame
     rx_busy_ = false;
     return;
   }
@@ -185,14 +193,14 @@ void Mac::rx_step() {
     if (f.ecn == 3) ++ce_rx_;
     if (rx_ && !rx_(std::move(pkt), f)) {
       ++rx_stalls_;
+      rx_stalled_ = true;
       return;  // rx_busy_ stays set until resume_rx()
     }
   }
   if (rx_queue_.empty()) {
     rx_busy_ = false;
   } else {
-    calendar_.at(core_.clock.after_cycles(static_cast<uint64_t>(core_.cfg.latency.rx_parse)),
-                 [this] { rx_step(); });
+    schedule_rx_step();
   }
 }
 

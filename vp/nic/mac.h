@@ -49,6 +49,8 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
 
  private:
   void rx_step();
+  // Schedules rx_step() one parse time from now, for the current pipeline.
+  void schedule_rx_step();
   void on_pause(const net::Packet& pkt);
   bool paused(uint8_t prio) const;
 
@@ -62,6 +64,11 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   RxHandler rx_;
   std::deque<net::PacketPtr> rx_queue_;
   bool rx_busy_ = false;  // a packet is being parsed, or the pipeline is stalled
+  // The receive pipeline's generation: a device reset discards the pipeline,
+  // and a step it had scheduled must not run on beside the next one.
+  uint64_t rx_epoch_ = 0;
+  // The handler kept the last packet (returned false): resume_rx() goes on.
+  bool rx_stalled_ = false;
   uint64_t packet_ids_ = 0;
   // The packet taken from the TX scheduler but held by a PAUSE.
   net::PacketPtr held_;

@@ -2,6 +2,8 @@
 // (CQE status and syndrome, command status, async event, counter), nothing
 // crashes, and the NIC keeps serving a healthy QP pair afterwards.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
+#include <mprdma/regs_util.h>
+
 #include <cerrno>
 
 #include "tests/vp/host/two_hosts.h"
@@ -642,6 +644,56 @@ TEST_F(TwoHostsTest, DoorbellClaimingMoreWqesThanTheRingIsDropped) {
     StaysEmpty(*p.a.ctx, p.a.scq, sc_core::SC_ZERO_TIME);
     EXPECT_EQ(QpState(p.a), MPR_QPS_RTS);
     ExpectHealthy(p, 240);
+  });
+}
+
+// A device reset (the driver's, or the platform's when QEMU goes away) in
+// the middle of reception: the frames queued at the MAC are discarded, and
+// the receive pipeline that was parsing one of them must not live on beside
+// the one the next frame starts. Here h1 parses a frame in 10 us (rx_parse
+// 2500 cycles) while h0's WRITEs arrive every ~50 ns, so a backlog is
+// queued when h1 is reset and its pipeline is due to take the next frame
+// within 10 us; h0's next frames arrive before that, and are then parsed
+// one per 10 us, not two.
+TEST_F(TwoHostsTest, DeviceResetDuringReceptionKeepsOneReceivePipeline) {
+  TwoHosts::Options opt;
+  opt.nic = [](nic::NicConfig& n) {
+    if (n.name == "h1") n.latency.rx_parse = 2500;  // 10 us a frame
+  };
+  Build(opt);
+  Run([&] {
+    QpPair p = bench->make_pair();
+    auto write_burst = [&](uint64_t first, int n) {
+      mpr_sge s = p.a.sge(0, 64);
+      for (int i = 0; i < n; ++i)
+        ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWr(first + i, MPR_WQE_RDMA_WRITE, &s, 1,
+                                                      p.b.va(0), p.b.mr.key, 0)),
+                  0);
+    };
+    // Until h0 has put `n` frames on the wire, and they have crossed it.
+    auto sent = [&](uint64_t n) {
+      while (bench->counter("nic.h0.mac.tx_packets") < n) sc_core::wait(Us(0.1));
+      sc_core::wait(Us(1));
+    };
+    auto parsed = [&] {
+      return bench->counter("nic.h1.mac.rx_packets") + bench->counter("nic.h1.mac.rx_drops");
+    };
+    const uint64_t tx0 = bench->counter("nic.h0.mac.tx_packets");
+    write_burst(0, 24);
+    sent(tx0 + 24);
+    const uint64_t before = parsed();
+    EXPECT_LT(before, 12u) << "a backlog is queued at h1's MAC";
+    const uint32_t v = MPR_SET(RESET, RESET, 1);
+    bench->h1().root_complex().mmio_write(
+        bench->h1().nic().config().bar0_base + MPR_BAR0_OFF(RESET), &v, sizeof v);
+    const sc_core::sc_time reset_at = sc_core::sc_time_stamp();
+    write_burst(100, 24);  // to a NIC without QPs: parsed, then dropped
+    sent(tx0 + 48);
+    sc_core::wait(reset_at + Us(100) - sc_core::sc_time_stamp());
+    EXPECT_LE(parsed() - before, 10u) << "one frame per 10 us: one pipeline";
+    EXPECT_GE(parsed() - before, 8u);
+    sc_core::wait(Us(200));
+    EXPECT_EQ(parsed() - before, 24u) << "the frames sent after the reset, each once";
   });
 }
 
