@@ -164,11 +164,12 @@ void QemuProxy::disconnect(std::string why, bool shut) {
     if (disconnected_.load()) return;
     disconnect_reason_ = why;
     arrived_.clear();
-    disconnected_.store(true);
     notes_.emplace_back(core::LogLevel::info, "disconnected: " + why);
+    // From now on the simulator does not touch QEMU's memory; dropped before
+    // the flag is set, so that whoever sees connected() false finds it gone.
+    mem_.clear();
+    disconnected_.store(true);
   }
-  // From now on the simulator does not touch QEMU's memory.
-  mem_.clear();
   if (shut) {
     std::lock_guard<std::mutex> lock(send_mu_);
     if (sock_) ::shutdown(sock_.get(), SHUT_RDWR);

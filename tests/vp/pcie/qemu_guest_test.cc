@@ -168,6 +168,10 @@ TEST_F(QemuGuestTest, KilledQemuIsReportedWithItsSignal) {
   } while (host_->proxy().counts().resets != proxy_before || resets_before < proxy_before);
   ::kill(host_->process().pid(), SIGKILL);
   ASSERT_TRUE(run_to_exit(30));
+  // The exit (reaped by the process's thread) and the EOF on the proxy
+  // socket (seen by the proxy's I/O thread) are two events of their own
+  // threads: the exit can be seen first (once in a clean-clone run).
+  ASSERT_TRUE(test::run_until(loop_, [&] { return !host_->proxy().connected(); }, 30));
   EXPECT_NE(host_->exit_report().find("QEMU g0 (pid "), std::string::npos);
   EXPECT_NE(host_->exit_report().find("killed by signal 9 (SIGKILL)"), std::string::npos)
       << host_->exit_report();
