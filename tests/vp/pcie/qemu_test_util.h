@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <systemc>
+#include <thread>
 #include <vector>
 
 #include "vp/pcie/qemu_fd.h"
@@ -140,6 +141,19 @@ inline bool run_until(pcie::QemuRunLoop& loop, const std::function<bool()>& done
     sc_core::sc_start(*step);
   }
   return true;
+}
+
+// Waits, without simulating, until `done` (a state another thread of the
+// platform changes: the proxy's I/O thread, QEMU's reaper) holds, checking
+// it every millisecond for at most `wall_limit_s`. For when the run loop
+// has ended and run_until can no longer step. Returns done().
+inline bool wait_for_thread(const std::function<bool()>& done, double wall_limit_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!done() &&
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
+             wall_limit_s)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
 }
 
 }  // namespace mprdma::test
