@@ -149,9 +149,8 @@ inline bool run_until(pcie::QemuRunLoop& loop, const std::function<bool()>& done
 // has ended and run_until can no longer step. Returns done().
 inline bool wait_for_thread(const std::function<bool()>& done, double wall_limit_s) {
   const auto t0 = std::chrono::steady_clock::now();
-  while (!done() &&
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
-             wall_limit_s)
+  while (!done() && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
+                        wall_limit_s)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return done();
 }
