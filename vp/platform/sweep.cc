@@ -86,7 +86,9 @@ void SweepParameter::bind(core::Binder& b) {
           "least one.");
   b.field("labels", labels,
           "Optional labels, one per value, used in point and metric names (letters, digits, "
-          "_ . - +); default: the values.");
+          "_ . - +); default: the values. Each once per parameter; with combine: zip a label "
+          "may repeat (e.g. to run a subset of a product) as long as the zipped points "
+          "differ.");
   b.field("also", also,
           "Optional further key paths that take the same value (e.g. the loss rate of "
           "several links).");
@@ -114,14 +116,13 @@ void SweepParameter::bind(core::Binder& b) {
   if (!labels.empty() && labels.size() != values.size())
     b.error("sweep parameter '" + name + "' has " + std::to_string(labels.size()) + " labels for " +
             std::to_string(values.size()) + " values");
-  std::set<std::string> seen;
+  // Labels given twice are checked by Sweep::bind: an error for product
+  // sweeps, allowed by zip as long as the zipped points differ.
   for (size_t i = 0; i < values.size() && (labels.empty() || i < labels.size()); ++i) {
     const std::string l = label(i);
     if (!is_label(l))
       b.error("sweep parameter '" + name + "': label '" + l +
               "' may hold only letters, digits and _ . - + (give labels:)");
-    else if (!seen.insert(l).second)
-      b.error("sweep parameter '" + name + "': label '" + l + "' is given twice");
   }
 }
 
@@ -194,8 +195,26 @@ void SweepConfig::bind(core::Binder& b) {
     }
   }
   if (!params_ok) return;
+  if (combine == "product") {
+    for (const SweepParameter& p : parameters) {
+      std::set<std::string> seen;
+      for (size_t i = 0; i < p.values.size(); ++i)
+        if (!seen.insert(p.label(i)).second) {
+          b.error("sweep parameter '" + p.name + "': label '" + p.label(i) + "' is given twice");
+          params_ok = false;
+          break;
+        }
+    }
+    if (!params_ok) return;
+  }
   std::map<std::string, std::string> owner;  // metric name -> "template @ point"
   const std::vector<SweepPoint> points = sweep_points(*this);
+  std::set<std::string> ids;
+  for (const SweepPoint& p : points)
+    if (!ids.insert(p.id).second) {
+      b.error("combine: zip gives point '" + p.id + "' twice (its labels repeat another's)");
+      return;
+    }
   for (const auto& [tmpl, src] : metrics) {
     for (const SweepPoint& p : points) {
       std::string name;

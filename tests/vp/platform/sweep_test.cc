@@ -96,6 +96,33 @@ sweep:
   EXPECT_TRUE(sweep_points(cfg.sweep)[0].overrides.empty());
 }
 
+// Zip may repeat a label within a parameter (a subset of a product: here
+// no b = 2048 with a = x), as long as the zipped points differ.
+TEST(Sweep, ZipMayRepeatALabelButNotAPoint) {
+  const ScenarioConfig cfg = load_text(kBase + R"(
+sweep:
+  combine: zip
+  parameters:
+    - {name: a, key: jobs.0.iterations, values: [10, 10, 20], labels: [x, x, y]}
+    - {name: b, key: nic.mtu, values: [1024, 4096, 4096]}
+  metrics:
+    "bw.{a}.{b}": bw
+)");
+  const auto points = sweep_points(cfg.sweep);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[0].id, "a-x_b-1024");
+  EXPECT_EQ(points[1].id, "a-x_b-4096");
+  EXPECT_EQ(points[2].id, "a-y_b-4096");
+  const std::string twice = error_of(kBase + R"(
+sweep:
+  combine: zip
+  parameters:
+    - {name: a, key: jobs.0.iterations, values: [10, 10], labels: [x, x]}
+    - {name: b, key: nic.mtu, values: [1024, 1024]}
+)");
+  EXPECT_NE(twice.find("combine: zip gives point 'a-x_b-1024' twice"), std::string::npos) << twice;
+}
+
 TEST(Sweep, AlsoKeysAndPerValueOverridesGoWithTheValue) {
   const ScenarioConfig cfg = load_text(kBase + R"(
 sweep:
