@@ -21,10 +21,11 @@ bool is_name(const std::string& s) {
 
 // The overrides of one 'with' entry, "key=value;key=value": each part with
 // the blanks around it trimmed ("a=1; b=2" reads as written); an empty
-// entry has none.
+// entry has none, and an empty part (";;", a trailing ';') stays, for the
+// check to refuse.
 std::vector<std::string> split_with(const std::string& w) {
   std::vector<std::string> parts;
-  for (size_t start = 0; start < w.size();) {
+  for (size_t start = 0; !w.empty() && start <= w.size();) {
     const size_t end = std::min(w.find(';', start), w.size());
     size_t a = start, z = end;
     while (a < z && std::isspace(static_cast<unsigned char>(w[a]))) ++a;
@@ -101,9 +102,7 @@ void SweepParameter::bind(core::Binder& b) {
     b.error("sweep parameter '" + name + "' has " + std::to_string(with.size()) +
             " 'with' entries for " + std::to_string(values.size()) + " values");
   for (const std::string& w : with) {
-    std::vector<std::string> parts = split_with(w);
-    if (!w.empty() && w.back() == ';') parts.emplace_back();  // "a=1;" has an empty part
-    for (const std::string& part : parts)
+    for (const std::string& part : split_with(w))
       if (part.find('=') == std::string::npos || part.front() == '=') {
         b.error("sweep parameter '" + name + "': 'with' entry '" + w +
                 "' is not key=value[;key=value]");
@@ -209,6 +208,8 @@ void SweepConfig::bind(core::Binder& b) {
   }
   std::map<std::string, std::string> owner;  // metric name -> "template @ point"
   const std::vector<SweepPoint> points = sweep_points(*this);
+  // Product points differ once labels do (checked above); zipped ones need
+  // this check.
   std::set<std::string> ids;
   for (const SweepPoint& p : points)
     if (!ids.insert(p.id).second) {
