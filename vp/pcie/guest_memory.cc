@@ -1,11 +1,13 @@
 #include "vp/pcie/guest_memory.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 namespace mprdma::pcie {
@@ -37,6 +39,49 @@ std::string hex(uint64_t v) {
   return os.str();
 }
 
+// How a region is mmap'd: mmap wants a page-aligned file offset, so the
+// mapping starts `skew` bytes before the region.
+struct Placement {
+  off_t file_offset;
+  size_t len;
+  uint64_t skew;
+};
+
+// Checks a SYNC_SYSMEM region (see the header); fills *p and returns an
+// empty string, or returns why the region is refused.
+std::string check_region(const GuestMemory::Region& r, uint64_t page, Placement* p) {
+  constexpr uint64_t kMaxOff = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+  constexpr uint64_t kMaxLen = std::numeric_limits<size_t>::max();
+  if (r.size == 0) return "size 0";
+  if (r.offset < 0) return "negative file offset";
+  if (r.size > std::numeric_limits<uint64_t>::max() - r.gpa)
+    return "gpa + size passes the end of the 64-bit address space";
+  const uint64_t offset = static_cast<uint64_t>(r.offset);
+  if (offset > kMaxOff || r.size > kMaxOff - offset)
+    return "offset + size passes the largest file offset";
+  const uint64_t skew = offset % page;
+  if (r.size > kMaxLen - skew) return "size + page offset does not fit the address space";
+  struct stat st;
+  if (::fstat(r.fd.get(), &st) != 0) return "fstat failed: " + errno_text(errno);
+  if (!S_ISREG(st.st_mode))
+    return "fd is not a regular file (mode " + hex(st.st_mode & S_IFMT) +
+           "): its size cannot be checked";
+  const uint64_t file_size = st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  if (offset + r.size > file_size)
+    return "reaches byte " + std::to_string(offset + r.size) + " of its file, which has only " +
+           std::to_string(file_size) + " bytes";
+  *p = Placement{static_cast<off_t>(offset - skew), static_cast<size_t>(r.size + skew), skew};
+  return {};
+}
+
+// "region [gpa, end) at offset N", printable whatever the numbers are.
+std::string describe(const GuestMemory::Region& r) {
+  const bool wraps = r.size > std::numeric_limits<uint64_t>::max() - r.gpa;
+  return "region [" + hex(r.gpa) + ", " +
+         (wraps ? hex(r.gpa) + " + " + hex(r.size) : hex(r.gpa + r.size)) + ") at offset " +
+         std::to_string(r.offset);
+}
+
 }  // namespace
 
 GuestMemory::Map::~Map() {
@@ -48,20 +93,24 @@ const GuestMemory::Mapping* GuestMemory::Map::find(uint64_t pa) const {
                              [](uint64_t a, const Mapping& m) { return a < m.gpa; });
   if (it == regions.begin()) return nullptr;
   --it;
+  // Compared as an offset into the region, never as gpa + size: this
+  // holds whatever the numbers.
   return pa - it->gpa < it->size ? &*it : nullptr;
 }
 
 bool GuestMemory::Map::covers(uint64_t pa, size_t len) const {
+  if (len == 0) return find(pa) != nullptr;
+  // The last byte must not wrap past 2^64 back to low addresses.
+  if (len - 1 > std::numeric_limits<uint64_t>::max() - pa) return false;
   uint64_t a = pa;
   uint64_t left = len;
-  if (len == 0) return find(pa) != nullptr;
-  if (pa + len < pa) return false;  // wraps
   while (left > 0) {
     const Mapping* m = find(a);
     if (!m) return false;
-    const uint64_t n = std::min<uint64_t>(left, m->gpa + m->size - a);
-    a += n;
+    // find() guarantees a - m->gpa < m->size, so this is at least 1.
+    const uint64_t n = std::min<uint64_t>(left, m->size - (a - m->gpa));
     left -= n;
+    if (left > 0) a += n;  // no wrap: a + left - 1 <= pa + len - 1
   }
   return true;
 }
@@ -83,34 +132,32 @@ void GuestMemory::install(std::shared_ptr<const Map> map) {
 std::vector<std::string> GuestMemory::replace(std::vector<Region> regions) {
   std::vector<std::string> errors;
   auto map = std::make_shared<Map>();
-  const long page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   for (Region& r : regions) {
-    const std::string what = "region [" + hex(r.gpa) + ", " + hex(r.gpa + r.size) + ")";
-    if (r.size == 0 || r.offset < 0 || r.gpa + r.size < r.gpa) {
-      errors.push_back(what + " at offset " + std::to_string(r.offset) + ": invalid");
+    Placement at{};
+    const std::string bad = check_region(r, page, &at);
+    if (!bad.empty()) {
+      errors.push_back(describe(r) + ": " + bad + "; left out");
       continue;
     }
-    // mmap wants a page-aligned file offset; QEMU's are, but do not rely on
-    // it.
-    const uint64_t skew = static_cast<uint64_t>(r.offset) % static_cast<uint64_t>(page);
-    const size_t len = static_cast<size_t>(r.size + skew);
-    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd.get(),
-                     static_cast<off_t>(r.offset - static_cast<int64_t>(skew)));
+    void* p =
+        ::mmap(nullptr, at.len, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd.get(), at.file_offset);
     if (p == MAP_FAILED) {
-      errors.push_back(what + ": mmap failed: " + errno_text(errno));
+      errors.push_back(describe(r) + ": mmap failed: " + errno_text(errno) + "; left out");
       continue;
     }
-    map->regions.push_back(Mapping{r.gpa, r.size, static_cast<uint8_t*>(p) + skew, p, len});
+    map->regions.push_back(Mapping{r.gpa, r.size, static_cast<uint8_t*>(p) + at.skew, p, at.len});
     r.fd.reset();  // the mapping holds the memory; the fd is no longer needed
   }
-  std::sort(map->regions.begin(), map->regions.end(),
-            [](const Mapping& a, const Mapping& b) { return a.gpa < b.gpa; });
+  // Stable: of two regions at the same gpa, the earlier one QEMU listed wins.
+  std::stable_sort(map->regions.begin(), map->regions.end(),
+                   [](const Mapping& a, const Mapping& b) { return a.gpa < b.gpa; });
   for (size_t i = 1; i < map->regions.size();) {
     const Mapping& prev = map->regions[i - 1];
     const Mapping& cur = map->regions[i];
-    if (cur.gpa < prev.gpa + prev.size) {
+    if (cur.gpa - prev.gpa < prev.size) {  // cur.gpa >= prev.gpa (sorted)
       errors.push_back("region [" + hex(cur.gpa) + ", " + hex(cur.gpa + cur.size) + ") overlaps [" +
-                       hex(prev.gpa) + ", " + hex(prev.gpa + prev.size) + "): left out");
+                       hex(prev.gpa) + ", " + hex(prev.gpa + prev.size) + "); left out");
       ::munmap(cur.map_addr, cur.map_len);
       map->regions.erase(map->regions.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
@@ -141,7 +188,7 @@ bool GuestMemory::read(uint64_t pa, void* dst, size_t len) {
   auto* out = static_cast<uint8_t*>(dst);
   while (len > 0) {
     const Mapping* m = map->find(pa);
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(len, m->gpa + m->size - pa));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(len, m->size - (pa - m->gpa)));
     std::memcpy(out, m->host + (pa - m->gpa), n);
     out += n;
     pa += n;
@@ -159,7 +206,7 @@ bool GuestMemory::write(uint64_t pa, const void* src, size_t len) {
   const auto* in = static_cast<const uint8_t*>(src);
   while (len > 0) {
     const Mapping* m = map->find(pa);
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(len, m->gpa + m->size - pa));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(len, m->size - (pa - m->gpa)));
     ordered_copy(m->host + (pa - m->gpa), in, n);
     in += n;
     pa += n;

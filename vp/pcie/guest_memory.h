@@ -17,6 +17,24 @@
 // An access that touches any byte outside every region fails as a whole
 // (read: false, nothing copied; write: false, nothing stored) and is
 // counted; the bridge never touches memory the guest does not own.
+//
+// Validation: SYNC_SYSMEM comes from another process, so every region is
+// checked before it is mapped, and a region failing a check is left out
+// with an error text naming it (the rest of the map still applies):
+//   * size > 0, offset >= 0;
+//   * gpa + size does not pass 2^64 (a region never wraps, so the map's
+//     lookups can work on offsets into a region without overflow);
+//   * offset + size, and size plus the offset's skew within its page (what
+//     is mmap'd), fit off_t and size_t;
+//   * the fd is a regular file (fstat) and [offset, offset + size) lies
+//     inside it. Mapping past the end of a file succeeds, but the first
+//     access there raises SIGBUS and kills the simulator. Guest RAM is a
+//     memfd, or a file on tmpfs or hugetlbfs: all regular files with a
+//     size. Anything else (a character device such as /dev/dax, a pipe) is
+//     refused: fstat gives no size to check against, so the bridge could
+//     not promise that every byte it accepts is backed.
+// A file shrunk after the check (QEMU never does; it does not seal its
+// memfds either) would still fault: that is the peer's own RAM breaking.
 #pragma once
 
 #include <atomic>
@@ -54,8 +72,10 @@ class GuestMemory : public HostMemoryIf {
 
   // Replaces the whole map with `regions` (any thread). Each fd is mapped
   // shared read/write and closed (the mapping keeps the memory alive).
-  // Returns an error text per region that could not be mapped (those
-  // regions are left out); overlapping regions are rejected likewise.
+  // Returns an error text per region that fails validation (see the file
+  // comment) or could not be mapped; those regions are left out. Of
+  // overlapping regions, the one with the lower gpa is kept (on equal gpas
+  // the earlier in `regions`) and the other is left out likewise.
   std::vector<std::string> replace(std::vector<Region> regions);
   // No region is backed any more (QEMU is gone).
   void clear();
@@ -84,7 +104,8 @@ class GuestMemory : public HostMemoryIf {
     size_t map_len;
   };
   struct Map {
-    std::vector<Mapping> regions;  // sorted by gpa, disjoint
+    // Sorted by gpa, disjoint, none wrapping past 2^64 (replace() checks).
+    std::vector<Mapping> regions;
     ~Map();
     // The region holding pa, or nullptr.
     const Mapping* find(uint64_t pa) const;

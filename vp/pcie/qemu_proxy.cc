@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -31,8 +32,10 @@ QemuProxy::QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, R
       clock_(clock),
       log_(core::Log::channel("qemu." + cfg.name + ".proxy")),
       config_(cfg.identity, cfg.bar_size) {
+  static_assert(sizeof(Request) <= 64, "kMaxQueued's comment promises 64 KiB per proxy");
   stop_ = make_eventfd();
   wake_ = make_eventfd();
+  room_ = make_eventfd();
   const std::string p = "pcie." + cfg_.name + ".proxy.";
   c_sysmem_ = &env.stats.counter(p + "sysmem_syncs", "messages",
                                  "Guest memory maps received from QEMU (SYNC_SYSMEM)");
@@ -43,6 +46,13 @@ QemuProxy::QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, R
   c_unclaimed_ = &env.stats.counter(p + "unclaimed", "accesses",
                                     "BAR accesses no BAR claimed (reads answered all ones)");
   c_resets_ = &env.stats.counter(p + "resets", "resets", "DEVICE_RESET requests from QEMU");
+  c_backpressure_ = &env.stats.counter(
+      p + "backpressure", "pauses",
+      "Times the proxy stopped reading QEMU's socket because " + std::to_string(kMaxQueued) +
+          " guest accesses were waiting (only a peer that does not wait for replies)");
+  c_queued_max_ = &env.stats.counter(
+      p + "queued_max", "accesses",
+      "Most guest accesses taken from the socket and not yet answered at any moment");
   h_read_wall_us_ =
       &env.stats.histogram(p + "bar_read_wall_us", "us",
                            "Wall time from QEMU's BAR_READ arriving to our reply being sent");
@@ -126,13 +136,48 @@ void QemuProxy::record(int32_t cmd, uint64_t addr, uint64_t value, uint32_t len,
 
 void QemuProxy::io_loop() {
   for (;;) {
-    pollfd fds[2] = {{stop_.get(), POLLIN, 0}, {sock_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    bool paused;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!reading_paused_ && counts_.queued >= kMaxQueued) {
+        reading_paused_ = true;
+        if (counts_.backpressure++ == 0)
+          notes_.emplace_back(
+              core::LogLevel::warn,
+              "QEMU sent " + std::to_string(kMaxQueued) +
+                  " guest accesses without waiting for their replies (QEMU waits for each): "
+                  "reading its socket is paused until the simulator has answered half of them; "
+                  "nothing is dropped. Logged once; pcie." +
+                  cfg_.name + ".proxy.backpressure counts every pause");
+      }
+      paused = reading_paused_;
+    }
+    // Paused, the socket is polled for nothing: poll still reports hang-up
+    // and errors, so a QEMU that goes away is seen without reading.
+    pollfd fds[3] = {{stop_.get(), POLLIN, 0},
+                     {sock_.get(), static_cast<short>(paused ? 0 : POLLIN), 0},
+                     {room_.get(), POLLIN, 0}};
+    if (::poll(fds, paused ? 3 : 2, -1) < 0) {
       if (errno == EINTR) continue;
       disconnect("poll on the proxy socket failed: " + errno_text(errno), true);
       return;
     }
     if (fds[0].revents) return;
+    if (paused) {
+      if (fds[1].revents & POLLHUP) {
+        disconnect("QEMU closed the proxy connection", false);
+        return;
+      }
+      if (fds[1].revents & (POLLERR | POLLNVAL)) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(sock_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        disconnect("proxy connection broken: " + errno_text(err), true);
+        return;
+      }
+      drain_eventfd(room_.get());  // reading_paused_ is rechecked above
+      continue;
+    }
     if (!fds[1].revents) continue;
     mpqemu::Message msg;
     std::string err;
@@ -163,8 +208,15 @@ void QemuProxy::disconnect(std::string why, bool shut) {
     std::lock_guard<std::mutex> lock(mu_);
     if (disconnected_.load()) return;
     disconnect_reason_ = why;
+    // Nobody waits for these any more: QEMU is gone or being shut out.
+    const size_t dropped = arrived_.size();
+    counts_.queued -= dropped;
     arrived_.clear();
-    notes_.emplace_back(core::LogLevel::info, "disconnected: " + why);
+    notes_.emplace_back(core::LogLevel::info,
+                        "disconnected: " + why +
+                            (dropped ? " (" + std::to_string(dropped) +
+                                           " guest accesses not yet performed are dropped)"
+                                     : std::string()));
     // From now on the simulator does not touch QEMU's memory; dropped before
     // the flag is set, so that whoever sees connected() false finds it gone.
     mem_.clear();
@@ -289,6 +341,7 @@ bool QemuProxy::handle(mpqemu::Message& msg) {
           ++(write ? counts_.bar_writes : counts_.bar_reads);
           arrived_.push_back(Request{write ? Kind::kWrite : Kind::kRead, cfg_.bar_target[bar] + off,
                                      b.size, b.val, stamp, now});
+          counts_.queued_max = std::max(counts_.queued_max, ++counts_.queued);
         }
       }
       if (bar < 0) {
@@ -308,6 +361,7 @@ bool QemuProxy::handle(mpqemu::Message& msg) {
         record(msg.cmd, 0, 0, 0);
         arrived_.push_back(
             Request{Kind::kReset, 0, 0, 0, clock_.stamp(), std::chrono::steady_clock::now()});
+        counts_.queued_max = std::max(counts_.queued_max, ++counts_.queued);
       }
       signal_eventfd(wake_.get());
       return true;
@@ -345,8 +399,11 @@ void QemuProxy::service() {
   c_bar_writes_->set(c.bar_writes);
   c_unclaimed_->set(c.unclaimed);
   c_resets_->set(c.resets);
+  c_backpressure_->set(c.backpressure);
+  c_queued_max_->set(c.queued_max);
 
   if (disconnected_.load()) {
+    dequeued(pending_.size());
     pending_.clear();
     if (!disconnect_reported_) {
       disconnect_reported_ = true;
@@ -368,6 +425,16 @@ void QemuProxy::service() {
   if (injected) {
     kicked_ = true;
     kick_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void QemuProxy::dequeued(size_t n) {
+  if (n == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  counts_.queued -= n;
+  if (reading_paused_ && counts_.queued <= kResumeAt) {
+    reading_paused_ = false;
+    signal_eventfd(room_.get());
   }
 }
 
@@ -418,6 +485,7 @@ void QemuProxy::worker() {
     }
     clock_.access_done(r.stamp, stall);
     --in_flight_;
+    dequeued(1);
     // Lock-step: the slice ends with the reply so SystemC does not run
     // ahead of the vCPU that was waiting for it.
     if (clock_.pause_after_reply()) sc_core::sc_pause();

@@ -25,6 +25,21 @@
 //   * The vCPU that made the access is stalled until the reply (QEMU waits
 //     with its big lock released); one request is outstanding at a time.
 //
+// Backpressure: a well-behaved QEMU has one access outstanding, but
+// anything on the socket can send accesses without waiting for replies.
+// The proxy holds at most kMaxQueued accesses taken from the socket and
+// not yet answered (queued for SystemC, pending, being performed). At the
+// bound the I/O thread stops reading the socket (the kernel's socket
+// buffer fills and the sender's writes block) until the SystemC side has
+// answered down to kResumeAt; it never drops or refuses an access, so the
+// flood is performed whole and in order, only slower. While paused it
+// still watches the stop eventfd (stop() and destruction return at once)
+// and the socket for hang-up (a QEMU that goes away is seen at once). A
+// read or DEVICE_RESET behind the flood waits its turn and is answered in
+// order: the SystemC side never waits for the I/O thread, so draining
+// cannot stall. Counted in counts().backpressure and the statistic
+// pcie.<name>.proxy.backpressure; the first pause is logged at warn level.
+//
 // Addresses: QEMU sends absolute guest-physical addresses. BAR i's offset
 // is rebased onto `bar_target[i]`, the address at which the device behind
 // the root complex decodes that BAR (the NIC's bar0_base/bar2_base), so
@@ -121,8 +136,27 @@ class QemuProxy : public sc_core::sc_module {
   struct Counts {
     uint64_t sysmem_syncs = 0, irqfds = 0, cfg_reads = 0, cfg_writes = 0;
     uint64_t bar_reads = 0, bar_writes = 0, unclaimed = 0, resets = 0;
+    // Times the I/O thread stopped reading the socket at kMaxQueued.
+    uint64_t backpressure = 0;
+    // Accesses taken from the socket and not yet answered or dropped: now,
+    // and the most at any moment so far (never above kMaxQueued).
+    uint64_t queued = 0, queued_max = 0;
   };
   Counts counts() const;
+
+  // The most BAR accesses and resets the proxy holds (see Backpressure in
+  // the file comment). QEMU has one outstanding, so it never gets near;
+  // the bound only limits what a misbehaving peer can make the simulator
+  // store: 1024 requests of at most 64 bytes, 64 KiB per proxy. Large
+  // enough that a peer pipelining on purpose (a test tool) still moves
+  // hundreds of accesses per wake-up of the I/O thread; beyond it the
+  // socket buffer holds the rest and the sender blocks, which costs
+  // nothing here.
+  static constexpr size_t kMaxQueued = 1024;
+  // Reading resumes when the SystemC side has answered down to this many:
+  // half, so that a flood costs one I/O thread wake-up per 512 accesses
+  // rather than one per access.
+  static constexpr size_t kResumeAt = kMaxQueued / 2;
   // The first kHistory messages QEMU sent, for checking the handshake.
   static constexpr size_t kHistory = 256;
   struct HistoryEntry {
@@ -152,6 +186,9 @@ class QemuProxy : public sc_core::sc_module {
   void reply(uint64_t value);
   void note(core::LogLevel level, std::string msg);
   void worker();
+  // SystemC thread: `n` accesses were answered or dropped; wakes a paused
+  // I/O thread once the queue is down to kResumeAt.
+  void dequeued(size_t n);
   void record(int32_t cmd, uint64_t addr, uint64_t value, uint32_t len, uint64_t stamp = 0);
 
   QemuProxyConfig cfg_;
@@ -160,8 +197,8 @@ class QemuProxy : public sc_core::sc_module {
   GuestClock& clock_;
   core::LogChannel& log_;
 
-  // I/O thread state.
-  UniqueFd sock_, stop_, wake_;
+  // I/O thread state. room_: the queue drained to kResumeAt (backpressure).
+  UniqueFd sock_, stop_, wake_, room_;
   std::thread io_;
   std::atomic<bool> started_{false}, disconnected_{false}, bus_master_{false};
   std::mutex send_mu_;  // replies come from the I/O thread and the worker
@@ -170,7 +207,9 @@ class QemuProxy : public sc_core::sc_module {
   PciConfigSpace config_;
   std::deque<Request> arrived_;
   std::string disconnect_reason_;
-  Counts counts_;
+  Counts counts_;  // counts_.queued is the bound's accounting
+  // The I/O thread stopped reading at kMaxQueued and waits on room_.
+  bool reading_paused_ = false;
   std::vector<HistoryEntry> history_;
   std::vector<std::pair<core::LogLevel, std::string>> notes_;
   // Wall time between consecutive BAR_READs: in a guest's tight read loop,
@@ -193,6 +232,8 @@ class QemuProxy : public sc_core::sc_module {
   core::Counter* c_bar_writes_;
   core::Counter* c_unclaimed_;
   core::Counter* c_resets_;
+  core::Counter* c_backpressure_;
+  core::Counter* c_queued_max_;
   core::Histogram* h_read_wall_us_;
   core::Histogram* h_read_interval_us_;
   core::Histogram* h_queue_us_;
