@@ -4,8 +4,11 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 namespace mprdma::pcie {
 
@@ -21,6 +24,13 @@ std::string hex(uint64_t v) {
 
 bool valid_bar_size(uint32_t s) { return s == 1 || s == 2 || s == 4 || s == 8; }
 
+// "10" for 10 s, "0.1" for 100 ms: the deadline as the messages give it.
+std::string seconds_text(std::chrono::milliseconds d) {
+  std::ostringstream os;
+  os << static_cast<double>(d.count()) / 1000.0;
+  return os.str();
+}
+
 }  // namespace
 
 QemuProxy::QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, RootComplex& rc,
@@ -33,6 +43,10 @@ QemuProxy::QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, R
       log_(core::Log::channel("qemu." + cfg.name + ".proxy")),
       config_(cfg.identity, cfg.bar_size) {
   static_assert(sizeof(Request) <= 64, "kMaxQueued's comment promises 64 KiB per proxy");
+  if (cfg_.reply_deadline <= std::chrono::milliseconds::zero())
+    throw std::invalid_argument("QEMU proxy " + cfg_.name +
+                                ": reply_deadline must be positive, not " +
+                                std::to_string(cfg_.reply_deadline.count()) + " ms");
   stop_ = make_eventfd();
   wake_ = make_eventfd();
   room_ = make_eventfd();
@@ -53,6 +67,14 @@ QemuProxy::QemuProxy(sc_core::sc_module_name name, const QemuProxyConfig& cfg, R
   c_queued_max_ = &env.stats.counter(
       p + "queued_max", "accesses",
       "Most guest accesses taken from the socket and not yet answered at any moment");
+  c_reply_waits_ = &env.stats.counter(
+      p + "reply_waits", "replies",
+      "Replies that found QEMU's socket buffer full and waited for room (only a peer that does "
+      "not read its replies)");
+  c_reply_timeouts_ =
+      &env.stats.counter(p + "reply_timeouts", "replies",
+                         "Replies that found no room in QEMU's socket buffer within " +
+                             seconds_text(cfg_.reply_deadline) + " s (the connection was ended)");
   h_read_wall_us_ =
       &env.stats.histogram(p + "bar_read_wall_us", "us",
                            "Wall time from QEMU's BAR_READ arriving to our reply being sent");
@@ -78,6 +100,10 @@ void QemuProxy::start(UniqueFd sock) {
 
 void QemuProxy::stop() {
   if (!io_.joinable()) return;
+  // Before the signal: whoever sees the socket fail from here on knows
+  // the shutdown below is ours. stop_ is never drained, so it stays
+  // readable for the paused I/O thread and for a writer waiting for room.
+  stopping_.store(true);
   signal_eventfd(stop_.get());
   {
     std::lock_guard<std::mutex> lock(send_mu_);
@@ -186,21 +212,111 @@ void QemuProxy::io_loop() {
         disconnect("QEMU closed the proxy connection", false);
         return;
       case mpqemu::RecvStatus::kError:
-        if (fds[0].revents || drain_eventfd(stop_.get())) return;  // our own shutdown
+        if (fds[0].revents || stopping_.load()) return;  // our own shutdown
         disconnect("proxy connection broken: " + err, true);
         return;
       case mpqemu::RecvStatus::kOk:
         break;
     }
     if (!handle(msg)) return;
+    // A reply that could not be sent (to this message, or the worker's)
+    // ended the connection and shut the socket.
+    if (disconnected_.load()) return;
   }
 }
 
 void QemuProxy::reply(uint64_t value) {
-  std::lock_guard<std::mutex> lock(send_mu_);
-  if (!sock_ || disconnected_.load()) return;
-  if (!mpqemu::send_ret(sock_.get(), value))
-    note(core::LogLevel::warn, "sending RET failed: " + errno_text(errno));
+  // Framed here as mpqemu::send_ret frames it (header and value in one
+  // buffer), because that helper's write may block without bound.
+  uint8_t buf[sizeof(mpqemu::Header) + sizeof value];
+  const mpqemu::Header h{mpqemu::kRet, 0, sizeof value};
+  std::memcpy(buf, &h, sizeof h);
+  std::memcpy(buf + sizeof h, &value, sizeof value);
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    if (!sock_ || disconnected_.load() || send_broken_) return;
+    size_t sent = 0;
+    int err = 0;
+    const SendStatus status = send_bounded(
+        buf, sizeof buf, std::chrono::steady_clock::now() + cfg_.reply_deadline, &sent, &err);
+    if (status == SendStatus::kSent) return;
+    // Set before send_mu_ is released: another writer may get the lock
+    // before disconnect() has shut the socket, and must not write after a
+    // torn message.
+    send_broken_ = true;
+    if (status == SendStatus::kStopped) return;  // stop() reports the disconnection
+    const std::string part = sent ? " (" + std::to_string(sent) + " of its " +
+                                        std::to_string(sizeof buf) + " bytes sent)"
+                                  : std::string();
+    if (status == SendStatus::kTimedOut) {
+      const std::string s = seconds_text(cfg_.reply_deadline);
+      why = "QEMU did not read its replies for " + s + " s";
+      std::lock_guard<std::mutex> lock2(mu_);
+      ++counts_.reply_timeouts;
+      notes_.emplace_back(core::LogLevel::warn,
+                          "a RET could not be sent" + part +
+                              ": QEMU's socket buffer stayed full for " + s +
+                              " s (QEMU reads every reply; this peer sends requests and does not "
+                              "read): ending the connection");
+    } else if (err == EPIPE || err == ECONNRESET) {
+      why = "QEMU closed the proxy connection (a RET could not be sent" + part + ": " +
+            errno_text(err) + ")";
+    } else {
+      why = "sending a RET to QEMU failed" + part + ": " + errno_text(err);
+    }
+  }
+  // send_mu_ released: disconnect() takes mu_ and then send_mu_ to shut the
+  // socket, which wakes the I/O thread wherever it waits.
+  disconnect(why, true);
+}
+
+QemuProxy::SendStatus QemuProxy::send_bounded(const uint8_t* data, size_t len,
+                                              std::chrono::steady_clock::time_point deadline,
+                                              size_t* sent, int* err) {
+  bool waited = false;
+  bool hung_up = false;  // the last poll saw hang-up or an error, no room
+  while (*sent < len) {
+    // MSG_DONTWAIT: this call alone does not block; O_NONBLOCK would change
+    // the socket for the I/O thread's reads as well.
+    const ssize_t n = ::send(sock_.get(), data + *sent, len - *sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      *sent += static_cast<size_t>(n);  // partial: the rest goes next
+      hung_up = false;
+      continue;
+    }
+    const int e = n < 0 ? errno : EPIPE;
+    if (e == EINTR) continue;
+    if ((e != EAGAIN && e != EWOULDBLOCK) || hung_up) {
+      *err = e == EAGAIN || e == EWOULDBLOCK ? EPIPE : e;
+      return stopping_.load() ? SendStatus::kStopped : SendStatus::kFailed;
+    }
+    if (!waited) {
+      waited = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counts_.reply_waits;
+    }
+    // No room: wait for some, for stop(), or for the deadline.
+    for (;;) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return SendStatus::kTimedOut;
+      // Rounded up: a 0 ms timeout while time is left would spin.
+      const int64_t ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+      pollfd fds[2] = {{sock_.get(), POLLOUT, 0}, {stop_.get(), POLLIN, 0}};
+      const int r = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
+      if (r < 0) {
+        if (errno == EINTR) continue;  // the deadline is recomputed
+        *err = errno;
+        return stopping_.load() ? SendStatus::kStopped : SendStatus::kFailed;
+      }
+      if (fds[1].revents) return SendStatus::kStopped;
+      if (!fds[0].revents) continue;  // poll's timeout: the deadline check above ends it
+      // Room, or hang-up/error without room: the next send says which.
+      hung_up = !(fds[0].revents & POLLOUT);
+      break;
+    }
+  }
+  return SendStatus::kSent;
 }
 
 void QemuProxy::disconnect(std::string why, bool shut) {
@@ -401,6 +517,8 @@ void QemuProxy::service() {
   c_resets_->set(c.resets);
   c_backpressure_->set(c.backpressure);
   c_queued_max_->set(c.queued_max);
+  c_reply_waits_->set(c.reply_waits);
+  c_reply_timeouts_->set(c.reply_timeouts);
 
   if (disconnected_.load()) {
     dequeued(pending_.size());

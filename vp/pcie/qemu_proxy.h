@@ -45,9 +45,31 @@
 // the root complex decodes that BAR (the NIC's bar0_base/bar2_base), so
 // the NIC needs no change when the guest moves its BARs.
 //
-// Disconnection (EOF or a protocol error): the guest-memory map is cleared
-// at once (the simulator stops touching QEMU's RAM), queued accesses are
-// dropped, and on_disconnect(reason) runs once in the SystemC thread.
+// Replies: every RET (from the I/O thread or the worker) is written whole
+// or not at all, within QemuProxyConfig::reply_deadline of wall time. The
+// socket is written without blocking (MSG_DONTWAIT) and, when QEMU's
+// socket buffer is full, poll()ed for room with what is left of the
+// deadline, so partial writes continue where they stopped. QEMU reads
+// every reply (one request outstanding), so its buffer never fills; only
+// a peer that sends requests and never reads can make a write wait, and
+// it then waits at most the deadline instead of stalling the SystemC
+// thread (or the I/O thread, and stop() behind it) for ever. A write that
+// misses the deadline, or fails, ends the connection like a QEMU that
+// goes away ("QEMU did not read its replies for 10 s"): nothing more is
+// written after a message that went out torn. Counted in
+// counts().reply_waits / reply_timeouts (statistics
+// pcie.<name>.proxy.reply_waits / reply_timeouts). Writers hold send_mu_
+// while they write, so one waits for the other at most one deadline; a
+// writer waiting for room also watches the stop eventfd, so stop() and
+// destruction return at once. A writer that gives up marks the socket
+// broken under send_mu_ (nothing is written after it) and disconnects
+// after releasing send_mu_, so the SystemC thread ending the connection
+// cannot deadlock with the I/O thread.
+//
+// Disconnection (EOF, a protocol error, a reply that could not be sent):
+// the guest-memory map is cleared at once (the simulator stops touching
+// QEMU's RAM), queued accesses are dropped, and on_disconnect(reason) runs
+// once in the SystemC thread.
 #pragma once
 
 #include <array>
@@ -82,6 +104,21 @@ struct QemuProxyConfig {
   // BAR sizes (0: not implemented) and where the device decodes each BAR.
   std::array<uint32_t, PciConfigSpace::kNumBars> bar_size{{64 * 1024, 0, 4 * 1024 * 1024, 0, 0, 0}};
   std::array<uint64_t, PciConfigSpace::kNumBars> bar_target{};
+  // The default reply deadline, 10 s. QEMU has one request outstanding
+  // and reads its reply before it sends the next request, so at most one
+  // RET is ever unread and no write to QEMU waits at all: the deadline
+  // cannot end a working QEMU however slowly TCG runs it. A write waits
+  // only when the peer has left its socket buffer full (hundreds of unread
+  // replies at the default buffer size). Generous all the same: a reader
+  // starved of CPU on a loaded 2-core CI machine is late by milliseconds,
+  // at worst a few hundred; 10 s is tens of times that. And short enough
+  // that a peer that stopped reading is diagnosed well inside a test's
+  // 120 s timeout instead of hanging the run.
+  static constexpr std::chrono::milliseconds kDefaultReplyDeadline{10000};
+  // How long a reply may wait for room in QEMU's socket buffer before the
+  // connection is ended (see Replies in the file comment); > 0. Tests
+  // shorten it; the default is kDefaultReplyDeadline.
+  std::chrono::milliseconds reply_deadline = kDefaultReplyDeadline;
 };
 
 class QemuProxy : public sc_core::sc_module {
@@ -141,6 +178,10 @@ class QemuProxy : public sc_core::sc_module {
     // Accesses taken from the socket and not yet answered or dropped: now,
     // and the most at any moment so far (never above kMaxQueued).
     uint64_t queued = 0, queued_max = 0;
+    // Replies that found QEMU's socket buffer full and waited for room;
+    // replies that found none within reply_deadline (each ended the
+    // connection, so at most one).
+    uint64_t reply_waits = 0, reply_timeouts = 0;
   };
   Counts counts() const;
 
@@ -183,7 +224,19 @@ class QemuProxy : public sc_core::sc_module {
   // Handles one message; false ends the session (protocol error).
   bool handle(mpqemu::Message& msg);
   void disconnect(std::string why, bool shut);
+  // Sends RET(value) whole within cfg_.reply_deadline, or ends the
+  // connection (disconnect with the cause). I/O thread and worker. Holds
+  // send_mu_ while writing (taking mu_ inside it only to count and note)
+  // and calls disconnect() after releasing it, since disconnect() takes
+  // mu_ and then send_mu_.
   void reply(uint64_t value);
+  enum class SendStatus { kSent, kTimedOut, kStopped, kFailed };
+  // Writes [data, data + len) without blocking, polling for room until
+  // `deadline`; *sent counts the bytes written (a partial write resumes
+  // there). kStopped: stop() was called meanwhile. kFailed: *err is the
+  // errno. Caller holds send_mu_.
+  SendStatus send_bounded(const uint8_t* data, size_t len,
+                          std::chrono::steady_clock::time_point deadline, size_t* sent, int* err);
   void note(core::LogLevel level, std::string msg);
   void worker();
   // SystemC thread: `n` accesses were answered or dropped; wakes a paused
@@ -201,7 +254,15 @@ class QemuProxy : public sc_core::sc_module {
   UniqueFd sock_, stop_, wake_, room_;
   std::thread io_;
   std::atomic<bool> started_{false}, disconnected_{false}, bus_master_{false};
-  std::mutex send_mu_;  // replies come from the I/O thread and the worker
+  // stop() was called: a write that fails from now on is our own doing.
+  std::atomic<bool> stopping_{false};
+  // Replies come from the I/O thread and the worker. Guards sock_ (its
+  // writes, shutdown and reset) and send_broken_. Order: send_mu_ may be
+  // held while taking mu_, never the other way round.
+  std::mutex send_mu_;
+  // A reply was not sent whole: nothing more may be written, even before
+  // disconnect() has shut the socket (it would follow a torn message).
+  bool send_broken_ = false;
 
   mutable std::mutex mu_;  // guards everything below up to `notes_`
   PciConfigSpace config_;
@@ -234,6 +295,8 @@ class QemuProxy : public sc_core::sc_module {
   core::Counter* c_resets_;
   core::Counter* c_backpressure_;
   core::Counter* c_queued_max_;
+  core::Counter* c_reply_waits_;
+  core::Counter* c_reply_timeouts_;
   core::Histogram* h_read_wall_us_;
   core::Histogram* h_read_interval_us_;
   core::Histogram* h_queue_us_;

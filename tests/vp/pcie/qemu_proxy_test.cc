@@ -1,20 +1,26 @@
 // QemuProxy on its own, with a fake QEMU that does what no QEMU does: send
-// BAR accesses back to back without waiting for the replies. The device
-// behind the root complex records every write, so the tests see exactly
-// what was performed and in which order. The proxy's everyday paths (with
-// the NIC model behind it) are in qemu_host_test.cc.
+// BAR accesses back to back without waiting for the replies, or never read
+// its replies at all. The device behind the root complex records every
+// write, so the tests see exactly what was performed and in which order.
+// The proxy's everyday paths (with the NIC model behind it) are in
+// qemu_host_test.cc.
 #include "vp/pcie/qemu_proxy.h"
 
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <systemc>
 #include <thread>
@@ -98,12 +104,24 @@ class QemuProxyTest : public test::SimTest {
     dev_->dma.bind(rc_->dma);
     QemuProxyConfig cfg;
     cfg.bar_target[0] = kTarget;
+    cfg.reply_deadline = reply_deadline_;
     proxy_ = std::make_unique<QemuProxy>("proxy", cfg, *rc_, mem_, clock_, *env);
     proxy_->on_device_reset = [this] { resets_after_.push_back(dev_->writes.size()); };
     proxy_->on_disconnect = [this](const std::string& why) { disconnects_.push_back(why); };
     part_ = std::make_unique<ProxyParticipant>(*proxy_);
     loop_.add(part_.get());
     auto [dev_end, qemu_end] = make_socketpair();
+    if (small_buffers_) {
+      // The smallest buffers the kernel allows (it raises 1 to its
+      // minimum, a few KiB). On an AF_UNIX stream socket the sender's
+      // SO_SNDBUF bounds the bytes its peer has not read yet, so a few
+      // unread replies fill the proxy's end. Linux does not consult the
+      // receiver's SO_RCVBUF there; the fake's is made small as well so
+      // that the test does not depend on that.
+      const int one = 1;
+      ASSERT_EQ(::setsockopt(dev_end.get(), SOL_SOCKET, SO_SNDBUF, &one, sizeof one), 0);
+      ASSERT_EQ(::setsockopt(qemu_end.get(), SOL_SOCKET, SO_RCVBUF, &one, sizeof one), 0);
+    }
     qemu_ = std::make_unique<FakeQemu>(std::move(qemu_end));
     proxy_->start(std::move(dev_end));
     // BAR0 at kBar0, memory decoding on: answered by the I/O thread alone.
@@ -124,9 +142,10 @@ class QemuProxyTest : public test::SimTest {
   }
 
   // The fake QEMU's flood: `n` BAR writes to consecutive registers (value
-  // i, wrapping over BAR0's 64 KiB), then `then` (BAR_READ, DEVICE_RESET)
-  // messages, all without reading a reply. The socket buffer fills and the
-  // sender blocks whenever the proxy stops reading.
+  // i, wrapping over BAR0's 64 KiB), then `then` (BAR_READ, DEVICE_RESET,
+  // PCI_CFGREAD of the vendor ID) messages, all without reading a reply.
+  // The socket buffer fills and the sender blocks whenever the proxy stops
+  // reading; it returns when the connection is shut.
   void flood(int n, std::vector<int32_t> then = {}) {
     sender_ = std::thread([this, n, then] {
       for (int i = 0; i < n; ++i) {
@@ -136,8 +155,10 @@ class QemuProxyTest : public test::SimTest {
       }
       for (int32_t cmd : then) {
         mpqemu::BarAccess b{kBar0, 0, 4, 1, {}};
-        const bool ok = cmd == mpqemu::kBarRead ? mpqemu::send(qemu_->fd(), cmd, &b, sizeof b)
-                                                : mpqemu::send(qemu_->fd(), cmd, nullptr, 0);
+        mpqemu::PciConf c{0, 0, 2};
+        const bool ok = cmd == mpqemu::kBarRead      ? mpqemu::send(qemu_->fd(), cmd, &b, sizeof b)
+                        : cmd == mpqemu::kPciCfgRead ? mpqemu::send(qemu_->fd(), cmd, &c, sizeof c)
+                                                     : mpqemu::send(qemu_->fd(), cmd, nullptr, 0);
         if (!ok) return;
         sent_.fetch_add(1);
       }
@@ -172,6 +193,10 @@ class QemuProxyTest : public test::SimTest {
   bool run_until(const std::function<bool()>& done, double limit_s = 30) {
     return test::run_until(loop_, done, limit_s);
   }
+
+  // What SetUp gives the proxy; fixtures below change them.
+  std::chrono::milliseconds reply_deadline_ = QemuProxyConfig::kDefaultReplyDeadline;
+  bool small_buffers_ = false;
 
   GuestMemory mem_;
   FreeClock clock_;
@@ -295,6 +320,232 @@ TEST_F(QemuProxyTest, DestroyingTheProxyWhileTheQueueIsFullReturns) {
   EXPECT_LT(s, 5.0);
   sender_.join();  // its blocked send fails once the proxy's end is shut
   EXPECT_LT(sent_.load(), 20000);
+}
+
+// ---------------------------------------------------------------------------
+// A peer that sends requests and never reads its socket. Replies fill the
+// proxy's send buffer; the write that finds no room must give up after
+// reply_deadline and end the connection, never block the simulator.
+
+// Runs `rescue` unless disarmed within `limit`: it frees whatever the code
+// under test is stuck on (a write to the fake's socket), so that a hang
+// becomes a failed assertion instead of a test that never ends.
+class Watchdog {
+ public:
+  Watchdog(std::chrono::milliseconds limit, std::function<void()> rescue)
+      : rescue_(std::move(rescue)), thread_([this, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return disarmed_; })) {
+            fired_ = true;
+            rescue_();
+          }
+        }) {}
+  ~Watchdog() { disarm(); }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void disarm() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      disarmed_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  bool fired() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fired_;
+  }
+
+ private:
+  std::function<void()> rescue_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool disarmed_ = false, fired_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// What the fake QEMU finds on its socket once it reads: whole RETs, then
+// the end of the stream. A reply cut short may only be the last thing
+// before the end ("a reply is sent whole or the connection is ended").
+struct ReplyStream {
+  int rets = 0;
+  bool ended = false;  // EOF, or the stream closed inside the last message
+  std::string end;     // how it ended, for messages
+};
+
+ReplyStream read_to_end(int fd) {
+  ReplyStream r;
+  for (;;) {
+    if (!wait_readable(fd, 5000)) {
+      r.end = "nothing for 5 s: the proxy's end is still open";
+      return r;
+    }
+    mpqemu::Message m;
+    std::string err;
+    switch (mpqemu::recv(fd, &m, &err)) {
+      case mpqemu::RecvStatus::kEof:
+        r.ended = true;
+        r.end = "EOF";
+        return r;
+      case mpqemu::RecvStatus::kError:
+        r.ended = err.rfind("connection closed", 0) == 0;
+        r.end = err;
+        return r;
+      case mpqemu::RecvStatus::kOk:
+        break;
+    }
+    if (m.cmd != mpqemu::kRet || m.size != 8) {
+      r.end = mpqemu::cmd_name(m.cmd) + " of " + std::to_string(m.size) + " bytes after " +
+              std::to_string(r.rets) + " RETs (a torn reply followed by more data?)";
+      return r;
+    }
+    ++r.rets;
+  }
+}
+
+// The fixture's proxy with a 100 ms reply deadline (the default is 10 s)
+// and the smallest socket buffers, so the tests take well under a second.
+class QemuProxyNoReaderTest : public QemuProxyTest {
+ protected:
+  static constexpr std::chrono::milliseconds kDeadline{100};
+  // How long the old code is given before the watchdog frees it: 50 times
+  // the deadline, so only a write that never gives up sees it.
+  static constexpr std::chrono::milliseconds kRescueAfter{5000};
+
+  QemuProxyNoReaderTest() {
+    reply_deadline_ = kDeadline;
+    small_buffers_ = true;
+  }
+  // Unread bytes on the fake QEMU's end: the replies it has not read.
+  int unread_bytes() const {
+    int n = 0;
+    return ::ioctl(qemu_->fd(), FIONREAD, &n) == 0 ? n : -1;
+  }
+  // Simulated time moves on through the run loop after the disconnection.
+  void expect_simulation_goes_on() {
+    const sc_core::sc_time t = sc_core::sc_time_stamp();
+    const sc_core::sc_time later = t + sc_core::sc_time(1, sc_core::SC_MS);
+    EXPECT_TRUE(run_until([&] { return sc_core::sc_time_stamp() >= later; }, 5))
+        << "SystemC stood still at " << sc_core::sc_time_stamp().to_string();
+    EXPECT_EQ(disconnects_.size(), 1u) << "on_disconnect runs once";
+  }
+};
+
+// BAR reads are answered by the worker, in the SystemC thread. The old
+// reply() blocked in send() once the buffer was full, inside sc_start, for
+// ever: the test would hang, so a watchdog shuts the fake's socket after
+// kRescueAfter and the test fails instead.
+TEST_F(QemuProxyNoReaderTest, BarReadsWhoseRepliesAreNeverReadEndTheConnection) {
+  test::LogCapture log("qemu.nic0.proxy=info");
+  constexpr int kReads = 200;
+  flood(0, std::vector<int32_t>(kReads, mpqemu::kBarRead));
+  Watchdog dog(kRescueAfter, [this] { ::shutdown(qemu_->fd(), SHUT_RDWR); });
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool ended = run_until([&] { return !disconnects_.empty(); }, 10);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  dog.disarm();
+  ASSERT_FALSE(dog.fired()) << "the SystemC thread was stuck writing a reply the peer never reads "
+                               "until the watchdog shut the peer's socket after "
+                            << kRescueAfter.count() << " ms (disconnect reason then: '"
+                            << proxy_->disconnect_reason() << "')";
+  ASSERT_TRUE(ended) << proxy_->counts().bar_reads << " reads taken, still connected";
+  EXPECT_EQ(disconnects_, std::vector<std::string>{"QEMU did not read its replies for 0.1 s"});
+  EXPECT_EQ(proxy_->disconnect_reason(), "QEMU did not read its replies for 0.1 s");
+  EXPECT_FALSE(proxy_->connected());
+  EXPECT_LT(s, 2.0) << "the deadline is 0.1 s";
+  const auto c = proxy_->counts();
+  EXPECT_EQ(c.reply_timeouts, 1u);
+  EXPECT_GE(c.reply_waits, 1u);
+  EXPECT_EQ(c.queued, 0u) << "the reads left behind are dropped";
+
+  const ReplyStream r = read_to_end(qemu_->fd());
+  EXPECT_TRUE(r.ended) << r.end;
+  EXPECT_GE(r.rets, 1);
+  EXPECT_LT(r.rets, kReads) << "the buffer was full: not every read was answered";
+  std::printf("%d RETs filled the proxy's send buffer; the stream then ended (%s)\n", r.rets,
+              r.end.c_str());
+
+  expect_simulation_goes_on();
+  proxy_->service();  // publishes the counts
+  EXPECT_EQ(counter_value("pcie.nic0.proxy.reply_timeouts"), 1u);
+  EXPECT_GE(counter_value("pcie.nic0.proxy.reply_waits"), 1u);
+  EXPECT_EQ(log.count("disconnected: QEMU did not read its replies for 0.1 s"), 1u) << log.text();
+  EXPECT_EQ(log.count("QEMU's socket buffer stayed full for 0.1 s"), 1u) << log.text();
+}
+
+// Config reads are answered by the I/O thread itself; the old code blocked
+// it in send() for ever (and stop() behind it, on the send lock).
+TEST_F(QemuProxyNoReaderTest, ConfigReadsWhoseRepliesAreNeverReadEndTheConnection) {
+  test::LogCapture log("qemu.nic0.proxy=info");
+  constexpr int kReads = 200;
+  flood(0, std::vector<int32_t>(kReads, mpqemu::kPciCfgRead));
+  ASSERT_TRUE(wait_for_thread([&] { return !proxy_->connected(); }, 5))
+      << "the I/O thread is still writing a reply the peer never reads after 5 s ("
+      << proxy_->counts().cfg_reads << " config reads taken)";
+  EXPECT_EQ(proxy_->disconnect_reason(), "QEMU did not read its replies for 0.1 s");
+  EXPECT_EQ(proxy_->counts().reply_timeouts, 1u);
+  const ReplyStream r = read_to_end(qemu_->fd());
+  EXPECT_TRUE(r.ended) << r.end;
+  EXPECT_LT(r.rets, kReads);
+  ASSERT_TRUE(run_until([&] { return !disconnects_.empty(); }, 5));
+  EXPECT_EQ(disconnects_, std::vector<std::string>{"QEMU did not read its replies for 0.1 s"});
+  expect_simulation_goes_on();
+}
+
+// A deadline of zero would end the connection at the first full buffer;
+// it is a configuration error, refused by name.
+TEST_F(QemuProxyTest, ANonPositiveReplyDeadlineIsRefused) {
+  QemuProxyConfig cfg;
+  cfg.reply_deadline = std::chrono::milliseconds(0);
+  try {
+    QemuProxy p("proxy_without_deadline", cfg, *rc_, mem_, clock_, *env);
+    ADD_FAILURE() << "a proxy with a reply deadline of 0 ms was built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("reply_deadline must be positive, not 0 ms"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// With the default 10 s deadline, destroying the proxy while its I/O
+// thread waits for room returns at once: the waiting writer watches the
+// stop eventfd. The old stop() waited for the send lock the blocked writer
+// held, for ever.
+class QemuProxyNoReaderDefaultDeadlineTest : public QemuProxyNoReaderTest {
+ protected:
+  QemuProxyNoReaderDefaultDeadlineTest() {
+    reply_deadline_ = QemuProxyConfig::kDefaultReplyDeadline;
+  }
+};
+
+TEST_F(QemuProxyNoReaderDefaultDeadlineTest, DestroyingTheProxyWhileAReplyWaitsReturns) {
+  test::LogCapture log("");
+  flood(0, std::vector<int32_t>(200, mpqemu::kPciCfgRead));
+  // The I/O thread has taken a read whose reply is not in the fake's
+  // buffer, which is not empty: it is writing into a full buffer.
+  ASSERT_TRUE(wait_for_thread(
+      [&] {
+        const int unread = unread_bytes();
+        return unread > 0 && proxy_->counts().cfg_reads > static_cast<uint64_t>(unread) / 24;
+      },
+      5))
+      << "the buffer never filled: " << unread_bytes() << " bytes unread";
+  Watchdog dog(kRescueAfter, [this] { ::shutdown(qemu_->fd(), SHUT_RDWR); });
+  const auto t0 = std::chrono::steady_clock::now();
+  loop_.remove(part_.get());
+  part_.reset();
+  proxy_.reset();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  dog.disarm();
+  EXPECT_FALSE(dog.fired()) << "destroying the proxy waited for a write the peer never reads "
+                               "until the watchdog shut the peer's socket after "
+                            << kRescueAfter.count() << " ms";
+  EXPECT_LT(s, 1.0) << "the deadline is 10 s; stop() must not wait for it";
+  // The proxy's end is closed; with requests of the flood still unread in
+  // it, the kernel reports that as a reset rather than EOF.
+  const ReplyStream r = read_to_end(qemu_->fd());
+  EXPECT_TRUE(r.ended || r.end == errno_text(ECONNRESET)) << r.end;
 }
 
 }  // namespace
