@@ -657,11 +657,7 @@ struct Switch::Impl {
 
   static uint16_t get16(const uint8_t* b) { return static_cast<uint16_t>(b[0] << 8 | b[1]); }
   static uint32_t get32(const uint8_t* b) { return uint32_t{get16(b)} << 16 | get16(b + 2); }
-  static std::string ip_text(uint32_t ip) {
-    std::ostringstream os;
-    os << (ip >> 24) << '.' << ((ip >> 16) & 255) << '.' << ((ip >> 8) & 255) << '.' << (ip & 255);
-    return os.str();
-  }
+  static std::string ip_text(uint32_t ip) { return net::ipv4_text(ip); }
 
   Switch& self;
   const std::string name;

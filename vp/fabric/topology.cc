@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <deque>
 
+#include "vp/net/roce_codec.h"
+
 namespace mprdma::fabric {
 
 int Topology::add_node(TopoNode n) {
@@ -240,10 +242,7 @@ MacBytes host_mac(size_t index) {
           static_cast<uint8_t>(v)};
 }
 
-std::string ip_text(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
-         std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
-}
+std::string ip_text(uint32_t ip) { return net::ipv4_text(ip); }
 
 std::string mac_text(const MacBytes& mac) {
   char buf[18];

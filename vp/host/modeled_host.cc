@@ -16,6 +16,8 @@ ModeledHost::ModeledHost(sc_core::sc_module_name name, const HostConfig& host,
   rc_.mmio.bind(link_.rc_mmio);
   link_.ep_mmio.bind(nic_.mmio_socket());
   nic_.dma_socket().bind(link_.ep_dma);
+  nic_.set_host_memory_check(
+      [this](uint64_t pa, uint64_t len) { return rc_.dma_addressable(pa, len); });
   link_.rc_dma.bind(rc_.dma);
   driver_.set_write_combining(host.write_combining);
   SC_THREAD(boot);

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "vp/net/roce_codec.h"
+
 #ifndef MPRDMA_QEMU_PLUGIN_PATH
 #define MPRDMA_QEMU_PLUGIN_PATH ""
 #endif
@@ -51,11 +53,6 @@ uint32_t pow2_at_least(uint64_t v) {
 bool file_exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string ipv4_text(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
-         std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
 }
 
 }  // namespace
@@ -162,6 +159,8 @@ QemuHost::QemuHost(sc_core::sc_module_name name, const QemuHostConfig& cfg,
   rc_.mmio.bind(link_.rc_mmio);
   link_.ep_mmio.bind(nic_.mmio_socket());
   nic_.dma_socket().bind(link_.ep_dma);
+  nic_.set_host_memory_check(
+      [this](uint64_t pa, uint64_t len) { return rc_.dma_addressable(pa, len); });
   link_.rc_dma.bind(rc_.dma);
 
   rc_.on_msi = [this](uint64_t addr, uint32_t data) {
@@ -217,9 +216,8 @@ std::string QemuHost::kernel_append() const {
   // quiet and cryptomgr.notests shorten the boot under TCG (GUEST.md);
   // no_timer_check keeps a guest starved of host CPU (several QEMUs on two
   // cores) from panicking on the IO-APIC timer check at boot.
-  std::string a =
-      "console=ttyS0 panic=-1 quiet cryptomgr.notests no_timer_check mprdma.ip=" + ipv4_text(n.ip) +
-      "/24 mprdma.hostname=" + std::string(basename());
+  std::string a = "console=ttyS0 panic=-1 quiet cryptomgr.notests no_timer_check mprdma.ip=" +
+                  net::ipv4_text(n.ip) + "/24 mprdma.hostname=" + std::string(basename());
   if (!cfg_.share_dir.empty()) a += " mprdma.share=" + cfg_.share_tag;
   if (!cfg_.append.empty()) a += " " + cfg_.append;
   return a;

@@ -150,6 +150,7 @@ class QemuHost : public sc_core::sc_module, public Host, public pcie::QemuRunLoo
     bool read(uint64_t pa, void* dst, size_t len) override;
     bool write(uint64_t pa, const void* src, size_t len) override;
     uint8_t* ptr(uint64_t pa, size_t len) override;
+    bool backed(uint64_t pa, uint64_t len) const override { return h_.guest_mem_.backed(pa, len); }
 
    private:
     bool allowed(const char* what, uint64_t pa);

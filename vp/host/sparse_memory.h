@@ -59,6 +59,7 @@ class SparseMemory : public pcie::HostMemoryIf {
   bool read(uint64_t pa, void* dst, size_t len) override;
   bool write(uint64_t pa, const void* src, size_t len) override;
   uint8_t* ptr(uint64_t pa, size_t len) override;
+  bool backed(uint64_t pa, uint64_t len) const override { return contains(pa, len); }
 
   uint64_t base() const { return base_; }
   uint64_t size() const { return size_; }

@@ -8,6 +8,11 @@
 #include "vp/net/roce_headers.h"
 
 namespace mprdma::net {
+
+std::string ipv4_text(uint32_t ip) {
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
+         std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+}
 namespace {
 
 // Per-opcode traits, indexed by opcode value, so every trait query and the

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "vp/net/packet.h"
 
@@ -148,6 +149,9 @@ inline size_t roce_wire_bytes(Opcode op, size_t payload_len) {
   return std::max(roce_frame_bytes(op, payload_len), kEthMinFrameBytes) + kEthFcsBytes +
          kEthPreambleBytes + kEthIfgBytes;
 }
+
+// "10.0.0.1" for 0x0A000001 (an address in host byte order).
+std::string ipv4_text(uint32_t ip);
 
 // Builds the frame: all headers, payload, pad and ICRC, with the IP header
 // checksum computed. `payload` may be null when `len` is 0. Throws

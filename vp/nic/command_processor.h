@@ -53,6 +53,13 @@ class CommandProcessor : public sc_core::sc_module, public FirmwareHal {
   mpr_port_counters counters() const override;
 
   void set_link_up(bool up) { link_up_ = up; }
+  // The host's answer for host_memory() (Nic::set_host_memory_check).
+  void set_host_memory_check(std::function<bool(uint64_t, uint64_t)> check) {
+    host_memory_check_ = std::move(check);
+  }
+  bool host_memory(uint64_t pa, uint64_t len) const override {
+    return host_memory_check_ ? host_memory_check_(pa, len) : FirmwareHal::host_memory(pa, len);
+  }
 
  private:
   void core_thread();
@@ -75,6 +82,7 @@ class CommandProcessor : public sc_core::sc_module, public FirmwareHal {
   uint16_t aq_ci_ = 0;
   uint16_t acq_pi_ = 0;
   bool link_up_ = true;
+  std::function<bool(uint64_t, uint64_t)> host_memory_check_;
   mpr_port_counters counters_at_reset_{};  // the statistics run on across resets
   core::Counter& commands_;
   core::Counter& command_errors_;

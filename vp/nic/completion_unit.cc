@@ -118,7 +118,18 @@ void CompletionUnit::step() {
                 if (gen != generation_) return;
                 busy_ = false;
                 mpr_cqc* c = contexts_.cq(cqn);
-                if (c && ok) {
+                if (c && !ok) {
+                  // The record is out of reach: the consumer index can never
+                  // be learnt, so the CQ fails (as on overflow) and its
+                  // completions are dropped; asking again would hold every
+                  // other CQ of the NIC behind this one for ever.
+                  c->overflow = 1;
+                  ++cq_overflows_;
+                  MPR_LOG(log_, error,
+                          "CQ " << cqn << ": consumer-index record unreadable; CQ in error");
+                  post_async(MPR_EQE_CQ_ERROR, cqn, MPR_SYN_DMA_FAULT);
+                  queue_.pop_front();
+                } else if (c) {
                   uint32_t ci;
                   std::memcpy(&ci, data.data(), 4);
                   // The record only moves forward; ignore a stale value.

@@ -10,12 +10,6 @@ namespace mprdma::nic {
 
 namespace {
 
-uint32_t bits_for(uint64_t lines) {
-  uint32_t bits = 1;
-  while (bits < 64 && (uint64_t{1} << bits) < lines) ++bits;
-  return bits;
-}
-
 uarch::SetAssocCacheParams params(const std::string& name, const CacheConfig& cfg,
                                   uint32_t line_bytes, uint32_t key_bits) {
   uarch::SetAssocCacheParams p;
@@ -42,7 +36,9 @@ ContextCache::ContextCache(const std::string& name, IcmTable table, uint32_t lin
     // Keys are line numbers of the ICM table: tags as wide as the table needs.
     : ContextCache(
           name, line_bytes,
-          bits_for((icm.entries(table) + entries_per_line - 1) / entries_per_line), cfg,
+          std::max<uint32_t>(
+              1, bits_for((icm.entries(table) + entries_per_line - 1) / entries_per_line)),
+          cfg,
           [&icm, table, entries_per_line, line_bytes](uint64_t line) {
             return icm.pieces(table, line * entries_per_line, line_bytes);
           },

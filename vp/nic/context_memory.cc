@@ -14,9 +14,38 @@ void release_all(V& v) {
 
 }  // namespace
 
-ContextMemory::ContextMemory(const NicLimits& limits, uint64_t qpc_entry_bytes)
-    : limits_(limits), icm_(limits_, qpc_entry_bytes) {
+ContextMemory::ContextMemory(const NicLimits& limits, uint64_t qpc_entry_bytes,
+                             const HandlePolicy& handles)
+    : limits_(limits),
+      icm_(limits_, qpc_entry_bytes),
+      key_bits_(handles.key_random_bits),
+      random_qpn_(handles.random_qpn),
+      qpn_index_bits_(qpn_index_bits_for(limits, handles.random_qpn)),
+      qpn_index_mask_((1u << qpn_index_bits_) - 1),
+      rng_(handles.seed) {
   clear();
+}
+
+uint32_t ContextMemory::draw(uint32_t bits, uint32_t avoid) {
+  if (bits == 0) return 0;
+  // splitmix64: small, and the same numbers on every platform.
+  rng_ += 0x9e3779b97f4a7c15ull;
+  uint64_t z = rng_;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const uint32_t mask = bits >= 32 ? UINT32_MAX : (1u << bits) - 1;
+  uint32_t v = static_cast<uint32_t>(z) & mask;
+  if (v == avoid) v = (v + 1) & mask;
+  return v;
+}
+
+std::vector<uint32_t> ContextMemory::qpns() const {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < qp_used_.used.size(); ++i)
+    if (qp_used_.used[i])
+      if (const mpr_qpc* q = qps_.find(i); q && q->valid) out.push_back(q->qpn);
+  return out;
 }
 
 void ContextMemory::clear() {
@@ -32,13 +61,15 @@ void ContextMemory::clear() {
   cq_used_.reset();
   qp_used_.reset();
   mr_used_.reset();
-  release_all(mr_generation_);
+  release_all(mr_variant_);
+  release_all(qp_variant_);
   pd_used_.take_lowest(limits_.max_pd);  // PD 0 is never handed out: a zeroed field is not a PD
   mtt_free_.clear();
   mtt_free_[0] = static_cast<uint32_t>(limits_.max_mtt);
   gids_.assign(limits_.max_gids, {});
   gid_set_.assign(limits_.max_gids, false);
   qps_in_use_ = 0;
+  ++mr_epoch_;
 }
 
 int64_t ContextMemory::Handles::take_lowest(int64_t limit) {
@@ -73,8 +104,9 @@ size_t ContextMemory::bytes_allocated() const {
   return pds_.bytes_allocated() + eqs_.bytes_allocated() + cqs_.bytes_allocated() +
          qps_.bytes_allocated() + mpts_.bytes_allocated() + mtt_.bytes_allocated() +
          pd_used_.bytes() + eq_used_.bytes() + cq_used_.bytes() + qp_used_.bytes() +
-         mr_used_.bytes() + mr_generation_.capacity() + gids_.capacity() * sizeof(gids_[0]) +
-         (gid_set_.capacity() + 7) / 8 + mtt_free_.size() * kMapNodeBytes;
+         mr_used_.bytes() + (mr_variant_.capacity() + qp_variant_.capacity()) * sizeof(uint32_t) +
+         gids_.capacity() * sizeof(gids_[0]) + (gid_set_.capacity() + 7) / 8 +
+         mtt_free_.size() * kMapNodeBytes;
 }
 
 int64_t ContextMemory::alloc_pd() {
@@ -145,18 +177,26 @@ void ContextMemory::free_cq(uint32_t cqn) {
 int64_t ContextMemory::alloc_qp() {
   int64_t i = qp_used_.take_lowest(limits_.max_qp);
   if (i < 0) return -1;
-  mpr_qpc* q = qps_.touch(static_cast<uint64_t>(i));
+  const auto index = static_cast<size_t>(i);
+  uint32_t qpn = static_cast<uint32_t>(i + kFirstQpn);
+  if (random_qpn_) {
+    if (index >= qp_variant_.size()) qp_variant_.resize(index + 1, 0);
+    qp_variant_[index] = draw(24 - qpn_index_bits_, qp_variant_[index]);
+    qpn |= qp_variant_[index] << qpn_index_bits_;
+  }
+  mpr_qpc* q = qps_.touch(index);
   *q = mpr_qpc{};
-  q->qpn = static_cast<uint32_t>(i + kFirstQpn);
+  q->qpn = qpn;
   q->valid = 1;
   ++qps_in_use_;
-  return i + kFirstQpn;
+  return qpn;
 }
 
 mpr_qpc* ContextMemory::qp(uint32_t qpn) {
-  if (qpn < kFirstQpn) return nullptr;
-  mpr_qpc* q = qps_.find(qpn - kFirstQpn);
-  return q && q->valid ? q : nullptr;
+  const uint32_t index = qp_index(qpn);
+  if (index == UINT32_MAX) return nullptr;
+  mpr_qpc* q = qps_.find(index);
+  return q && q->valid && q->qpn == qpn ? q : nullptr;
 }
 
 const mpr_qpc* ContextMemory::qp(uint32_t qpn) const {
@@ -164,9 +204,10 @@ const mpr_qpc* ContextMemory::qp(uint32_t qpn) const {
 }
 
 void ContextMemory::free_qp(uint32_t qpn) {
-  if (qpn < kFirstQpn) return;
-  if (mpr_qpc* q = qps_.find(qpn - kFirstQpn)) *q = mpr_qpc{};
-  qp_used_.release(qpn - kFirstQpn);
+  mpr_qpc* q = qp(qpn);
+  if (!q) return;
+  *q = mpr_qpc{};
+  qp_used_.release(qp_index(qpn));
   --qps_in_use_;
 }
 
@@ -174,9 +215,13 @@ int64_t ContextMemory::alloc_mr() {
   int64_t i = mr_used_.take_lowest(limits_.max_mr);
   if (i < 0) return -1;
   const auto index = static_cast<size_t>(i);
-  if (index >= mr_generation_.size()) mr_generation_.resize(index + 1, 0);
-  uint8_t gen = ++mr_generation_[index];
-  uint32_t key = static_cast<uint32_t>((i << 8) | gen);
+  if (index >= mr_variant_.size()) mr_variant_.resize(index + 1, 0);
+  uint32_t key = 0;
+  do {
+    mr_variant_[index] = draw(key_bits_, mr_variant_[index]);
+    key = static_cast<uint32_t>(uint64_t{index} << key_bits_) | mr_variant_[index];
+    // MPR_LKEY_END ends a RECV's scatter list: never a key.
+  } while (key == MPR_LKEY_END && key_bits_ > 0);
   // Valid at once: the caller fills the rest before anything can look it up.
   mpr_mpt* m = mpts_.touch(index);
   *m = mpr_mpt{};
@@ -186,14 +231,16 @@ int64_t ContextMemory::alloc_mr() {
 }
 
 mpr_mpt* ContextMemory::mr(uint32_t key) {
-  mpr_mpt* m = mpts_.find(key >> 8);
+  mpr_mpt* m = mpts_.find(mr_index(key));
   return m && m->valid && m->key == key ? m : nullptr;
 }
 
 void ContextMemory::free_mr(uint32_t key) {
-  uint32_t index = key >> 8;
-  if (mpr_mpt* m = mpts_.find(index)) *m = mpr_mpt{};
-  mr_used_.release(index);
+  mpr_mpt* m = mr(key);
+  if (!m) return;
+  ++mr_epoch_;
+  *m = mpr_mpt{};
+  mr_used_.release(mr_index(key));
 }
 
 bool ContextMemory::set_mtt(uint32_t index, uint64_t pa) {

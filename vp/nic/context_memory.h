@@ -32,13 +32,24 @@ namespace mprdma::nic {
 // QP numbers 0 and 1 are the InfiniBand special QPs; ours start here.
 constexpr uint32_t kFirstQpn = 2;
 
+// How keys and QP numbers are made (NicConfig::handles): random bits from
+// a generator seeded with `seed`.
+struct HandlePolicy {
+  uint32_t key_random_bits = 8;
+  bool random_qpn = false;
+  uint64_t seed = 0;
+};
+
 class ContextMemory {
  public:
   // `qpc_entry_bytes`: the ICM size of a QP context (Icm::qpc_entry_bytes).
-  explicit ContextMemory(const NicLimits& limits, uint64_t qpc_entry_bytes = Icm::kQpcEntryBytes);
+  explicit ContextMemory(const NicLimits& limits, uint64_t qpc_entry_bytes = Icm::kQpcEntryBytes,
+                         const HandlePolicy& handles = HandlePolicy{});
 
-  // Every allocator returns the lowest free handle, or -1 when full, so that
-  // handle assignment is deterministic. The new entry is zeroed except for
+  // Every allocator takes the lowest free table entry, or returns -1 when
+  // full. PD, EQ and CQ handles are the entry's index; memory keys and QP
+  // numbers add the random bits of the HandlePolicy (drawn from its seeded
+  // generator, so deterministic too). The new entry is zeroed except for
   // its handle and valid flag; the caller fills the rest.
   int64_t alloc_pd();
   bool pd_valid(uint32_t pdn) const;
@@ -54,16 +65,38 @@ class ContextMemory {
   mpr_cqc* cq(uint32_t cqn);
   void free_cq(uint32_t cqn);
 
+  // A QP number is (random bits << qpn_index_bits) | (index + kFirstQpn);
+  // with lowest-free numbers there are no random bits. qp() finds the QP
+  // only under its whole number.
   int64_t alloc_qp();  // returns a QPN
   mpr_qpc* qp(uint32_t qpn);
   const mpr_qpc* qp(uint32_t qpn) const;
   void free_qp(uint32_t qpn);
+  // The table index of a QP number (its QPC entry and cache line), whether
+  // or not such a QP exists; a value >= limits.max_qp for none.
+  uint32_t qp_index(uint32_t qpn) const {
+    const uint32_t low = qpn & qpn_index_mask_;
+    return low < kFirstQpn ? UINT32_MAX : low - kFirstQpn;
+  }
+  uint32_t qpn_index_bits() const { return qpn_index_bits_; }
+  // The low bits of a QP number that are its table index, for these limits.
+  static uint32_t qpn_index_bits_for(const NicLimits& limits, bool random_qpn) {
+    return random_qpn ? bits_for(static_cast<uint64_t>(limits.max_qp) + kFirstQpn) : 24;
+  }
+  // Every QP that exists now, lowest index first.
+  std::vector<uint32_t> qpns() const;
 
-  // Memory regions. A key is (index << 8) | generation: a key kept after
-  // DEREG_MR stops matching once the entry is reused.
+  // Memory regions. A key is (MPT index << key_random_bits) | random bits,
+  // drawn anew (and different from the entry's last) at each registration:
+  // a key kept after DEREG_MR never matches the entry's next region.
   int64_t alloc_mr();         // returns the new key; the entry is valid, the caller fills it
   mpr_mpt* mr(uint32_t key);  // nullptr unless valid and the key matches
   void free_mr(uint32_t key);
+  uint32_t mr_index(uint32_t key) const { return key_bits_ >= 32 ? 0 : key >> key_bits_; }
+  // Counts the regions freed so far (and device resets): a block holding
+  // translations made at an earlier epoch checks its keys again before it
+  // uses them, so nothing of a region that is gone is ever touched.
+  uint64_t mr_epoch() const { return mr_epoch_; }
 
   // Page translation entries, allocated as contiguous runs.
   int64_t alloc_mtt(uint32_t count);
@@ -123,13 +156,21 @@ class ContextMemory {
   PagedTable<mpr_cqc, 6> cqs_;
   PagedTable<mpr_qpc, 6> qps_;  // index qpn - kFirstQpn
   PagedTable<mpr_mpt, 7> mpts_;
-  std::vector<uint8_t> mr_generation_;  // per MPT index handed out so far
+  std::vector<uint32_t> mr_variant_;             // random bits of each MPT index's last key
+  std::vector<uint32_t> qp_variant_;             // likewise of each QP entry's last number
+  uint32_t draw(uint32_t bits, uint32_t avoid);  // random bits, not `avoid` when there is a choice
+  uint32_t key_bits_;
+  bool random_qpn_;
+  uint32_t qpn_index_bits_;
+  uint32_t qpn_index_mask_;
+  uint64_t rng_;  // splitmix64 state
   PagedTable<uint64_t, 9> mtt_;
   std::map<uint32_t, uint32_t> mtt_free_;  // start -> length
   // At most 256 entries (4 KiB): allocated whole.
   std::vector<std::array<uint8_t, 16>> gids_;
   std::vector<bool> gid_set_;
   size_t qps_in_use_ = 0;
+  uint64_t mr_epoch_ = 0;
 };
 
 }  // namespace mprdma::nic

@@ -148,7 +148,7 @@ int32_t IrnReadResponder::order(uint32_t psn) const {
 IrnReadResponder::Read* IrnReadResponder::read_of(uint32_t psn) {
   for (Read& r : reads_) {
     const int32_t k = psn_diff(psn, r.first);
-    if (k >= 0 && static_cast<size_t>(k) < r.state.size()) return &r;
+    if (k >= 0 && static_cast<uint32_t>(k) < r.n) return &r;
   }
   return nullptr;
 }
@@ -156,8 +156,7 @@ IrnReadResponder::Read* IrnReadResponder::read_of(uint32_t psn) {
 void IrnReadResponder::add_read(uint32_t first, uint32_t n) {
   Read r;
   r.first = first & kPsnMask;
-  r.state.assign(std::max<uint32_t>(n, 1), kQueued);
-  r.resent.assign(r.state.size(), 0);
+  r.n = std::max<uint32_t>(n, 1);
   // Keep the table in PSN order (a READ asked again after a loss may be
   // answered after later ones).
   auto it = reads_.begin();
@@ -165,10 +164,26 @@ void IrnReadResponder::add_read(uint32_t first, uint32_t n) {
   reads_.insert(it, std::move(r));
 }
 
-void IrnReadResponder::set(Read& r, size_t k, uint8_t s) {
-  if (r.state[k] == kSent) --in_flight_;
+void IrnReadResponder::set(Read& r, uint32_t k, uint8_t s) {
+  if (k >= r.n || k < r.base) return;  // outside the READ, or acknowledged already
+  if (s == kAcked && r.state.empty() && k == r.base) {
+    ++r.base;  // the common case of a cumulative ACK: nothing in the window
+    return;
+  }
+  while (r.window_end() <= k) {
+    r.state.push_back(kQueued);
+    r.resent.push_back(0);
+  }
+  uint8_t& cur = r.state[k - r.base];
+  if (cur == kSent) --in_flight_;
   if (s == kSent) ++in_flight_;
-  r.state[k] = s;
+  cur = s;
+  // The window starts at the first response not acknowledged.
+  while (!r.state.empty() && r.state.front() == kAcked) {
+    r.state.pop_front();
+    r.resent.pop_front();
+    ++r.base;
+  }
 }
 
 void IrnReadResponder::arm(uint64_t now) {
@@ -180,15 +195,16 @@ void IrnReadResponder::arm(uint64_t now) {
 void IrnReadResponder::on_sent(uint32_t psn, uint64_t now) {
   Read* r = read_of(psn);
   if (!r) return;
-  const size_t k = static_cast<size_t>(psn_diff(psn, r->first));
-  if (r->state[k] == kAcked) return;
-  if (r->state[k] == kSent) ++counters_.retransmits;
+  const uint32_t k = static_cast<uint32_t>(psn_diff(psn, r->first));
+  const uint8_t cur = r->at(k);
+  if (cur == kAcked) return;
+  if (cur == kSent) ++counters_.retransmits;
   set(*r, k, kSent);
   arm(now);
 }
 
 void IrnReadResponder::acknowledge(uint32_t psn) {
-  if (Read* r = read_of(psn)) set(*r, static_cast<size_t>(psn_diff(psn, r->first)), kAcked);
+  if (Read* r = read_of(psn)) set(*r, static_cast<uint32_t>(psn_diff(psn, r->first)), kAcked);
 }
 
 void IrnReadResponder::on_ack(const IrnAck& a, uint64_t now) {
@@ -198,10 +214,8 @@ void IrnReadResponder::on_ack(const IrnAck& a, uint64_t now) {
   const int32_t cum = order(a.cum);
   for (Read& r : reads_) {
     if (order(r.first) >= cum) break;
-    for (size_t k = 0; k < r.state.size(); ++k) {
-      if (order(psn_add(r.first, static_cast<int64_t>(k))) >= cum) break;
-      set(r, k, kAcked);
-    }
+    const int64_t upto = std::min<int64_t>(r.n, int64_t{cum} - order(r.first));
+    while (r.base < upto) set(r, r.base, kAcked);
   }
   acknowledge(a.sack);
   if (a.nack) {
@@ -213,32 +227,32 @@ void IrnReadResponder::on_ack(const IrnAck& a, uint64_t now) {
       for (Read& r : reads_) std::fill(r.resent.begin(), r.resent.end(), 0);
     }
   }
-  // Recovery ends when nothing below the highest SACKed response is missing.
+  // Recovery ends when nothing below the highest SACKed response is missing:
+  // a READ with an unacknowledged response before it (the window's first,
+  // or, with an empty window, the first never sent).
   if (recovering_) {
     bool missing = false;
-    for (const Read& r : reads_)
-      for (size_t k = 0; k < r.state.size() && !missing; ++k)
-        missing = r.state[k] != kAcked &&
-                  order(psn_add(r.first, static_cast<int64_t>(k))) < order(high_sack_);
+    for (const Read& r : reads_) {
+      if (r.base < r.n && order(psn_add(r.first, r.base)) < order(high_sack_)) missing = true;
+      if (missing) break;
+    }
     recovering_ = missing;
   }
   // Fully acknowledged READs leave the table. (high_sack_ is a PSN: order()
   // measures it from the new oldest READ as it did from the old one.)
   for (auto it = reads_.begin(); it != reads_.end();)
-    it = std::all_of(it->state.begin(), it->state.end(), [](uint8_t s) { return s == kAcked; })
-             ? reads_.erase(it)
-             : it + 1;
+    it = it->base >= it->n ? reads_.erase(it) : it + 1;
   if (in_flight() != before) arm(now);
 }
 
 bool IrnReadResponder::next_retx(uint32_t& psn) {
   if (!recovering_) return false;
   for (Read& r : reads_)
-    for (size_t k = 0; k < r.state.size(); ++k) {
-      const uint32_t q = psn_add(r.first, static_cast<int64_t>(k));
+    for (size_t i = 0; i < r.state.size(); ++i) {
+      const uint32_t q = psn_add(r.first, int64_t{r.base} + static_cast<int64_t>(i));
       if (order(q) >= order(high_sack_)) return false;
-      if (r.state[k] == kSent && !r.resent[k]) {
-        r.resent[k] = 1;
+      if (r.state[i] == kSent && !r.resent[i]) {
+        r.resent[i] = 1;
         psn = q;
         return true;
       }
@@ -258,9 +272,9 @@ void IrnReadResponder::on_timer(uint64_t now) {
   high_sack_ = reads_.front().first;
   for (Read& r : reads_) {
     std::fill(r.resent.begin(), r.resent.end(), 0);
-    for (size_t k = 0; k < r.state.size(); ++k)
-      if (r.state[k] == kSent) {
-        const uint32_t above = psn_add(r.first, static_cast<int64_t>(k) + 1);
+    for (size_t i = 0; i < r.state.size(); ++i)
+      if (r.state[i] == kSent) {
+        const uint32_t above = psn_add(r.first, int64_t{r.base} + static_cast<int64_t>(i) + 1);
         if (order(above) > order(high_sack_)) high_sack_ = above;
       }
   }

@@ -113,7 +113,10 @@ class IrnSender {
 // recovery; a timeout sends again every one in flight. Responses are keyed
 // by PSN, READ by READ: READs may be answered in any order (a lost request
 // is asked again later), and the PSNs between them belong to other
-// requests.
+// requests. Per READ only the responses between the first one not yet
+// acknowledged and the last one sent have state of their own, so a READ
+// costs what it has in flight, not what it asks for (a 2 GiB READ is 8 Mi
+// responses at MTU 256).
 class IrnReadResponder {
  public:
   explicit IrnReadResponder(const IrnParams& params);
@@ -135,6 +138,12 @@ class IrnReadResponder {
   void abandon();
   bool in_recovery() const { return recovering_; }
   uint32_t in_flight() const { return in_flight_; }
+  // Responses that have state of their own now (the READs' windows).
+  size_t window_responses() const {
+    size_t n = 0;
+    for (const Read& r : reads_) n += r.state.size();
+    return n;
+  }
 
   struct Counters {
     uint64_t read_acks = 0, read_nacks = 0, recoveries = 0, retransmits = 0, rtos = 0;
@@ -146,13 +155,21 @@ class IrnReadResponder {
   enum : uint8_t { kQueued = 0, kSent = 1, kAcked = 2 };
   struct Read {
     uint32_t first = 0;
-    std::vector<uint8_t> state;   // per response: kQueued, kSent, kAcked
-    std::vector<uint8_t> resent;  // sent again in this recovery
+    uint32_t n = 1;     // responses
+    uint32_t base = 0;  // every response before it is kAcked
+    // Responses base .. base + state.size() - 1; every one beyond is kQueued.
+    std::deque<uint8_t> state;   // kQueued, kSent, kAcked
+    std::deque<uint8_t> resent;  // sent again in this recovery
+    uint8_t at(uint32_t k) const {
+      if (k < base) return kAcked;
+      return k - base < state.size() ? state[k - base] : uint8_t{kQueued};
+    }
+    uint32_t window_end() const { return base + static_cast<uint32_t>(state.size()); }
   };
   // The READ holding `psn`, or null.
   Read* read_of(uint32_t psn);
   // Response k of READ r moves to state s (in_flight_ follows).
-  void set(Read& r, size_t k, uint8_t s);
+  void set(Read& r, uint32_t k, uint8_t s);
   void acknowledge(uint32_t psn);
   void arm(uint64_t now);
   // Oldest READ's first PSN: the base that orders PSNs across READs.

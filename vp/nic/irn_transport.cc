@@ -515,4 +515,9 @@ const IrnSender* IrnTransport::sender(uint32_t qpn) const {
   return it == conns_.end() || !it->second.tx ? nullptr : &*it->second.tx;
 }
 
+const IrnReadResponder* IrnTransport::read_responder(uint32_t qpn) const {
+  auto it = conns_.find(qpn);
+  return it == conns_.end() || !it->second.rd ? nullptr : &*it->second.rd;
+}
+
 }  // namespace mprdma::nic

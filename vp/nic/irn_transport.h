@@ -66,6 +66,8 @@ class IrnTransport : public TransportEngine {
   AckResult on_read_timer(uint32_t qpn, uint64_t now) override;
 
   const IrnSender* sender(uint32_t qpn) const;
+  // The responder half of explicit READ acknowledgements, if the QP has one.
+  const IrnReadResponder* read_responder(uint32_t qpn) const;
 
  private:
   struct Conn {

@@ -63,8 +63,9 @@ std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimE
   auto offered = [&](const char* kind) {
     return cfg.offers(kind) ? make_engine(kind, cfg, env) : nullptr;
   };
-  return std::make_unique<TransportMux>(offered("gbn"), offered("mprdma"), offered("irn"),
-                                        NicConfig::transport_kind(cfg.transport));
+  return std::make_unique<TransportMux>(
+      offered("gbn"), offered("mprdma"), offered("irn"), NicConfig::transport_kind(cfg.transport),
+      ContextMemory::qpn_index_bits_for(cfg.limits, cfg.handles.qpn == "random"));
 }
 
 }  // namespace
@@ -76,7 +77,10 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       clock_(cfg.period_ps()),
       log_(core::Log::channel("nic." + cfg.name)),
       engine_(make_transport(cfg_, env)),
-      contexts_(cfg_.limits, Icm::qpc_entry_bytes(engine_->state_bytes())),
+      contexts_(cfg_.limits, Icm::qpc_entry_bytes(engine_->state_bytes()),
+                HandlePolicy{static_cast<uint32_t>(cfg_.handles.key_random_bits),
+                             cfg_.handles.qpn == "random",
+                             env.random.stream("nic." + cfg.name + ".handles").next_u64()}),
       translation_(contexts_),
       dma_port_("dma"),
       dma_(dma_port_, env, "nic." + cfg.name + "."),
@@ -124,7 +128,13 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                                        "Doorbells naming an object not bound to their UAR page")),
       resets_(env.stats.counter("nic." + cfg.name + ".hostif.resets", "resets", "Device resets")),
       wqes_by_mmio_(env.stats.counter("nic." + cfg.name + ".hostif.wqes_by_mmio", "WQEs",
-                                      "Send WQEs written into a UAR page (WQE by MMIO)")) {
+                                      "Send WQEs written into a UAR page (WQE by MMIO)")),
+      pkey_drops_(env.stats.counter("nic." + cfg.name + ".rx.pkey_drops", "packets",
+                                    "Packets whose BTH P_Key does not match the port's "
+                                    "partition (IB: P_Key violations)")),
+      foreign_drops_(env.stats.counter(
+          "nic." + cfg.name + ".rx.foreign_drops", "packets",
+          "Packets for a connected (RC) QP from an address other than its peer's")) {
   tx_.set_sources(&responder_, &requester_);
   cq_.set_cqc_cache(&cqc_cache_);
   for (auto [cause, cache] : {std::pair<StallCause, const char*>{StallCause::qpc, "qpc"},
@@ -137,7 +147,8 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
   // A QP's turn to send needs its context on chip.
   tx_.set_gate([this](uint32_t qpn) {
     if (!contexts_.qp(qpn)) return true;  // the sources deal with a vanished QP
-    return qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this, qpn] { tx_.activate(qpn); });
+    return qpc_cache_.access(contexts_.qp_index(qpn), qpn, true,
+                             [this, qpn] { tx_.activate(qpn); });
   });
   check_sram();
   mac_.set_rx_handler([this](net::PacketPtr pkt, const net::RoceFields& f) {
@@ -174,7 +185,7 @@ void Nic::decode_uar(uint32_t page, uint32_t offset, uint64_t value) {
           return;
         }
         // The QP's context must be on chip: fetch it, then decode again.
-        if (!qpc_cache_.access(qpn - kFirstQpn, qpn, true,
+        if (!qpc_cache_.access(contexts_.qp_index(qpn), qpn, true,
                                [this, page, offset, value] { decode_uar(page, offset, value); }))
           return;
         if (offset == MPR_UAR_SQ_DB)
@@ -248,7 +259,7 @@ void Nic::decode_uar_wqe(uint32_t page, std::vector<uint8_t> wqe) {
                                   << " dropped (not its page or no such QP)");
     return;
   }
-  if (!qpc_cache_.access(qpn - kFirstQpn, qpn, true,
+  if (!qpc_cache_.access(contexts_.qp_index(qpn), qpn, true,
                          [this, page, wqe] { decode_uar_wqe(page, wqe); }))
     return;
   ++wqes_by_mmio_;
@@ -274,8 +285,7 @@ void Nic::on_reset() {
   rx_parked_.reset();
   pus_.reset();
   ++generation_;
-  for (uint32_t i = 0; i < contexts_.limits().max_qp; ++i)
-    if (contexts_.qp(i + kFirstQpn)) engine_->close(i + kFirstQpn);
+  for (const uint32_t qpn : contexts_.qpns()) engine_->close(qpn);
   contexts_.clear();
   calendar_.at(clock_.after_cycles(static_cast<uint64_t>(cfg_.latency.reset)),
                [this] { hostif_.set_ready(true); });
@@ -304,7 +314,7 @@ void Nic::on_qp_state(uint32_t qpn, uint8_t from, uint8_t to) {
 }
 
 void Nic::on_qp_destroyed(uint32_t qpn) {
-  qpc_cache_.invalidate(qpn - kFirstQpn);
+  qpc_cache_.invalidate(contexts_.qp_index(qpn));
   requester_.qp_removed(qpn);
   responder_.qp_removed(qpn);
   engine_->close(qpn);
@@ -332,7 +342,8 @@ bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f, Stall
     if (!hit && ready && first_miss) *first_miss = cause;
     ready &= hit;
   };
-  note(qpc_cache_.access(qpn - kFirstQpn, qpn, true, [this] { resume_parked(); }), StallCause::qpc);
+  note(qpc_cache_.access(contexts_.qp_index(qpn), qpn, true, [this] { resume_parked(); }),
+       StallCause::qpc);
   // Responses that scatter data or a value need their WQE (READ, atomic).
   if (f.opcode == net::Opcode::RDMA_READ_RESPONSE_FIRST ||
       f.opcode == net::Opcode::RDMA_READ_RESPONSE_MIDDLE ||
@@ -423,7 +434,36 @@ void Nic::dispatch(net::PacketPtr pkt, const net::RoceFields& f) {
   });
 }
 
+bool Nic::admitted(const net::RoceFields& f) {
+  // The port's P_Key table holds the default partition (0xFFFF, full
+  // member) alone: a key matches when its low 15 bits are all ones,
+  // whatever its membership bit (IBA 10.9.3).
+  if ((f.pkey & 0x7fff) != 0x7fff) {
+    ++pkey_drops_;
+    MPR_LOG(log_, info, "packet with P_Key 0x" << std::hex << f.pkey << " dropped");
+    return false;
+  }
+  // A connected QP takes packets from its peer only: RoCEv2 carries no
+  // source QP number for RC, so the peer is its address (the QP's
+  // destination GID). Datagram QPs take anyone's (they check the Q_Key).
+  const mpr_qpc* q = contexts_.qp(f.dest_qp);
+  if (q && q->qp_type == MPR_QPT_RC && (q->state == MPR_QPS_RTR || q->state == MPR_QPS_RTS)) {
+    const uint8_t* g = q->attr.dgid;
+    const uint32_t peer =
+        uint32_t{g[12]} << 24 | uint32_t{g[13]} << 16 | uint32_t{g[14]} << 8 | g[15];
+    if (f.src_ip != peer) {
+      ++foreign_drops_;
+      MPR_LOG(log_, info,
+              "packet for QP " << f.dest_qp << " from " << net::ipv4_text(f.src_ip)
+                               << ", not its peer " << net::ipv4_text(peer) << ": dropped");
+      return false;
+    }
+  }
+  return true;
+}
+
 void Nic::deliver(net::PacketPtr pkt, const net::RoceFields& f) {
+  if (!admitted(f)) return;
   if (static_cast<uint8_t>(f.opcode) == net::kCnpOpcode)
     requester_.on_cnp(f);
   else if (net::is_request(f.opcode) ||

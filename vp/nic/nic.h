@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <systemc>
@@ -53,6 +54,13 @@ class Nic : public sc_core::sc_module {
     return responder_.lock_held_ps();
   }
 
+  // How the firmware learns whether an address software hands it is host
+  // memory the NIC may use (pcie::RootComplex::dma_addressable): set by the
+  // host the NIC sits in.
+  void set_host_memory_check(std::function<bool(uint64_t, uint64_t)> check) {
+    cp_.set_host_memory_check(std::move(check));
+  }
+
   const NicConfig& config() const { return cfg_; }
   ContextMemory& contexts() { return contexts_; }
   TransportEngine& engine() { return *engine_; }
@@ -76,6 +84,10 @@ class Nic : public sc_core::sc_module {
                       StallCause* first_miss = nullptr);
   void dispatch(net::PacketPtr pkt, const net::RoceFields& f);
   void deliver(net::PacketPtr pkt, const net::RoceFields& f);
+  // The receive checks IB makes before a packet may touch a QP: its P_Key
+  // matches the port's partition, and a packet for a connected QP comes
+  // from the peer the QP is connected to. False: dropped and counted.
+  bool admitted(const net::RoceFields& f);
   void resume_parked();
   void check_sram();
 
@@ -125,6 +137,8 @@ class Nic : public sc_core::sc_module {
   core::Counter& bad_doorbells_;
   core::Counter& resets_;
   core::Counter& wqes_by_mmio_;
+  core::Counter& pkey_drops_;
+  core::Counter& foreign_drops_;
 };
 
 }  // namespace mprdma::nic

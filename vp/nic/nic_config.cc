@@ -37,8 +37,9 @@ void NicLimits::bind(core::Binder& b) {
   b.field("max_eq", max_eq, "Event queues (one MSI-X vector each, at most 32).", 1, 32);
   b.field("max_pd", max_pd, "Protection domains.", 1, 1 << 20);
   b.field("max_mr", max_mr, "Memory regions.", 1, 1 << 24);
+  // MTT indices are 32-bit: 2^32 entries would wrap to 0.
   b.field("max_mtt", max_mtt, "Page translation entries over all memory regions.", 1,
-          int64_t{1} << 32);
+          int64_t{UINT32_MAX});
   b.field("max_qp_wr", max_qp_wr, "WQEs per send or receive queue.", 2, 32768);
   b.field("max_sge", max_sge, "Scatter/gather entries per WQE.", 1, 60);
   b.field("max_inline", max_inline, "Inline payload per send WQE.", 0, 1000, "bytes");
@@ -46,6 +47,20 @@ void NicLimits::bind(core::Binder& b) {
   b.field("max_rd_atomic", max_rd_atomic, "Outstanding READ and atomic requests per QP.", 1, 255);
   b.field("max_gids", max_gids, "Entries of the GID table.", 1, 256);
   b.field("num_uar_pages", num_uar_pages, "4 KiB doorbell pages in BAR2.", 2, 65535);
+}
+
+void HandlesConfig::bind(core::Binder& b) {
+  b.field("key_random_bits", key_random_bits,
+          "Bits of every memory key (lkey/rkey) drawn at random at each registration, from "
+          "the stream nic.<name>.handles, below the MPT index: a peer cannot guess a key from "
+          "another, and a key kept after DEREG_MR never matches the entry's next region. 0: "
+          "the key is the MPT index (a stale key then does).",
+          0, 24, "bits");
+  b.choice("qpn", qpn, {"lowest_free", "random"},
+           "QP numbers: lowest_free hands out 2, 3, ... (readable traces, and the UDP source "
+           "ports, a hash of the QP numbers, of every reproduction); random keeps the QP's "
+           "table index in the low bits and draws the rest of the 24 at random (stream "
+           "nic.<name>.handles), so that a peer cannot guess a QP number from another.");
 }
 
 void GbnConfig::bind(core::Binder& b) {
@@ -253,6 +268,13 @@ void NicConfig::bind(core::Binder& b) {
           1, 1024, "packets");
   b.section("latency", latency, "Cycle cost of each pipeline stage.");
   b.section("limits", limits, "Object table sizes reported by QUERY_DEVICE.");
+  b.section("handles", handles, "How memory keys and QP numbers are chosen.");
+  if (handles.key_random_bits + bits_for(static_cast<uint64_t>(limits.max_mr)) > 32)
+    b.error("handles.key_random_bits " + std::to_string(handles.key_random_bits) +
+            " leaves too few of a key's 32 bits for limits.max_mr " +
+            std::to_string(limits.max_mr) + " entries");
+  if (handles.qpn == "random" && bits_for(static_cast<uint64_t>(limits.max_qp) + 2) >= 24)
+    b.error("handles.qpn random needs limits.max_qp below 2^23 (QP numbers have 24 bits)");
   b.section("pu", pu, "Processing units (per-QP work in parallel across QPs).");
   b.section("atomics", atomics, "The responder's atomic unit: lock buckets.");
   b.section("sram", sram, "On-chip memory budget.");

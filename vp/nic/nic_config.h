@@ -14,6 +14,13 @@
 
 namespace mprdma::nic {
 
+// Bits that number `n` things (0 .. n - 1); 0 for n <= 1.
+constexpr uint32_t bits_for(uint64_t n) {
+  uint32_t b = 0;
+  while (b < 64 && (uint64_t{1} << b) < n) ++b;
+  return b;
+}
+
 // Cycle costs of the pipeline stages, in NIC core cycles.
 struct NicLatencies {
   int64_t doorbell = 4;     // decode a doorbell and schedule the QP
@@ -107,6 +114,22 @@ struct IrnConfig {
   void bind(core::Binder& b);
 };
 
+// How the NIC names the objects it hands to software: memory keys and QP
+// numbers a peer must present. Random bits make them hard to guess for a
+// peer that was never told them (the scenario's seed stream
+// nic.<name>.handles, so runs stay reproducible).
+struct HandlesConfig {
+  // Bits of every lkey/rkey drawn at random at each registration, below the
+  // MPT index (MPR_KEY_INDEX): a key kept after DEREG_MR never matches the
+  // entry's next region. 0: the key is the index (a stale key then does).
+  int64_t key_random_bits = 8;
+  // lowest_free: QP numbers 2, 3, ... (readable traces; the default, see
+  // nic.md); random: the QP's table index in the low bits, the rest of the
+  // 24 drawn at random.
+  std::string qpn = "lowest_free";
+  void bind(core::Binder& b);
+};
+
 struct NicConfig {
   core::Frequency clock{250e6};
   core::Bytes mtu{1024};  // largest path MTU of the port
@@ -138,6 +161,7 @@ struct NicConfig {
   int64_t ack_coalesce = 8;           // responder ACKs every N packets...
   NicLatencies latency;
   NicLimits limits;
+  HandlesConfig handles;
   PuConfig pu;            // processing units
   AtomicsConfig atomics;  // the responder's atomic unit
   SramConfig sram;        // on-chip memory budget

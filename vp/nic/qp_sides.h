@@ -26,11 +26,15 @@ class RequesterSide {
   virtual ~RequesterSide() = default;
   // The responder moved the QP to ERR: flush the send queue.
   virtual void qp_to_error(uint32_t qpn) = 0;
-  // READ as data: the responses of the peer's READ `read_psn` (source
-  // `segs`, `len` bytes) join the QP's send stream; a QP still in RTR starts
-  // that stream at `stream_base`. False: the QP cannot send.
-  virtual bool send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
-                              std::vector<Segment> segs, uint64_t len) = 0;
+  // READ as data: the responses of the peer's READ `read_psn` (source: `len`
+  // bytes at `va` of the region `rkey`, whose checks passed; each response
+  // is translated as it leaves) join the QP's send stream; a QP still in
+  // RTR starts that stream at `stream_base`. False: the QP cannot send.
+  virtual bool send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base, uint32_t rkey,
+                              uint64_t va, uint64_t len) = 0;
+  // READ as data: the peer's READs and atomics whose responses have not all
+  // left the QP's send stream yet (its responder resources in use).
+  virtual uint32_t answers_pending(uint32_t qpn) = 0;
   // Likewise the ATOMIC ACKNOWLEDGE of the peer's atomic, with value `orig`.
   virtual bool send_atomic_data(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base,
                                 uint64_t orig) = 0;
@@ -57,8 +61,12 @@ class ResponderSide {
   // A READ response arrived CE-marked: the notification point may send a CNP.
   virtual void response_ce(uint32_t qpn) = 0;
   // READ as data: the source of READ `read_psn`'s responses could not be
-  // read: NAK the READ.
-  virtual void read_source_fault(uint32_t qpn, uint32_t read_psn) = 0;
+  // read (`revoked`: its region was deregistered; else a DMA fault): NAK
+  // the READ.
+  virtual void read_source_fault(uint32_t qpn, uint32_t read_psn, bool revoked) = 0;
+  // Sends the responder's next packet of the QP now, in the requester's
+  // turn with the TX scheduler (the NAK read_source_fault queued).
+  virtual bool try_emit(uint32_t qpn) = 0;
 };
 
 }  // namespace mprdma::nic

@@ -503,6 +503,7 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   }
   const uint32_t need =
       (m.opcode == MPR_WQE_RDMA_READ || is_atomic(m.opcode)) ? MPR_ACCESS_LOCAL_WRITE : 0;
+  m.mr_epoch = core_.contexts.mr_epoch();
   // The whole length first: an error CQE reports the WQE's length even when
   // a later SGE fails its check.
   for (const uint8_t* p = seg; p + sizeof(mpr_wqe_data) <= end; p += sizeof(mpr_wqe_data)) {
@@ -510,7 +511,10 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
     std::memcpy(&d, p, sizeof d);
     m.length += d.byte_count;
   }
-  if (m.length > (uint64_t{1} << 31)) return bad(MPR_CQE_LOC_LEN_ERR, MPR_SYN_BAD_WQE);
+  // Longer than the largest message, or (2^31 bytes at MTU 256) of as many
+  // packets as half the PSN space, which a 24-bit PSN cannot order.
+  if (m.length > MPR_MAX_MSG_SIZE || (m.length + qp.mtu - 1) / qp.mtu >= (1u << 23))
+    return bad(MPR_CQE_LOC_LEN_ERR, MPR_SYN_BAD_WQE);
   int nsge = 0;
   for (; seg + sizeof(mpr_wqe_data) <= end; seg += sizeof(mpr_wqe_data)) {
     mpr_wqe_data d;
@@ -534,6 +538,25 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   if (nsge > core_.cfg.limits.max_sge) return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_WQE);
   if (is_atomic(m.opcode) && (nsge != 1 || m.length != 8))
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_ATOMIC_ALIGN);
+}
+
+bool Requester::local_still_valid(const Qp& qp, Message& m) {
+  if (m.mr_epoch == core_.contexts.mr_epoch()) return true;
+  const mpr_qpc* q = core_.contexts.qp(qp.qpn);
+  if (!q) return false;
+  const uint32_t need =
+      (m.opcode == MPR_WQE_RDMA_READ || is_atomic(m.opcode)) ? MPR_ACCESS_LOCAL_WRITE : 0;
+  // A region's translation never changes while its key is valid: checking
+  // the keys again is enough.
+  for (const Message::Sge& d : m.sges)
+    if (core_.translation.check(d.lkey, q->pdn, d.addr, d.len, need) != AccessStatus::ok) {
+      MPR_LOG(log_, info,
+              "QP " << qp.qpn << ": WQE " << m.index << "'s buffer (lkey 0x" << std::hex << d.lkey
+                    << std::dec << ") was deregistered while in use");
+      return false;
+    }
+  m.mr_epoch = core_.contexts.mr_epoch();
+  return true;
 }
 
 void Requester::assign(Qp& qp) {
@@ -786,6 +809,25 @@ bool Requester::try_emit(uint32_t qpn) {
     build_ooo(*m, k, g.retransmit, trailer);
     f.trailer_len = static_cast<uint32_t>(trailer.size());  // a READ request has no payload else
   }
+  // READ as data: the source of this response is translated as it leaves;
+  // a region deregistered since the peer's READ was accepted is never read.
+  std::vector<Segment> answer_segs;
+  if (m->answers_read && plen && m->inline_data.empty()) {
+    const mpr_qpc* q = core_.contexts.qp(qpn);
+    if (!q ||
+        core_.translation.translate(m->rkey, q->pdn, m->remote_va + offset, plen,
+                                    MPR_ACCESS_REMOTE_READ, answer_segs) != AccessStatus::ok) {
+      if (!responder_) return false;
+      // The responder NAKs the READ and fails the QP; its NAK goes now.
+      responder_->read_source_fault(qpn, m->read_psn, /*revoked=*/true);
+      return responder_->try_emit(qpn);
+    }
+  }
+  if (!m->answers_read && plen && m->inline_data.empty() && !local_still_valid(*qp, *m)) {
+    fail(*qp, m, MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
+    return false;
+  }
+  if (m->answers_read && last) m->answer_left = true;
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   if (qp->rp) note_paced(*qp, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
   if (m->answers_read) {
@@ -806,7 +848,10 @@ bool Requester::try_emit(uint32_t qpn) {
     }
   } else {
     std::vector<Segment> segs;
-    slice_segments(m->local, offset, plen, segs);
+    if (m->answers_read)
+      segs = std::move(answer_segs);
+    else
+      slice_segments(m->local, offset, plen, segs);
     const uint64_t gen = qp->generation;
     const uint32_t index = m->index;
     const bool answers = m->answers_read;
@@ -823,7 +868,7 @@ bool Requester::try_emit(uint32_t qpn) {
                        Qp* q = find(qpn);
                        if (!q || q->generation != gen) return;
                        if (answers) {
-                         if (responder_) responder_->read_source_fault(qpn, read_psn);
+                         if (responder_) responder_->read_source_fault(qpn, read_psn, false);
                          return;
                        }
                        for (Message& msg : q->inflight)
@@ -968,6 +1013,8 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
             place_read(*q, *subject, f, *held);
             if (q->error) return;
           } else {
+            if (!local_still_valid(*q, *subject))
+              return fail(*q, subject, MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
             const uint64_t orig = f.atomic_ack_orig;
             core_.dma.scatter(subject->local, reinterpret_cast<const uint8_t*>(&orig),
                               DmaPurpose::atomic);
@@ -1014,6 +1061,7 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
     fail(qp, &m, MPR_CQE_BAD_RESP_ERR, MPR_SYN_BAD_RESPONSE);
     return;
   }
+  if (!local_still_valid(qp, m)) return fail(qp, &m, MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
   std::vector<Segment> segs;
   slice_segments(m.local, offset, expect, segs);
   core_.dma.scatter(segs, pkt.data.data() + f.payload_offset, DmaPurpose::payload);

@@ -75,8 +75,9 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   // A QP still in RTR starts its stream for the responses at `stream_base`
   // (the PSN the peer's receiver expects first, carried by the request) and
   // keeps it when it goes to RTS.
-  bool send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
-                      std::vector<Segment> segs, uint64_t len) override;
+  bool send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base, uint32_t rkey,
+                      uint64_t va, uint64_t len) override;
+  uint32_t answers_pending(uint32_t qpn) override;
   // Likewise the ATOMIC ACKNOWLEDGE of the peer's atomic `atomic_psn`,
   // carrying the original value `orig`.
   bool send_atomic_data(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base,
@@ -125,6 +126,7 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
       TranslationCache::RangeProgress progress;
     };
     std::vector<Sge> sges;
+    uint64_t mr_epoch = 0;  // ContextMemory::mr_epoch() when `local` was translated
     std::vector<uint8_t> inline_data;
     uint64_t remote_va = 0;
     uint32_t rkey = 0;
@@ -146,6 +148,7 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
     // index; an atomic's original value in inline_data).
     bool answers_read = false;
     uint32_t read_psn = 0;
+    bool answer_left = false;  // its last response left once (answers_pending)
     // Out-of-order engines: the number of this message among the QP's
     // messages that consume a RECV (SEND, WRITE with immediate), carried by
     // every packet so the responder places it in the right RECV WQE.
@@ -247,6 +250,11 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   void assign(Qp& qp);
   void retire(Qp& qp);
   void fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syndrome);
+  // The message's local buffers may still be used: true unless a region
+  // was freed since they were translated and one of its keys no longer
+  // passes (DEREG_MR of a buffer still in use: the message then fails with
+  // a local protection error, and the region's pages are not touched).
+  bool local_still_valid(const Qp& qp, Message& m);
   void flush_new(Qp& qp);
   void complete(const Qp& qp, const Message& m, uint8_t status, uint8_t syndrome);
   void handle(Qp& qp, const AckResult& r, const Message* subject);

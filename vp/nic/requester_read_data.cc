@@ -12,15 +12,25 @@
 
 namespace mprdma::nic {
 
-bool Requester::send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base,
-                               std::vector<Segment> segs, uint64_t len) {
+bool Requester::send_read_data(uint32_t qpn, uint32_t read_psn, uint32_t stream_base, uint32_t rkey,
+                               uint64_t va, uint64_t len) {
   Message r;
   r.opcode = kReadDataOpcode;
   r.answers_read = true;
   r.read_psn = read_psn;
-  r.local = std::move(segs);
+  // The source, translated response by response as each leaves (try_emit).
+  r.rkey = rkey;
+  r.remote_va = va;
   r.length = len;
   return queue_answer(qpn, stream_base, std::move(r));
+}
+
+uint32_t Requester::answers_pending(uint32_t qpn) {
+  const Qp* qp = find(qpn);
+  if (!qp) return 0;
+  uint32_t n = 0;
+  for (const Message& m : qp->inflight) n += m.answers_read && !m.answer_left;
+  return n;
 }
 
 bool Requester::send_atomic_data(uint32_t qpn, uint32_t atomic_psn, uint32_t stream_base,
@@ -107,6 +117,10 @@ bool Requester::place_read_data(uint32_t qpn, uint32_t read_psn, uint32_t k,
                   << (m ? " does not fit that READ" : ", which is not in flight"));
     fail(*qp, qp->inflight.empty() ? nullptr : &qp->inflight.front(), MPR_CQE_BAD_RESP_ERR,
          MPR_SYN_BAD_RESPONSE);
+    return false;
+  }
+  if (!local_still_valid(*qp, *m)) {
+    fail(*qp, m, MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
     return false;
   }
   if (atomic) {

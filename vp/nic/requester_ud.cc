@@ -92,6 +92,14 @@ bool Requester::emit_ud(Qp& qp) {
     retire_ud(qp);  // a failed WQE at the head (after the sent ones complete)
     return false;
   }
+  if (m.length && m.inline_data.empty() && !local_still_valid(qp, m)) {
+    // Its buffer was deregistered since the WQE was parsed: it fails here.
+    m.npsn = 0;
+    m.status = MPR_CQE_LOC_PROT_ERR;
+    m.syndrome = MPR_SYN_BAD_LKEY;
+    retire_ud(qp);
+    return false;
+  }
   const bool imm = m.opcode == MPR_WQE_SEND_IMM;
   net::RoceFields f = qp.base;  // source MAC/IP, ECN
   f.opcode = imm ? net::Opcode::UD_SEND_ONLY_WITH_IMMEDIATE : net::Opcode::UD_SEND_ONLY;

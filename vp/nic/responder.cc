@@ -86,6 +86,10 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
           core.stat("responder.read_retransmits"), "packets",
           "READ responses sent again on a Read NACK or timeout (explicit READ "
           "acknowledgements, IRN)")),
+      dup_reads_dropped_(core.env.stats.counter(
+          core.stat("responder.dup_reads_dropped"), "packets",
+          "Duplicate READ requests dropped: outside the responder resources (the READs the QP "
+          "accepted), or asking again for responses still queued")),
       read_requests_(core.env.stats.counter(
           core.stat("responder.read_data_requests"), "messages",
           "READ requests whose responses this QP sends in its own send stream (READ as data, "
@@ -185,7 +189,10 @@ void Responder::qp_to_error(uint32_t qpn) {
   for (Out& o : qp.out)
     if (o.kind == Out::Kind::nak) keep.push_back(std::move(o));
   qp.out.swap(keep);
+  qp.rd_atomic_out = qp.rd_atomic_uncounted = 0;
   qp.stalled.clear();
+  qp.read_table.clear();
+  qp.rd_resources.clear();
   flush_recvs(qp);
   if (!qp.out.empty()) core_.tx.activate(qpn);
 }
@@ -238,11 +245,12 @@ void Responder::fetch_recv(Qp& qp) {
                    if (!q2 || q2->generation != gen) return;
                    q2->rq_fetching = false;
                    if (!ok) {
-                     if (q2->active) {
+                     if (q2->active && !q2->ud) {
                        fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
                              MPR_EQE_QP_FATAL, "receive queue unreadable", MPR_SYN_DMA_FAULT);
                      } else {
-                       // Before RTR there is no peer to NAK: report and fail the QP.
+                       // Before RTR, and on a UD QP, there is no peer to NAK:
+                       // report and fail the QP.
                        MPR_LOG(log_, info, "QP " << qpn << ": receive queue unreadable");
                        if (mpr_qpc* ctx = core_.contexts.qp(qpn))
                          ctx->state = ctx->attr.qp_state = MPR_QPS_ERR;
@@ -343,12 +351,22 @@ Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFi
   return Step::done;
 }
 
-bool Responder::check_rkey(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right,
-                           std::vector<Segment>& segs) {
+bool Responder::qp_allows(const Qp& qp, uint32_t right, uint64_t len) const {
   // Access flags may change in RTR->RTS or RTS->RTS: read the live context.
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);
   if (!q || (!(q->attr.access_flags & right) && len)) return false;
-  return core_.translation.translate(rkey, qp.pdn, va, len, right, segs) == AccessStatus::ok;
+  return true;
+}
+
+bool Responder::check_rkey(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right,
+                           std::vector<Segment>& segs) {
+  return qp_allows(qp, right, len) &&
+         core_.translation.translate(rkey, qp.pdn, va, len, right, segs) == AccessStatus::ok;
+}
+
+bool Responder::rkey_allows(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right) {
+  return qp_allows(qp, right, len) &&
+         core_.translation.check(rkey, qp.pdn, va, len, right) == AccessStatus::ok;
 }
 
 Responder::Step Responder::take_recv(Qp& qp, const net::RoceFields& f, bool& have) {
@@ -399,13 +417,12 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
       if (!have) return Step::done;  // RNR NAK queued
       qp.send_wqe = std::move(qp.recv_cache.front());
       qp.recv_cache.pop_front();
-      qp.send_segs.clear();
       qp.send_cap = 0;
       qp.send_off = 0;
       qp.in_send = true;
       for (const mpr_wqe_data& d : qp.send_wqe.sges) {
-        if (core_.translation.translate(d.lkey, qp.pdn, d.addr, d.byte_count,
-                                        MPR_ACCESS_LOCAL_WRITE, qp.send_segs) != AccessStatus::ok) {
+        if (core_.translation.check(d.lkey, qp.pdn, d.addr, d.byte_count, MPR_ACCESS_LOCAL_WRITE) !=
+            AccessStatus::ok) {
           recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_PROT_ERR,
                    MPR_SYN_BAD_LKEY);
           qp.in_send = false;
@@ -436,7 +453,16 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
       ++inline_recvs_;
     } else {
       std::vector<Segment> segs;
-      slice_segments(qp.send_segs, qp.send_off, plen, segs);
+      if (core_.translation.translate_sges(qp.send_wqe.sges, qp.pdn, qp.send_off, plen,
+                                           MPR_ACCESS_LOCAL_WRITE, segs) != AccessStatus::ok) {
+        recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_PROT_ERR,
+                 MPR_SYN_BAD_LKEY);
+        qp.in_send = false;
+        ++qp.rq_ci;
+        fatal(qp, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
+              "RECV buffer's memory region deregistered during the SEND", MPR_SYN_BAD_LKEY);
+        return Step::done;
+      }
       core_.dma.scatter(segs, payload, DmaPurpose::payload);
     }
     qp.send_off += plen;
@@ -471,13 +497,18 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
       return Step::done;
     }
     if (first) {
-      qp.write_segs.clear();
-      if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_WRITE,
-                      qp.write_segs)) {
+      if (f.reth_dma_len > MPR_MAX_MSG_SIZE) {
+        fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+              "WRITE longer than the largest message");
+        return Step::done;
+      }
+      if (!rkey_allows(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_WRITE)) {
         fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
               "WRITE rkey check failed");
         return Step::done;
       }
+      qp.write_rkey = f.reth_rkey;
+      qp.write_va = f.reth_va;
       qp.write_len = f.reth_dma_len;
       qp.write_off = 0;
       qp.in_write = true;
@@ -488,7 +519,12 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
       return Step::done;
     }
     std::vector<Segment> segs;
-    slice_segments(qp.write_segs, qp.write_off, plen, segs);
+    if (!check_rkey(qp, qp.write_rkey, qp.write_va + qp.write_off, plen, MPR_ACCESS_REMOTE_WRITE,
+                    segs)) {
+      fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+            "WRITE's memory region deregistered during the WRITE");
+      return Step::done;
+    }
     core_.dma.scatter(segs, payload, DmaPurpose::payload);
     qp.write_off += plen;
     bytes_.add(plen);
@@ -533,23 +569,82 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
 
 bool Responder::check_read(Qp& qp, const net::RoceFields& f, Out& o) {
   o.kind = Out::Kind::read;
-  if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ, o.segs)) {
+  if (f.reth_dma_len > MPR_MAX_MSG_SIZE) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "READ longer than the largest message");
+    return false;
+  }
+  if (!rkey_allows(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ)) {
     fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
           "READ rkey check failed");
     return false;
   }
-  // (Out-of-order engines: the requester asks again for single responses
-  // of a READ whose request was lost, each a request here; it enforces the
-  // limit per message itself.)
-  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.engine_of(qp.qpn).out_of_order()) {
+  o.psn = f.psn;
+  o.rkey = f.reth_rkey;
+  o.va = f.reth_va;
+  o.len = f.reth_dma_len;
+  o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);
+  // 2^31 bytes at MTU 256 are 2^23 responses: half the PSN space, where a
+  // 24-bit comparison can no longer tell ahead from behind.
+  if (o.npkts >= (1u << 23)) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "READ of more responses than half the PSN space");
+    return false;
+  }
+  o.uncounted = uncounted_request(qp, o.npkts);
+  if (!within_rd_atomic_limit(qp, o.npkts)) {
     fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
           "more outstanding READ/atomics than max_dest_rd_atomic");
     return false;
   }
-  o.psn = f.psn;
-  o.len = f.reth_dma_len;
-  o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);
   return true;
+}
+
+bool Responder::within_rd_atomic_limit(Qp& qp, uint32_t responses) {
+  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
+  // READ as data (MP-RDMA): the responses wait in the QP's send stream.
+  if (engine.read_as_data())
+    return !requester_ || requester_->answers_pending(qp.qpn) < qp.max_dest_rd_atomic;
+  // Out-of-order engines that carry READs themselves (IRN): a requester
+  // that lost a READ request asks for each of its responses alone, every
+  // one a request of one response that is part of a READ it counted once.
+  // Those are not counted; the receive window bounds how many there can be.
+  if (uncounted_request(qp, responses)) return true;
+  return qp.rd_atomic_out - qp.rd_atomic_uncounted < qp.max_dest_rd_atomic;
+}
+
+bool Responder::uncounted_request(const Qp& qp, uint32_t responses) const {
+  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
+  return engine.out_of_order() && !engine.read_as_data() && responses <= 1;
+}
+
+void Responder::note_read_resource(Qp& qp, const Out& o) {
+  auto& t = qp.rd_resources;
+  // Consecutive one-response requests (a lost READ asked for again response
+  // by response) extend one resource: they are parts of one READ.
+  if (!t.empty()) {
+    Qp::ReadDesc& last = t.back();
+    if (last.rkey == o.rkey && psn_add(last.psn, last.npkts) == o.psn &&
+        last.len == uint64_t{last.npkts} * qp.mtu && last.va + last.len == o.va) {
+      last.npkts += o.npkts;
+      last.len += o.len;
+      return;
+    }
+  }
+  t.push_back(Qp::ReadDesc{o.psn, o.npkts, o.rkey, o.va, o.len});
+  while (t.size() > qp.max_dest_rd_atomic) t.pop_front();
+}
+
+const Responder::Qp::ReadDesc* Responder::read_resource_of(const Qp& qp,
+                                                           const net::RoceFields& f) const {
+  for (const Qp::ReadDesc& r : qp.rd_resources) {
+    const int32_t k = psn_diff(f.psn, r.psn);
+    if (k < 0 || static_cast<uint32_t>(k) >= r.npkts) continue;
+    const uint64_t offset = uint64_t(k) * qp.mtu;
+    if (f.reth_rkey == r.rkey && f.reth_va == r.va + offset && f.reth_dma_len <= r.len - offset)
+      return &r;
+  }
+  return nullptr;
 }
 
 void Responder::queue_read(Qp& qp, Out o, bool count_message) {
@@ -560,11 +655,13 @@ void Responder::queue_read(Qp& qp, Out o, bool count_message) {
   if (core_.engine.explicit_read_acks(qp.qpn)) {
     // The responses may be asked for again until the requester has
     // acknowledged them all: keep where they come from.
-    qp.read_table.push_back(Qp::ReadDesc{o.psn, o.npkts, o.len, o.segs});
+    qp.read_table.push_back(Qp::ReadDesc{o.psn, o.npkts, o.rkey, o.va, o.len});
     core_.engine.read_queued(qp.qpn, o.psn, o.npkts, core_.now_cycle());
   }
+  note_read_resource(qp, o);
   o.msn = qp.msn;
   ++qp.rd_atomic_out;
+  if (o.uncounted) ++qp.rd_atomic_uncounted;
   ++packets_;
   qp.out.push_back(std::move(o));
   core_.tx.activate(qp.qpn);
@@ -581,10 +678,7 @@ bool Responder::check_atomic(Qp& qp, const net::RoceFields& f, std::vector<Segme
           "atomic rkey check failed");
     return false;
   }
-  // (Out-of-order engines: the requester asks again for single responses
-  // of a READ whose request was lost, each a request here; it enforces the
-  // limit per message itself.)
-  if (qp.rd_atomic_out >= qp.max_dest_rd_atomic && !core_.engine.engine_of(qp.qpn).out_of_order()) {
+  if (!within_rd_atomic_limit(qp, 1)) {
     fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
           "more outstanding READ/atomics than max_dest_rd_atomic");
     return false;
@@ -617,30 +711,56 @@ void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
     return;
   }
   if (op == Opcode::RDMA_READ_REQUEST) {
-    // Reads are idempotent: answer again from this PSN on. Responses of an
-    // earlier copy still queued at or beyond it are replaced.
+    // Reads are idempotent: answer again, but only inside a READ this QP
+    // accepted (its responder resources) and from the same addresses; a
+    // duplicate that names anything else is garbage, dropped.
+    if (!read_resource_of(qp, f) ||
+        !rkey_allows(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ)) {
+      ++dup_reads_dropped_;
+      MPR_LOG(log_, debug,
+              "QP " << qp.qpn << ": duplicate READ PSN " << f.psn
+                    << " outside the responder resources: dropped");
+      return;
+    }
     Out o;
     o.kind = Out::Kind::read;
-    if (!check_rkey(qp, f.reth_rkey, f.reth_va, f.reth_dma_len, MPR_ACCESS_REMOTE_READ, o.segs))
-      return;  // it passed once; a duplicate that does not is garbage
-    // (Out-of-order engines ask again for single responses they miss: the
-    // queued responses of other READs stay.)
-    if (!core_.engine.engine_of(qp.qpn).out_of_order()) {
-      std::deque<Out> keep;
-      for (Out& x : qp.out) {
-        if (x.kind == Out::Kind::read && psn_diff(x.psn, f.psn) >= 0) {
-          --qp.rd_atomic_out;
-          continue;
-        }
-        keep.push_back(std::move(x));
-      }
-      qp.out.swap(keep);
-    }
     o.psn = f.psn;
+    o.rkey = f.reth_rkey;
+    o.va = f.reth_va;
     o.len = f.reth_dma_len;
     o.npkts = o.len == 0 ? 1 : static_cast<uint32_t>((o.len + qp.mtu - 1) / qp.mtu);
+    // Each response is queued at most once. In order (go-back-N), the
+    // requester wants everything from this PSN on: responses queued at or
+    // beyond it go, and a READ queued before it stops short of it.
+    // Out-of-order engines ask for the responses they miss: one still
+    // queued will come anyway, and the request is dropped.
+    const bool in_order = !core_.engine.engine_of(qp.qpn).out_of_order();
+    std::deque<Out> keep;
+    for (Out& x : qp.out) {
+      if (x.kind != Out::Kind::read) {
+        keep.push_back(std::move(x));
+        continue;
+      }
+      const int32_t from = psn_diff(f.psn, x.psn);  // the duplicate's first, in x's numbering
+      const bool overlaps = static_cast<int64_t>(from) + o.npkts > int64_t{x.next_k} &&
+                            from < static_cast<int64_t>(x.npkts);
+      if (!in_order && overlaps) {
+        ++dup_reads_dropped_;
+        return;
+      }
+      if (in_order && from <= static_cast<int32_t>(x.next_k)) {
+        --qp.rd_atomic_out;  // all of it is asked again
+        if (x.uncounted) --qp.rd_atomic_uncounted;
+        continue;
+      }
+      if (in_order && from < static_cast<int32_t>(x.npkts)) x.npkts = static_cast<uint32_t>(from);
+      keep.push_back(std::move(x));
+    }
+    qp.out.swap(keep);
     o.msn = qp.msn;
+    o.uncounted = true;
     ++qp.rd_atomic_out;
+    ++qp.rd_atomic_uncounted;
     qp.out.push_back(std::move(o));
     core_.tx.activate(qp.qpn);
     return;
@@ -657,7 +777,9 @@ void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
         o.msn = qp.msn;
         o.ready = true;
         o.orig = orig;
+        o.uncounted = true;
         ++qp.rd_atomic_out;
+        ++qp.rd_atomic_uncounted;
         qp.out.push_back(o);
         core_.tx.activate(qp.qpn);
         return;
@@ -839,8 +961,11 @@ bool Responder::try_emit(uint32_t qpn) {
     // Responses the requester's Read NACKs (or a timeout) call lost go
     // before new ones.
     uint32_t psn = 0;
-    while (core_.engine.next_read_retx(qpn, psn))
+    while (core_.engine.next_read_retx(qpn, psn)) {
       if (emit_read_retx(*qp, psn)) return true;
+      // Its source was revoked: the QP failed, its NAK goes now.
+      if (qp->error) return try_emit(qpn);
+    }
   }
   if (qp->out.empty()) return false;
   Out& o = qp->out.front();
@@ -886,32 +1011,28 @@ bool Responder::try_emit(uint32_t qpn) {
       f.atomic_ack_orig = o.orig;
       const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
       core_.tx.fill(slot, net::build_roce(f, nullptr, 0));
+      if (o.uncounted) --qp->rd_atomic_uncounted;
       qp->out.pop_front();
       --qp->rd_atomic_out;
       return true;
     }
     case Out::Kind::read: {
       const uint32_t k = o.next_k;
-      const uint64_t offset = uint64_t(k) * qp->mtu;
-      const uint32_t plen =
-          static_cast<uint32_t>(std::min<uint64_t>(qp->mtu, o.len - std::min(o.len, offset)));
       const bool first = k == 0, last = k + 1 == o.npkts;
       f.opcode = first && last ? Opcode::RDMA_READ_RESPONSE_ONLY
                  : first       ? Opcode::RDMA_READ_RESPONSE_FIRST
                  : last        ? Opcode::RDMA_READ_RESPONSE_LAST
                                : Opcode::RDMA_READ_RESPONSE_MIDDLE;
       f.psn = psn_add(o.psn, k);
-      const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
-      std::vector<Segment> segs;
-      slice_segments(o.segs, offset, plen, segs);
+      // A failed check fails the QP and replaces its queue (`o` is gone) with
+      // the NAK, which goes now.
+      if (!emit_read_response(*qp, f, o.rkey, o.va, o.len, k)) return try_emit(qpn);
       ++o.next_k;
       if (last) {
+        if (o.uncounted) --qp->rd_atomic_uncounted;
         qp->out.pop_front();
         --qp->rd_atomic_out;
       }
-      read_response_left(*qp, f.psn);
-      if (requester_) requester_->paced_sent(qpn, net::roce_wire_bytes(f.opcode, plen), now);
-      fill_read_response(*qp, f, slot, segs);
       return true;
     }
   }
@@ -929,9 +1050,6 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
   }
   if (!d) return false;
   const uint32_t k = static_cast<uint32_t>(psn_diff(psn, d->psn));
-  const uint64_t offset = uint64_t(k) * qp.mtu;
-  const uint32_t plen =
-      static_cast<uint32_t>(std::min<uint64_t>(qp.mtu, d->len - std::min(d->len, offset)));
   net::RoceFields f = qp.base;
   f.aeth_msn = qp.msn;
   f.aeth_syndrome = net::aeth_ack(kAckCredits);
@@ -939,13 +1057,29 @@ bool Responder::emit_read_retx(Qp& qp, uint32_t psn) {
   // places by its PSN.
   f.opcode = Opcode::RDMA_READ_RESPONSE_ONLY;
   f.psn = psn;
-  const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
+  const Qp::ReadDesc read = *d;  // a failed check fails the QP and clears the table
+  if (!emit_read_response(qp, f, read.rkey, read.va, read.len, k)) return false;
   ++read_retransmits_;
-  read_response_left(qp, psn);
+  return true;
+}
+
+bool Responder::emit_read_response(Qp& qp, net::RoceFields f, uint32_t rkey, uint64_t va,
+                                   uint64_t len, uint32_t k) {
+  const uint64_t offset = uint64_t(k) * qp.mtu;
+  const uint32_t plen =
+      static_cast<uint32_t>(std::min<uint64_t>(qp.mtu, len - std::min(len, offset)));
+  // The source is translated as the response leaves: a region deregistered
+  // since the READ was accepted is never read.
+  std::vector<Segment> segs;
+  if (plen && !check_rkey(qp, rkey, va + offset, plen, MPR_ACCESS_REMOTE_READ, segs)) {
+    fatal(qp, net::NakCode::remote_access_error, f.psn, MPR_EQE_QP_ACCESS_ERR,
+          "READ source's memory region deregistered during the READ");
+    return false;
+  }
+  const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
+  read_response_left(qp, f.psn);
   if (requester_)
     requester_->paced_sent(qp.qpn, net::roce_wire_bytes(f.opcode, plen), core_.now_cycle());
-  std::vector<Segment> segs;
-  slice_segments(d->segs, offset, plen, segs);
   fill_read_response(qp, f, slot, segs);
   return true;
 }
@@ -980,7 +1114,7 @@ void Responder::read_response_left(Qp& qp, uint32_t psn) {
 
 void Responder::on_read_ack(uint32_t qpn, const AckExt& ack) {
   Qp* qp = find(qpn);
-  if (!qp || !qp->active || qp->error || !core_.engine.explicit_read_acks(qpn)) return;
+  if (!qp || qp->ud || !qp->active || qp->error || !core_.engine.explicit_read_acks(qpn)) return;
   const AckResult r = core_.engine.on_read_ack(qpn, ack, core_.now_cycle());
   prune_read_table(*qp);
   if (r.tx_ready) core_.tx.activate(qpn);

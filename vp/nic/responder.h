@@ -69,7 +69,7 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   void response_ce(uint32_t qpn) override;
   // READ as data: the source of READ `read_psn`'s responses could not be
   // read (the requester's DMA failed): NAK the READ, QP to ERR.
-  void read_source_fault(uint32_t qpn, uint32_t read_psn) override;
+  void read_source_fault(uint32_t qpn, uint32_t read_psn, bool revoked) override;
 
   // Per atomic lock bucket ever held: the time it was held so far, in ps
   // (each hold counted when it ends).
@@ -86,8 +86,10 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     uint32_t psn = 0;
     uint8_t syndrome = 0;
     uint32_t msn = 0;
-    // read
-    std::vector<Segment> segs;
+    // read: the source, translated packet by packet as each response
+    // leaves (a key deregistered meanwhile fails the next one)
+    uint32_t rkey = 0;
+    uint64_t va = 0;
     uint64_t len = 0;
     uint32_t npkts = 0, next_k = 0;
     // atomic
@@ -96,6 +98,11 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     // out-of-order engines: the ACK trailer (ack) or none (set from psn)
     bool has_ext = false;
     AckExt ext;
+    // read, atomic: takes no responder resource of its own (counted in
+    // rd_atomic_uncounted): the answer to a duplicate, or to one of the
+    // one-response requests with which an out-of-order requester asks again
+    // for a READ whose request was lost.
+    bool uncounted = false;
   };
   struct AtomicJob {
     uint32_t qpn;
@@ -145,27 +152,39 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     bool waiting_recv = false;
     std::deque<std::pair<net::PacketPtr, net::RoceFields>> stalled;
     // message in progress
+    // Each packet's data is translated when it is placed, from the keys:
+    // nothing translated is held across packets, so a DEREG_MR between two
+    // packets of a message fails the next one (the data path keeps no
+    // pages of a region that is gone).
     bool in_send = false;
     RecvWqe send_wqe;
-    std::vector<Segment> send_segs;
     uint64_t send_cap = 0, send_off = 0;
     bool in_write = false;
-    std::vector<Segment> write_segs;
+    uint32_t write_rkey = 0;
+    uint64_t write_va = 0;
     uint64_t write_len = 0, write_off = 0;
     uint32_t msn = 0;
     // output, in PSN order
     std::deque<Out> out;
     uint32_t rd_atomic_out = 0;
+    // Of those, the ones Out::uncounted: parts of a READ or atomic the
+    // requester counted once (within_rd_atomic_limit).
+    uint32_t rd_atomic_uncounted = 0;
     std::deque<std::pair<uint32_t, uint64_t>> atomic_replay;  // psn -> original value
     bool cnp_due = false;  // DCQCN: a CNP for this QP waits for the scheduler
     // Explicit READ acknowledgements: the READs whose responses the engine
     // may ask to send again (responder resources), and its wake-up.
     struct ReadDesc {
       uint32_t psn = 0, npkts = 0;
-      uint64_t len = 0;
-      std::vector<Segment> segs;
+      uint32_t rkey = 0;
+      uint64_t va = 0, len = 0;
     };
     std::deque<ReadDesc> read_table;
+    // Responder resources (IB: max_dest_rd_atomic of them): the READs this
+    // QP accepted most recently. A duplicate READ request is answered only
+    // inside one of them, at the same addresses, so that a flood of
+    // duplicates can cost no more than the READs that were really asked.
+    std::deque<ReadDesc> rd_resources;
     uint64_t read_wake = kNever;
     // out-of-order engines
     uint32_t recv_msn_base = 0;                // message number of recv_cache.front()
@@ -207,6 +226,13 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   // the request. `count_message`: the request completes its message now
   // (in order); an out-of-order engine reports completions itself.
   bool check_read(Qp& qp, const net::RoceFields& f, Out& o);
+  // Whether one more READ or atomic (of `responses` responses) keeps the QP
+  // within max_dest_rd_atomic (IB: its responder resources), on every
+  // engine.
+  bool within_rd_atomic_limit(Qp& qp, uint32_t responses);
+  // Out-of-order engines that carry READs themselves (IRN): a request of one
+  // response may be part of a READ asked again response by response.
+  bool uncounted_request(const Qp& qp, uint32_t responses) const;
   void queue_read(Qp& qp, Out o, bool count_message);
   bool check_atomic(Qp& qp, const net::RoceFields& f, std::vector<Segment>& segs);
   void queue_atomic(Qp& qp, const net::RoceFields& f, uint64_t pa, bool count_message);
@@ -235,6 +261,20 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   void run_atomics();
   bool check_rkey(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right,
                   std::vector<Segment>& segs);
+  // The QP's remote access flags allow `right` (for a range of `len` bytes).
+  bool qp_allows(const Qp& qp, uint32_t right, uint64_t len) const;
+  // check_rkey() without the translation (the data moves packet by packet).
+  bool rkey_allows(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t right);
+  // Remembers an accepted READ among the QP's responder resources.
+  void note_read_resource(Qp& qp, const Out& o);
+  // The resource a duplicate READ request `f` falls in, with the same
+  // source: null when it names no READ this QP accepted (dropped).
+  const Qp::ReadDesc* read_resource_of(const Qp& qp, const net::RoceFields& f) const;
+  // Builds and sends the response `psn` of a READ whose source is (rkey,
+  // va + k * mtu): false when the source no longer passes its key check
+  // (the QP failed with a remote access NAK).
+  bool emit_read_response(Qp& qp, net::RoceFields f, uint32_t rkey, uint64_t va, uint64_t len,
+                          uint32_t k);
 
   NicCore& core_;
   core::Calendar calendar_;
@@ -275,6 +315,7 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   core::Counter& header_only_recvs_;
   core::Counter& inline_recvs_;
   core::Counter& read_retransmits_;
+  core::Counter& dup_reads_dropped_;
   core::Counter& read_requests_;  // READ as data: READs answered in the own send stream
   // DCQCN notification point (congestion_control: dcqcn only).
   std::optional<DcqcnNp> np_;

@@ -252,7 +252,7 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
     // A READ of the peer: its responses join this QP's own send stream.
     Out o;
     if (!check_read(qp, f, o)) return false;  // NAKed, QP in ERR
-    if (!requester_ || !requester_->send_read_data(qpn, f.psn, x.msn, std::move(o.segs), o.len)) {
+    if (!requester_ || !requester_->send_read_data(qpn, f.psn, x.msn, o.rkey, o.va, o.len)) {
       fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
             "READ on a QP that cannot send its responses");
       return false;
@@ -275,11 +275,15 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
   return true;
 }
 
-void Responder::read_source_fault(uint32_t qpn, uint32_t read_psn) {
+void Responder::read_source_fault(uint32_t qpn, uint32_t read_psn, bool revoked) {
   Qp* qp = find(qpn);
   if (!qp || qp->error) return;
-  fatal(*qp, net::NakCode::remote_operational_error, read_psn, MPR_EQE_QP_FATAL,
-        "READ source not readable", MPR_SYN_DMA_FAULT);
+  if (revoked)
+    fatal(*qp, net::NakCode::remote_access_error, read_psn, MPR_EQE_QP_ACCESS_ERR,
+          "READ source's memory region deregistered during the READ");
+  else
+    fatal(*qp, net::NakCode::remote_operational_error, read_psn, MPR_EQE_QP_FATAL,
+          "READ source not readable", MPR_SYN_DMA_FAULT);
 }
 
 void Responder::read_atomic_ooo(Qp& qp, const net::RoceFields& f) {

@@ -20,14 +20,23 @@ const char* to_string(AccessStatus s) {
   return "?";
 }
 
-AccessStatus Translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
-                                    uint32_t need, std::vector<Segment>& out) const {
+AccessStatus Translation::check(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
+                                uint32_t need) const {
   if (len == 0) return AccessStatus::ok;
   const mpr_mpt* m = contexts_.mr(key);
   if (!m) return AccessStatus::bad_key;
   if (m->pdn != pdn) return AccessStatus::pd_mismatch;
   if ((m->access & need) != need) return AccessStatus::access;
   if (va < m->iova || va + len < va || va + len > m->iova + m->length) return AccessStatus::bounds;
+  return AccessStatus::ok;
+}
+
+AccessStatus Translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
+                                    uint32_t need, std::vector<Segment>& out) const {
+  if (len == 0) return AccessStatus::ok;
+  const AccessStatus st = check(key, pdn, va, len, need);
+  if (st != AccessStatus::ok) return st;
+  const mpr_mpt* m = contexts_.mr(key);
 
   const uint64_t page = uint64_t{1} << m->page_shift;
   const uint64_t first_page_va = m->iova & ~(page - 1);
@@ -48,6 +57,24 @@ AccessStatus Translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
     left -= chunk;
   }
   return AccessStatus::ok;
+}
+
+AccessStatus Translation::translate_sges(const std::vector<mpr_wqe_data>& sges, uint32_t pdn,
+                                         uint64_t offset, uint64_t len, uint32_t need,
+                                         std::vector<Segment>& out) const {
+  for (const mpr_wqe_data& d : sges) {
+    if (len == 0) break;
+    if (offset >= d.byte_count) {
+      offset -= d.byte_count;
+      continue;
+    }
+    const uint64_t take = std::min<uint64_t>(len, d.byte_count - offset);
+    const AccessStatus st = translate(d.lkey, pdn, d.addr + offset, take, need, out);
+    if (st != AccessStatus::ok) return st;
+    len -= take;
+    offset = 0;
+  }
+  return len == 0 ? AccessStatus::ok : AccessStatus::bounds;
 }
 
 void slice_segments(const std::vector<Segment>& segs, uint64_t offset, uint64_t len,

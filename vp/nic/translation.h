@@ -3,6 +3,8 @@
 // range into physical segments through the MTT, split at page boundaries.
 #pragma once
 
+#include <mprdma/hw.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +29,15 @@ class Translation {
   // range is valid without a key (IB: no protection check for length 0).
   AccessStatus translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len, uint32_t need,
                          std::vector<Segment>& out) const;
+  // The checks of translate() without the translation: whether the range
+  // may be accessed now. For a request whose data moves packet by packet,
+  // each packet translated when it moves (a key deregistered meanwhile then
+  // fails that packet's translation: nothing is held across packets).
+  AccessStatus check(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len, uint32_t need) const;
+  // translate() of the byte range [offset, offset + len) of the
+  // concatenation of the scatter/gather entries `sges` (a RECV's buffers).
+  AccessStatus translate_sges(const std::vector<mpr_wqe_data>& sges, uint32_t pdn, uint64_t offset,
+                              uint64_t len, uint32_t need, std::vector<Segment>& out) const;
 
  private:
   ContextMemory& contexts_;

@@ -22,7 +22,7 @@ bool TranslationCache::access(uint32_t key, uint64_t va, uint64_t len, uint32_t 
                               ContextCache::Ready ready, RangeProgress* progress) {
   if (!mpt_.enabled() && !mtt_.enabled()) return true;
   std::vector<std::pair<ContextCache*, uint64_t>> lines;
-  const uint64_t mpt_index = key >> 8;
+  const uint64_t mpt_index = contexts_.mr_index(key);
   if (mpt_index < contexts_.icm().entries(IcmTable::mpt)) lines.push_back({&mpt_, mpt_index});
   const mpr_mpt* m = contexts_.mr(key);
   uint64_t first_line = 0, end_line = 0;
@@ -59,7 +59,7 @@ bool TranslationCache::access(uint32_t key, uint64_t va, uint64_t len, uint32_t 
   }
 }
 
-void TranslationCache::invalidate_mr(uint32_t key) { mpt_.invalidate(key >> 8); }
+void TranslationCache::invalidate_mr(uint32_t key) { mpt_.invalidate(contexts_.mr_index(key)); }
 
 void TranslationCache::reset() {
   mpt_.reset();

@@ -6,10 +6,44 @@
 
 namespace mprdma::nic {
 
+namespace {
+
+// The engine of QPs that have no connection: it holds no state and answers
+// every question as for a connection that does not exist.
+class NoConnection : public TransportEngine {
+ public:
+  const char* name() const override { return "none"; }
+  size_t state_bytes() const override { return 0; }
+  void open(const ConnParams&) override {}
+  void set_requester(const ConnParams&) override {}
+  void close(uint32_t) override {}
+  void set_snd_max(uint32_t, uint32_t, uint64_t) override {}
+  TxGrant next_tx(uint32_t, uint64_t) override { return {}; }
+  void on_sent(uint32_t, uint32_t, uint32_t, uint64_t) override {}
+  AckResult on_ack(uint32_t, const AckEvent&, uint64_t) override { return {}; }
+  uint64_t wake_at(uint32_t) const override { return kNever; }
+  AckResult on_timer(uint32_t, uint64_t) override { return {}; }
+  uint32_t snd_una(uint32_t) const override { return 0; }
+  uint32_t snd_nxt(uint32_t) const override { return 0; }
+  RxVerdict classify(uint32_t, uint32_t, uint64_t) override { return RxVerdict::drop; }
+  AckDecision commit(uint32_t, uint32_t, bool, bool, uint64_t) override { return {}; }
+  uint32_t epsn(uint32_t) const override { return 0; }
+  void nak_sent(uint32_t) override {}
+  RxOutcome on_data(uint32_t, const RxPacket&, uint64_t) override { return {}; }
+};
+
+}  // namespace
+
 TransportMux::TransportMux(std::unique_ptr<TransportEngine> gbn,
                            std::unique_ptr<TransportEngine> mprdma,
-                           std::unique_ptr<TransportEngine> irn, uint8_t default_kind)
-    : gbn_(std::move(gbn)), mprdma_(std::move(mprdma)), irn_(std::move(irn)), default_(nullptr) {
+                           std::unique_ptr<TransportEngine> irn, uint8_t default_kind,
+                           uint32_t qpn_index_bits)
+    : gbn_(std::move(gbn)),
+      mprdma_(std::move(mprdma)),
+      irn_(std::move(irn)),
+      default_(nullptr),
+      unbound_(std::make_unique<NoConnection>()),
+      index_mask_(qpn_index_bits >= 32 ? UINT32_MAX : (1u << qpn_index_bits) - 1) {
   if (!gbn_) throw std::invalid_argument("TransportMux: go-back-N is always offered");
   if (default_kind == MPR_TRANSPORT_DEFAULT || !find(default_kind))
     throw std::invalid_argument("TransportMux: the default engine is not offered");
@@ -49,17 +83,19 @@ TransportEngine& TransportMux::engine(uint8_t kind) const {
 }
 
 TransportEngine& TransportMux::route(uint32_t qpn) const {
-  return qpn < bound_.size() && bound_[qpn] ? *bound_[qpn] : *default_;
+  const Binding* b = slot(qpn);
+  return b ? *b->engine : *unbound_;
 }
 
 void TransportMux::bind(const ConnParams& params) {
   TransportEngine& e = engine(params.engine);
-  if (params.qpn >= bound_.size()) bound_.resize(size_t{params.qpn} + 1, nullptr);
-  TransportEngine*& slot = bound_[params.qpn];
-  // A QP number reused with another engine (its earlier life not closed):
-  // the old engine forgets it.
-  if (slot && slot != &e) slot->close(params.qpn);
-  slot = &e;
+  const uint32_t i = params.qpn & index_mask_;
+  if (i >= bound_.size()) bound_.resize(size_t{i} + 1);
+  Binding& b = bound_[i];
+  // The entry reused (its earlier QP not closed), by another number or
+  // with another engine: the old engine forgets the old number.
+  if (b.engine && (b.engine != &e || b.qpn != params.qpn)) b.engine->close(b.qpn);
+  b = Binding{params.qpn, &e};
 }
 
 void TransportMux::open(const ConnParams& params) {
@@ -74,7 +110,8 @@ void TransportMux::set_requester(const ConnParams& params) {
 
 void TransportMux::close(uint32_t qpn) {
   route(qpn).close(qpn);
-  if (qpn < bound_.size()) bound_[qpn] = nullptr;
+  const uint32_t i = qpn & index_mask_;
+  if (slot(qpn)) bound_[i] = Binding{};
 }
 
 }  // namespace mprdma::nic

@@ -7,7 +7,12 @@
 // Each engine keeps only its own QPs' state; the QPC line holds the largest
 // engine's state (state_bytes() is the maximum), the price of letting any QP
 // take any engine. A QP is bound at open() or set_requester() (RTR, RTS) and
-// unbound at close(); calls for an unbound QP go to the NIC's default engine.
+// unbound at close(). A QP that is not bound (a UD QP, a QP in RESET or
+// INIT, a QP number nobody holds: whatever a packet from the wire names)
+// has no connection in any engine: calls for it go to an engine that holds
+// none and answers as a transport without state would (nothing to send,
+// every packet dropped, no progress), so that no engine is ever asked
+// about a connection it does not have.
 #pragma once
 
 #include <mprdma/hw.h>
@@ -27,11 +32,16 @@ class TransportMux : public TransportEngine {
   // IRN). MPR_TRANSPORT_DCQCN QPs run go-back-N (DCQCN is the NIC's rate
   // control beside it). Engines the NIC does not offer are null (go-back-N
   // is always there).
+  // `qpn_index_bits`: the low bits of a QP number that are its table index
+  // (ContextMemory::qpn_index_bits; 24 with lowest-free numbers).
   TransportMux(std::unique_ptr<TransportEngine> gbn, std::unique_ptr<TransportEngine> mprdma,
-               std::unique_ptr<TransportEngine> irn, uint8_t default_kind);
+               std::unique_ptr<TransportEngine> irn, uint8_t default_kind,
+               uint32_t qpn_index_bits = 24);
 
   // The default engine's name.
   const char* name() const override { return default_->name(); }
+  // True when QP `qpn` has a connection in one of the engines.
+  bool bound(uint32_t qpn) const { return slot(qpn) != nullptr; }
   size_t state_bytes() const override;
   const TransportEngine& engine_of(uint32_t qpn) const override { return route(qpn); }
   // The engine of a kind (enum mpr_transport; DEFAULT and DCQCN as above),
@@ -110,9 +120,21 @@ class TransportMux : public TransportEngine {
 
   std::unique_ptr<TransportEngine> gbn_, mprdma_, irn_;
   TransportEngine* default_;
-  // Indexed by QPN (QPNs are small and dense: lowest free first); null:
-  // not bound. Every call of the data path looks here, so no hashing.
-  std::vector<TransportEngine*> bound_;
+  // What unbound QPs are routed to (see the top of this file).
+  std::unique_ptr<TransportEngine> unbound_;
+  // Indexed by the QP number's table index (dense: lowest free first),
+  // holding the whole number it is bound for. Every call of the data path
+  // looks here, so no hashing.
+  struct Binding {
+    uint32_t qpn = 0;
+    TransportEngine* engine = nullptr;
+  };
+  const Binding* slot(uint32_t qpn) const {
+    const uint32_t i = qpn & index_mask_;
+    return i < bound_.size() && bound_[i].engine && bound_[i].qpn == qpn ? &bound_[i] : nullptr;
+  }
+  uint32_t index_mask_;
+  std::vector<Binding> bound_;
 };
 
 }  // namespace mprdma::nic

@@ -179,6 +179,12 @@ void GuestMemory::release_retired() {
   // Unmapped here, outside the lock, when the last reference goes.
 }
 
+bool GuestMemory::backed(uint64_t pa, uint64_t len) const {
+  const auto map = snapshot();
+  return map && len <= std::numeric_limits<size_t>::max() &&
+         map->covers(pa, static_cast<size_t>(len));
+}
+
 bool GuestMemory::read(uint64_t pa, void* dst, size_t len) {
   const auto map = snapshot();
   if (!map || !map->covers(pa, len)) {

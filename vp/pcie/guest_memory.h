@@ -86,6 +86,7 @@ class GuestMemory : public HostMemoryIf {
   bool read(uint64_t pa, void* dst, size_t len) override;
   bool write(uint64_t pa, const void* src, size_t len) override;
   uint8_t* ptr(uint64_t pa, size_t len) override;
+  bool backed(uint64_t pa, uint64_t len) const override;
 
   std::vector<RegionInfo> regions() const;
   // Total bytes mapped now.

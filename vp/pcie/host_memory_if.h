@@ -24,6 +24,9 @@ class HostMemoryIf {
   // the simulator's address space, else nullptr. Callers use it for speed
   // only and must fall back to read()/write() on nullptr.
   virtual uint8_t* ptr(uint64_t pa, size_t len) = 0;
+  // True if every byte of [pa, pa + len) is backed (len 0: pa is), without
+  // accessing it.
+  virtual bool backed(uint64_t pa, uint64_t len) const = 0;
 };
 
 }  // namespace mprdma::pcie

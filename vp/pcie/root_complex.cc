@@ -104,7 +104,7 @@ void RootComplex::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& dela
     return;
   }
   if (trans.is_read()) {
-    if (mem_.read(pa, trans.get_data_ptr(), len)) {
+    if (dma_allowed(pa, len) && mem_.read(pa, trans.get_data_ptr(), len)) {
       trans.set_response_status(tlm::TLM_OK_RESPONSE);
     } else {
       dma_read_errors_->add();
@@ -127,8 +127,29 @@ void RootComplex::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& dela
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
+void RootComplex::revoke_dma(uint64_t pa, uint64_t len) {
+  if (len == 0) return;
+  const uint64_t last = pa + len - 1 < pa ? UINT64_MAX : pa + len - 1;
+  revoked_.emplace_back(pa, last);
+}
+
+bool RootComplex::dma_addressable(uint64_t pa, uint64_t len) const {
+  if (len && pa + len - 1 < pa) return false;  // wraps
+  const uint64_t last = len ? pa + len - 1 : pa;
+  const bool msi = pa < kMsiWindowEnd && last >= kMsiWindowBase;
+  return !msi && dma_allowed(pa, len) && mem_.backed(pa, len);
+}
+
+bool RootComplex::dma_allowed(uint64_t pa, uint64_t len) const {
+  if (revoked_.empty() || len == 0) return true;
+  const uint64_t last = pa + len - 1 < pa ? UINT64_MAX : pa + len - 1;
+  for (const auto& [first, end] : revoked_)
+    if (pa <= end && first <= last) return false;
+  return true;
+}
+
 void RootComplex::commit(uint64_t pa, const std::vector<uint8_t>& data) {
-  if (!mem_.write(pa, data.data(), data.size())) {
+  if (!dma_allowed(pa, data.size()) || !mem_.write(pa, data.data(), data.size())) {
     dma_write_errors_->add();
     uint64_t suppressed = 0;
     if (write_error_log_.allow(&suppressed))

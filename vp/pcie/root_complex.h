@@ -35,6 +35,7 @@
 #include <string>
 #include <systemc>
 #include <tlm>
+#include <utility>
 #include <vector>
 
 #include "vp/core/calendar.h"
@@ -77,6 +78,21 @@ class RootComplex : public sc_core::sc_module {
   // Removes every range watched by `ev`.
   void remove_write_watch(sc_core::sc_event* ev);
 
+  // The host takes [pa, pa + len) away from the device, as an IOMMU does
+  // when it unmaps pages a driver had handed out (or memory is
+  // hot-unplugged): from now on device reads touching it fail with an
+  // address error and device writes touching it are dropped and counted,
+  // exactly as for unbacked memory. The CPU's view is unchanged. For tests
+  // of objects whose memory becomes unreachable while the NIC uses them.
+  void revoke_dma(uint64_t pa, uint64_t len);
+  // Gives every revoked range back.
+  void restore_dma() { revoked_.clear(); }
+  // Whether the device may use [pa, pa + len) for DMA: backed memory, not
+  // revoked, not the MSI window. The host's IOMMU view, which the NIC's
+  // firmware consults when software hands it an address (Nic::
+  // set_host_memory_check).
+  bool dma_addressable(uint64_t pa, uint64_t len) const;
+
   HostMemoryIf& memory() { return mem_; }
   const std::string& stats_prefix() const { return prefix_; }
 
@@ -88,6 +104,8 @@ class RootComplex : public sc_core::sc_module {
   void dma_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   void commit(uint64_t pa, const std::vector<uint8_t>& data);
   void deliver_msi(uint64_t pa, const std::vector<uint8_t>& data);
+  // True when the device may access [pa, pa + len) (revoke_dma).
+  bool dma_allowed(uint64_t pa, uint64_t len) const;
 
   HostMemoryIf& mem_;
   std::string prefix_;
@@ -95,6 +113,7 @@ class RootComplex : public sc_core::sc_module {
   core::Calendar cal_;
   core::LogRateLimit write_error_log_;
   std::vector<Watch> watches_;
+  std::vector<std::pair<uint64_t, uint64_t>> revoked_;  // [first, last] byte
   core::Counter* dma_write_errors_;
   core::Counter* dma_read_errors_;
   core::Counter* msis_;

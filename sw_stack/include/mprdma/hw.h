@@ -41,6 +41,9 @@
 
 #define MPR_PAGE_SHIFT 12
 #define MPR_PAGE_SIZE (1u << MPR_PAGE_SHIFT)
+/* Largest message (IB: 2^31 bytes); QUERY_DEVICE's max_msg_size. A request
+ * longer than this is answered with NAK invalid request. */
+#define MPR_MAX_MSG_SIZE 0x80000000u
 
 /* Phase bit expected at ring position idx of a ring of 2^log_size entries. */
 #define MPR_PHASE(idx, log_size) ((uint8_t)((((idx) >> (log_size)) & 1u) ^ 1u))
@@ -280,7 +283,7 @@ struct mpr_cqe {
 /* ---------------------------------------------------------------------- */
 enum mpr_eqe_type {
 	MPR_EQE_COMPLETION = 0x01,    /* data0: cqn */
-	MPR_EQE_CQ_ERROR = 0x02,      /* data0: cqn (overflow) */
+	MPR_EQE_CQ_ERROR = 0x02,      /* data0: cqn, data1: 0 (overflow) or MPR_SYN_DMA_FAULT (dbrec unreadable) */
 	MPR_EQE_QP_FATAL = 0x03,      /* data0: qpn, data1: syndrome */
 	MPR_EQE_QP_REQ_ERR = 0x04,    /* data0: qpn: invalid request arrived */
 	MPR_EQE_QP_ACCESS_ERR = 0x05, /* data0: qpn: remote access violation */

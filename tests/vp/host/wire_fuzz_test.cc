@@ -418,11 +418,12 @@ TEST_P(WireFuzzTest, LostAtomicAnswerAndLostNextRequestAreRecovered) {
 
 // Found by the fuzzing above (MP-RDMA): a READ request that reaches the
 // responder as something else (here a zero-length WRITE, forged with valid
-// checksums) is acknowledged like one, and no answer ever comes. Transports that see the
-// missing answer behind the ACK ask again and complete the READ; MP-RDMA,
-// whose answers travel in the responder's own stream, cannot tell, and
-// gives up after the QP's retry budget (timeout x (retry_cnt + 1)) with a
-// retry-exceeded error instead of waiting for ever.
+// checksums) is acknowledged like one, and no answer ever comes. Every
+// engine gives up after the QP's retry budget with a retry-exceeded error
+// instead of waiting for ever: MP-RDMA because its answers travel in the
+// responder's own stream and it cannot tell, the others because the READ
+// they ask again for is a duplicate of nothing the responder accepted
+// (responder resources, vp/nic/nic.md).
 TEST_P(WireFuzzTest, ReadTurnedIntoAWriteNeverHangs) {
   bool armed = false;
   int forged = 0;
@@ -455,24 +456,24 @@ TEST_P(WireFuzzTest, ReadTurnedIntoAWriteNeverHangs) {
     const std::vector<mpr_wc> wcs = WaitWcs(*p.a.ctx, p.a.scq, 2, Ms(50));
     ASSERT_EQ(wcs.size(), 2u) << "the READ hangs";
     EXPECT_EQ(forged, 1);
+    // The responder never accepted the READ (it took the forged WRITE at
+    // its PSN), so the requester's READ asked again is a duplicate outside
+    // its responder resources: dropped, as a duplicate READ that names no
+    // READ the responder accepted must be (a flood of such would cost it
+    // whole READs each). The requester gives up after its retry budget.
+    EXPECT_EQ(wcs[0].status, MPR_CQE_RETRY_EXC_ERR) << Describe(wcs);
+    EXPECT_EQ(wcs[0].syndrome, MPR_SYN_RETRY_EXCEEDED);
+    EXPECT_EQ(wcs[1].status, MPR_CQE_WR_FLUSH_ERR);
+    // MP-RDMA waits for the answers for its whole budget, 4 tries of
+    // 1.05 ms; the others count a retry at each ACK past the missing answer.
     if (GetParam() == "mprdma") {
-      EXPECT_EQ(wcs[0].status, MPR_CQE_RETRY_EXC_ERR) << Describe(wcs);
-      EXPECT_EQ(wcs[0].syndrome, MPR_SYN_RETRY_EXCEEDED);
-      EXPECT_EQ(wcs[1].status, MPR_CQE_WR_FLUSH_ERR);
-      // Not before the budget: 4 tries of 1.05 ms.
       EXPECT_GE(sc_core::sc_time_stamp() - t0, Us(4 * 1048.576));
-    } else {
-      // The others see the ACK pass the READ without its answer, ask again
-      // and get it. (The WRITE may then fail on retries: the forged WRITE
-      // took one PSN where the READ's three answers were due, so the
-      // responder expects the next request two PSNs early.)
-      EXPECT_EQ(wcs[0].status, MPR_CQE_SUCCESS) << Describe(wcs);
-      std::vector<uint8_t> want = a0;
-      std::copy(b0.begin() + 10000, b0.begin() + 13000, want.begin());
-      EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), want));
-      EXPECT_TRUE(wcs[1].status == MPR_CQE_SUCCESS || wcs[1].status == MPR_CQE_RETRY_EXC_ERR)
-          << Describe(wcs);
     }
+    // The failed READ's buffer is undefined (IRN's one-response requests
+    // for its later answers were new to the responder and answered); the
+    // rest is untouched.
+    const std::vector<uint8_t> now = p.a.get(0, p.a.len);
+    EXPECT_TRUE(SameBytes({now.begin() + 3000, now.end()}, {a0.begin() + 3000, a0.end()}));
   });
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "vp/nic/nic_config.h"
 
@@ -110,36 +111,84 @@ TEST(ContextMemory, QpNumbersStartAtTheFirstQpn) {
   EXPECT_EQ(m.qp(kFirstQpn + 1)->state, MPR_QPS_RESET);
 }
 
-TEST(ContextMemory, MrKeysCarryAGeneration) {
+TEST(ContextMemory, MrKeysCarryRandomBitsBelowTheIndex) {
   ContextMemory m(tiny());
   const int64_t k0 = m.alloc_mr();
   const int64_t k1 = m.alloc_mr();
-  EXPECT_EQ(k0, (0 << 8) | 1);
-  EXPECT_EQ(k1, (1 << 8) | 1);
+  EXPECT_EQ(k0 >> 8, 0);
+  EXPECT_EQ(k1 >> 8, 1);
+  EXPECT_EQ(m.mr_index(static_cast<uint32_t>(k1)), 1u);
   ASSERT_NE(m.mr(static_cast<uint32_t>(k0)), nullptr);
   EXPECT_EQ(m.mr(static_cast<uint32_t>(k0))->key, k0);
   EXPECT_EQ(m.mr(static_cast<uint32_t>(k0))->valid, 1);
   m.free_mr(static_cast<uint32_t>(k0));
   EXPECT_EQ(m.mr(static_cast<uint32_t>(k0)), nullptr);
   const int64_t k2 = m.alloc_mr();
-  EXPECT_EQ(k2, (0 << 8) | 2) << "same slot, next generation";
+  EXPECT_EQ(k2 >> 8, 0) << "same slot";
+  EXPECT_NE(k2, k0) << "another key";
   EXPECT_EQ(m.mr(static_cast<uint32_t>(k0)), nullptr);
   EXPECT_NE(m.mr(static_cast<uint32_t>(k2)), nullptr);
-  EXPECT_EQ(m.alloc_mr(), (2 << 8) | 1);
+  EXPECT_EQ(m.alloc_mr() >> 8, 2);
   EXPECT_EQ(m.alloc_mr(), -1);
   EXPECT_EQ(m.mr(3 << 8 | 1), nullptr) << "beyond the table";
   EXPECT_EQ(m.mr(MPR_LKEY_END), nullptr);
 }
 
-TEST(ContextMemory, ManyReRegistrationsNeverRepeatARecentKey) {
-  ContextMemory m(tiny());
+// Re-registering one entry never gives the key it had just before, and the
+// keys are spread over the 8 random bits (not a counter a peer could
+// follow); the same seed gives the same keys.
+TEST(ContextMemory, ReRegistrationsDrawKeysAtRandom) {
+  HandlePolicy h;
+  h.seed = 42;
+  ContextMemory m(tiny(), Icm::kQpcEntryBytes, h), again(tiny(), Icm::kQpcEntryBytes, h);
   std::set<int64_t> seen;
+  int64_t last = -1;
+  int ascending = 0;
   for (int i = 0; i < 255; ++i) {
     const int64_t k = m.alloc_mr();
     ASSERT_EQ(k >> 8, 0);
-    EXPECT_TRUE(seen.insert(k).second) << "key " << k << " repeated after " << i;
+    EXPECT_NE(k, last) << "the entry's previous key again";
+    EXPECT_EQ(again.alloc_mr(), k);
+    ascending += k == last + 1;
+    last = k;
+    seen.insert(k);
     m.free_mr(static_cast<uint32_t>(k));
+    again.free_mr(static_cast<uint32_t>(k));
   }
+  EXPECT_GT(seen.size(), 140u);  // 255 draws of 255 values: ~160 distinct
+  EXPECT_LT(ascending, 10);
+}
+
+// With no random bits the key is the index; lowest-free QP numbers are 2,
+// 3, ...; random ones keep the table index in the low bits.
+TEST(ContextMemory, HandlePoliciesShapeKeysAndQpNumbers) {
+  HandlePolicy plain;
+  plain.key_random_bits = 0;
+  ContextMemory p(tiny(), Icm::kQpcEntryBytes, plain);
+  EXPECT_EQ(p.alloc_mr(), 0);
+  EXPECT_EQ(p.alloc_mr(), 1);
+  EXPECT_EQ(p.alloc_qp(), 2);
+  EXPECT_EQ(p.alloc_qp(), 3);
+  HandlePolicy random;
+  random.random_qpn = true;
+  random.seed = 7;
+  ContextMemory r(tiny(), Icm::kQpcEntryBytes, random);
+  const uint32_t bits = r.qpn_index_bits();
+  EXPECT_EQ(bits, ContextMemory::qpn_index_bits_for(tiny(), true));
+  const auto q0 = static_cast<uint32_t>(r.alloc_qp());
+  const auto q1 = static_cast<uint32_t>(r.alloc_qp());
+  EXPECT_EQ(r.qp_index(q0), 0u);
+  EXPECT_EQ(r.qp_index(q1), 1u);
+  EXPECT_LT(q0, 1u << 24);
+  EXPECT_NE(q0 >> bits, 0u) << "random bits above the index";
+  ASSERT_NE(r.qp(q0), nullptr);
+  EXPECT_EQ(r.qp(q0 ^ (1u << bits)), nullptr) << "the index alone does not find the QP";
+  r.free_qp(q0);
+  const auto q2 = static_cast<uint32_t>(r.alloc_qp());
+  EXPECT_EQ(r.qp_index(q2), 0u);
+  EXPECT_NE(q2, q0) << "a new QP in the entry gets another number";
+  EXPECT_EQ(r.qp(q0), nullptr);
+  EXPECT_EQ(r.qpns(), (std::vector<uint32_t>{q2, q1}));
 }
 
 TEST(ContextMemory, MttRunsAreFirstFitAndMergeWhenFreed) {

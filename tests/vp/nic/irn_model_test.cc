@@ -304,6 +304,30 @@ TEST(IrnReadResponder, ReadsAnsweredOutOfOrderAreAcknowledgedByPsn) {
   EXPECT_FALSE(r.in_recovery());
 }
 
+// A READ costs the responder what it has in flight, not what it asks for:
+// just under 2 GiB at MTU 256 is 8 Mi responses, half the PSN space (the
+// hardening review found a byte of state, twice, allocated per response at
+// the request). Only the responses
+// between the first unacknowledged one and the last one sent have state.
+TEST(IrnReadResponder, AHugeReadHoldsStateOnlyForItsResponsesInFlight) {
+  IrnReadResponder r(params());
+  constexpr uint32_t kResponses = (1u << 23) - 1;
+  r.add_read(1000, kResponses);
+  EXPECT_EQ(r.window_responses(), 0u);
+  for (uint32_t p = 1000; p < 1064; ++p) r.on_sent(p, 0);
+  EXPECT_EQ(r.window_responses(), 64u);
+  EXPECT_EQ(r.in_flight(), 64u);
+  r.on_ack({1032, false, 1031}, 1);
+  EXPECT_EQ(r.window_responses(), 32u);
+  EXPECT_EQ(r.in_flight(), 32u);
+  EXPECT_TRUE(r.pending(1000));
+  // A cumulative PSN past every response (sent or not) ends the READ.
+  r.on_ack({psn_add(1000, kResponses), false, 1063}, 2);
+  EXPECT_FALSE(r.pending(1000));
+  EXPECT_EQ(r.window_responses(), 0u);
+  EXPECT_EQ(r.in_flight(), 0u);
+}
+
 // Property: random READs, random loss of responses and of Read (N)ACKs,
 // random delays. A requester model acknowledges as the NIC does (cum =
 // first missing response PSN, SACK = the arrival, NACK when out of order).

@@ -1,6 +1,7 @@
 // Unit: TransportMux routes every call for a QP to the engine of the QP's
-// context (ConnParams.engine), sends QPs it does not know to the NIC's
-// default engine, and sizes the QPC line for the largest offered engine.
+// context (ConnParams.engine), answers for QPs no engine holds without
+// asking any engine (a packet may name any QP number), and sizes the QPC
+// line for the largest offered engine.
 #include "vp/nic/transport_mux.h"
 
 #include <gtest/gtest.h>
@@ -107,18 +108,31 @@ TEST_F(TransportMuxTest, RoutesEachQpToItsEngine) {
   EXPECT_FALSE(mux->out_of_order());
 }
 
-TEST_F(TransportMuxTest, UnboundQpsGoToTheDefaultEngine) {
+TEST_F(TransportMuxTest, UnboundQpsReachNoEngine) {
   build(MPR_TRANSPORT_MP_RDMA);
   EXPECT_STREQ(mux->name(), "mprdma");
-  mux->classify(9, 0, 0);  // a packet for a QP that never reached RTR
-  EXPECT_EQ(mp->calls, std::vector<std::string>{"rx 9"});
+  // A packet or an ACK for a QP that never reached RTR (a UD QP, a number
+  // nobody holds): no engine is asked, the answer is "nothing to do".
+  EXPECT_EQ(mux->classify(9, 0, 0), RxVerdict::drop);
+  EXPECT_EQ(mux->on_data(9, RxPacket{}, 0).verdict, RxOutcome::Verdict::drop);
+  EXPECT_FALSE(mux->next_tx(9, 0).send);
+  EXPECT_FALSE(mux->on_ack(9, AckEvent{}, 0).progress);
+  EXPECT_EQ(mux->on_read_ack(9, AckExt{}, 0).error, AckResult::Error::none);
+  EXPECT_FALSE(mux->explicit_read_acks(9));
+  EXPECT_FALSE(mux->engine_of(9).out_of_order());
+  EXPECT_EQ(mux->wake_at(9), kNever);
+  EXPECT_FALSE(mux->bound(9));
+  EXPECT_TRUE(mp->calls.empty());
+  EXPECT_TRUE(gbn->calls.empty());
   mux->open(conn(9, MPR_TRANSPORT_DEFAULT));
+  EXPECT_TRUE(mux->bound(9));
   EXPECT_EQ(&mux->engine_of(9), mp);
   // After close, the QP is unbound again.
   mux->open(conn(10, MPR_TRANSPORT_GBN));
   mux->close(10);
+  mux->classify(10, 0, 0);
   EXPECT_EQ(gbn->calls, (std::vector<std::string>{"open 10", "close 10"}));
-  EXPECT_EQ(&mux->engine_of(10), mp);
+  EXPECT_FALSE(mux->bound(10));
 }
 
 TEST_F(TransportMuxTest, RebindingAQpNumberClosesItInTheOldEngine) {

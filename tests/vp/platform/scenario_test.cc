@@ -154,6 +154,13 @@ TEST(Scenario, WrongTypeAndRangeAreErrors) {
   EXPECT_NE(error_of(std::string(kGood) + "nic: {clock: fast}\n").find("nic.clock"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(kGood) + "seed: -3\n").find("seed"), std::string::npos);
+  // MTT indices are 32-bit: 2^32 entries used to be accepted and wrap to 0.
+  EXPECT_NE(error_of(std::string(kGood) + "nic: {limits: {max_mtt: 4294967296}}\n")
+                .find("nic.limits.max_mtt"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kGood) + "nic: {handles: {key_random_bits: 20}}\n")
+                .find("too few of a key's 32 bits"),
+            std::string::npos);
 }
 
 TEST(Scenario, CrossReferencesAreChecked) {

@@ -385,7 +385,7 @@ TEST_F(SeriesMetricsRun, JobsNeedingMoreMemoryThanTheMachineHasAreRefused) {
   // (NIC tables large enough for the 1024 connection ends per host: the
   // scenario check would refuse the MTT entries first.)
   std::string text = std::string(kBase) + "jobs:\n";
-  text.replace(text.find("nic: {"), 6, "nic: {limits: {max_mtt: 4294967296}, ");
+  text.replace(text.find("nic: {"), 6, "nic: {limits: {max_mtt: 4294967295}, ");
   for (int j = 0; j < 64; ++j)
     text += "  - {name: j" + std::to_string(j) +
             ", app: write_bw, client: t0h0, server: t1h0, sizes: [1GiB], qps: 16}\n";

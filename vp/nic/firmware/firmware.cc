@@ -8,9 +8,12 @@
 #include "vp/nic/context_memory.h"
 
 namespace mprdma::nic {
+
 namespace {
 
 constexpr uint32_t kFwVersion = 0x00010000;
+// REG_MR reads its page list this many entries (64 KiB) at a time.
+constexpr uint64_t kPageListChunk = 8192;
 
 void fail(mpr_cmd_comp& c, uint8_t status, uint32_t syndrome = MPR_CMD_SYN_NONE) {
   c.status = status;
@@ -276,7 +279,7 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.max_eq = static_cast<uint32_t>(l.max_eq);
   a.num_uar_pages = static_cast<uint32_t>(l.num_uar_pages);
   a.max_gids = static_cast<uint32_t>(l.max_gids);
-  a.max_msg_size = 1u << 31;
+  a.max_msg_size = MPR_MAX_MSG_SIZE;
   a.icm_pages = hal_.contexts().icm().pages();
   // As the CAPS register reads, with the engines this NIC offers.
   a.cap_flags = MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UD) | MPR_RESET(CAPS, ATOMICS) |
@@ -328,7 +331,8 @@ void Firmware::map_icm(const mpr_cmd& cmd, Comp& c) {
   // Every address is checked before any is mapped: a bad list changes nothing.
   const uint64_t chunk_bytes = chunk_pages * Icm::kPageBytes;
   for (uint64_t pa : list)
-    if (pa == 0 || (pa & (chunk_bytes - 1))) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+    if (pa == 0 || (pa & (chunk_bytes - 1)) || !hal_.host_memory(pa, chunk_bytes))
+      return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
   for (uint64_t i = 0; i < list.size(); ++i)
     for (uint64_t p = 0; p < chunk_pages; ++p) {
       const uint64_t page = in.first_page + i * chunk_pages + p;
@@ -370,30 +374,46 @@ void Firmware::reg_mr(const mpr_cmd& cmd, Comp& c) {
   if (pages != in.num_pages) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
   if (cmd.hdr.in_mailbox == 0 || cmd.hdr.in_len != pages * 8)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
-  // More pages than the whole MTT can never fit: refuse before buffering
-  // and reading a page list that can reach 2^28 entries (2 GiB).
+  // More pages than the whole MTT can never fit: refuse before reading a
+  // page list that can reach 2^28 entries (2 GiB).
   if (pages > static_cast<uint64_t>(ctx.limits().max_mtt)) return fail(c, MPR_CMD_NO_RESOURCES);
-
-  std::vector<uint64_t> list(pages);
-  if (!hal_.dma_read(cmd.hdr.in_mailbox, list.data(), pages * 8))
-    return fail(c, MPR_CMD_DMA_ERROR, MPR_CMD_SYN_ADDRESS);
-  for (uint64_t pa : list)
-    if (pa & (page - 1)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
 
   int64_t base = ctx.alloc_mtt(static_cast<uint32_t>(pages));
   if (base < 0) return fail(c, MPR_CMD_NO_RESOURCES);
   int64_t key = ctx.alloc_mr();
-  if (key < 0) {
+  auto undo = [&] {
+    if (key >= 0) ctx.free_mr(static_cast<uint32_t>(key));
     ctx.free_mtt(static_cast<uint32_t>(base), static_cast<uint32_t>(pages));
+  };
+  if (key < 0) {
+    undo();
     return fail(c, MPR_CMD_NO_RESOURCES);
   }
-  if (!ctx.icm().mapped(IcmTable::mpt, static_cast<uint64_t>(key) >> 8, 1) ||
+  if (!ctx.icm().mapped(IcmTable::mpt, ctx.mr_index(static_cast<uint32_t>(key)), 1) ||
       !ctx.icm().mapped(IcmTable::mtt, static_cast<uint64_t>(base), pages)) {
-    ctx.free_mr(static_cast<uint32_t>(key));
-    ctx.free_mtt(static_cast<uint32_t>(base), static_cast<uint32_t>(pages));
+    undo();
     return fail(c, MPR_CMD_NO_ICM);
   }
-  for (uint64_t i = 0; i < pages; ++i) ctx.set_mtt(static_cast<uint32_t>(base + i), list[i]);
+  // The page list is read a piece at a time straight into the MTT, so the
+  // firmware never holds more than kPageListChunk entries of it; every page
+  // must be host memory the NIC may use (not a hole, not the MSI window:
+  // else a peer's WRITE would be dropped after its ACK, or raise MSIs).
+  std::vector<uint64_t> chunk(std::min<uint64_t>(pages, kPageListChunk));
+  for (uint64_t done = 0; done < pages;) {
+    const uint64_t n = std::min<uint64_t>(pages - done, kPageListChunk);
+    if (!hal_.dma_read(cmd.hdr.in_mailbox + done * 8, chunk.data(), n * 8)) {
+      undo();
+      return fail(c, MPR_CMD_DMA_ERROR, MPR_CMD_SYN_ADDRESS);
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      if ((chunk[i] & (page - 1)) || !hal_.host_memory(chunk[i], page)) {
+        undo();
+        return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+      }
+      ctx.set_mtt(static_cast<uint32_t>(base + done + i), chunk[i]);
+    }
+    done += n;
+  }
   mpr_mpt* m = ctx.mr(static_cast<uint32_t>(key));
   m->iova = in.iova;
   m->length = in.length;
@@ -419,7 +439,9 @@ void Firmware::create_eq(const mpr_cmd& cmd, Comp& c) {
   ContextMemory& ctx = hal_.contexts();
   const mpr_cmd_create_eq& in = cmd.u.create_eq;
   if (in.log_size < 1 || in.log_size > 16) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
-  if (in.base == 0 || (in.base & 63)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  if (in.base == 0 || (in.base & 63) ||
+      !hal_.host_memory(in.base, (uint64_t{1} << in.log_size) * sizeof(mpr_eqe)))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
   if (in.vector >= 32) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_VECTOR);
   int64_t eqn = ctx.alloc_eq();
   if (eqn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
@@ -458,6 +480,9 @@ void Firmware::create_cq(const mpr_cmd& cmd, Comp& c) {
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE);
   if ((in.flags & ~MPR_CQ_F_INLINE_RECV) || in.rsvd)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  if (!hal_.host_memory(in.base, uint64_t{1} << (in.log_size + log_cqe)) ||
+      (in.dbrec && !hal_.host_memory(in.dbrec, 4)))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
   mpr_eqc* e = ctx.eq(in.eqn);
   if (!e) return fail(c, MPR_CMD_BAD_HANDLE);
   int64_t cqn = ctx.alloc_cq();
@@ -510,7 +535,9 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   if (in.sq_log_stride < MPR_SQ_LOG_STRIDE_MIN || in.sq_log_stride > MPR_SQ_LOG_STRIDE_MAX ||
       in.rq_log_stride < MPR_RQ_LOG_STRIDE_MIN || in.rq_log_stride > MPR_RQ_LOG_STRIDE_MAX)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE);
-  if (in.sq_base == 0 || (in.sq_base & 63) || in.rq_base == 0 || (in.rq_base & 63))
+  if (in.sq_base == 0 || (in.sq_base & 63) || in.rq_base == 0 || (in.rq_base & 63) ||
+      !hal_.host_memory(in.sq_base, uint64_t{1} << (in.sq_log_size + in.sq_log_stride)) ||
+      !hal_.host_memory(in.rq_base, uint64_t{1} << (in.rq_log_size + in.rq_log_stride)))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
   if (in.uar_index >= static_cast<uint64_t>(l.num_uar_pages))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR);
@@ -528,7 +555,7 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
 
   int64_t qpn = ctx.alloc_qp();
   if (qpn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
-  if (!ctx.icm().mapped(IcmTable::qpc, static_cast<uint64_t>(qpn) - kFirstQpn, 1)) {
+  if (!ctx.icm().mapped(IcmTable::qpc, ctx.qp_index(static_cast<uint32_t>(qpn)), 1)) {
     ctx.free_qp(static_cast<uint32_t>(qpn));
     return fail(c, MPR_CMD_NO_ICM);
   }

@@ -58,6 +58,17 @@ class FirmwareHal {
   virtual bool dma_read(uint64_t pa, void* dst, size_t len) = 0;
   virtual bool dma_write(uint64_t pa, const void* src, size_t len) = 0;
 
+  // Whether [pa, pa + len) is host memory the device may use for DMA: the
+  // host's IOMMU view (RAM, not the MSI window). Consulted when software
+  // hands the NIC an address (rings, records, ICM and MR pages) so that a
+  // bad one is refused by the command; the data path still fails cleanly if
+  // the memory goes away later. Without a host that says: everything but
+  // the MSI window.
+  virtual bool host_memory(uint64_t pa, uint64_t len) const {
+    const uint64_t last = len ? pa + len - 1 : pa;
+    return last >= pa && (last < 0xFEE00000ull || pa >= 0xFEF00000ull);
+  }
+
   // On-chip context memory.
   virtual ContextMemory& contexts() = 0;
 

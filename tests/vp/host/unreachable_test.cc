@@ -1,0 +1,178 @@
+// Valid objects whose memory the NIC cannot reach once they are in use: the
+// host's IOMMU takes pages away from the device (RootComplex::revoke_dma),
+// as a buggy or hostile guest driver would arrange by handing the NIC
+// addresses it does not own. The NIC answers as hardware does: the object
+// fails with an asynchronous event that names it and says why (DMA fault),
+// and nothing else on the NIC is held up.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
+
+#include "tests/vp/host/two_hosts.h"
+#include "vp/nic/context_memory.h"
+
+namespace mprdma::test {
+namespace {
+
+constexpr uint32_t kQkey = 0x11111111;
+
+// Waits (bounded) for an asynchronous event of `type` about `object` on
+// host `h`; returns its data1 (the syndrome), or fails.
+std::optional<uint32_t> WaitEvent(TwoHosts& bench, int h, uint8_t type, uint32_t object,
+                                  sc_core::sc_time timeout = Ms(5)) {
+  host::Driver& d = bench.h(h).driver();
+  const sc_core::sc_time end = sc_core::sc_time_stamp() + timeout;
+  for (size_t seen = 0;;) {
+    for (; seen < d.async_events().size(); ++seen) {
+      const host::AsyncEvent& e = d.async_events()[seen];
+      if (e.type == type && e.data0 == object) return e.data1;
+    }
+    if (sc_core::sc_time_stamp() >= end) break;
+    sc_core::wait(end - sc_core::sc_time_stamp(), d.async_event());
+  }
+  ADD_FAILURE() << "no event " << int(type) << " for object " << object << " on h" << h;
+  return std::nullopt;
+}
+
+class UnreachableTest : public TwoHostsTest {};
+
+// Finding 2: a UD QP whose receive ring lies where the NIC cannot read,
+// moved to RTR, plus one RQ doorbell. The failed ring read used to ask the
+// transport engine for the expected PSN of a QP no engine holds, and the
+// exception stopped the simulation. A UD QP has no peer to NAK: the QP
+// goes to ERR with a QP_FATAL event whose syndrome is the DMA fault.
+TEST_F(UnreachableTest, UdReceiveRingOutOfReachFailsTheQpWithAnEvent) {
+  Build();
+  Run([&] {
+    QpPair healthy = bench->make_pair();
+    PairOptions o;
+    o.caps.qp_type = MPR_QPT_UD;
+    o.connect = false;
+    QpPair ud = bench->make_pair(o);
+    ud.a.ctx->activate_ud(ud.a.qp, kQkey, ud.a.psn);
+    ud.b.ctx->activate_ud(ud.b.qp, kQkey, ud.b.psn);
+    const mpr_qpc* qpc = bench->h1().nic().contexts().qp(ud.b.qpn());
+    ASSERT_NE(qpc, nullptr);
+    bench->h1().root_complex().revoke_dma(qpc->rq_base, 4096);
+    const mpr_sge sge = ud.b.sge(0, 1024);
+    ASSERT_EQ(ud.b.ctx->post_recv(ud.b.qp, RecvWr(7, &sge, 1)), 0);
+    const auto syndrome = WaitEvent(*bench, 1, MPR_EQE_QP_FATAL, ud.b.qpn());
+    ASSERT_TRUE(syndrome.has_value());
+    EXPECT_EQ(*syndrome, uint32_t{MPR_SYN_DMA_FAULT});
+    EXPECT_EQ(ud.b.query().qp_state, MPR_QPS_ERR);
+    // The RECV completes flushed, as every RECV of a QP in ERR does.
+    const mpr_wc wc = WaitWc(*ud.b.ctx, ud.b.rcq);
+    EXPECT_EQ(wc.status, uint32_t{MPR_CQE_WR_FLUSH_ERR});
+    EXPECT_EQ(wc.wr_id, 7u);
+    ExpectHealthy(healthy, 3);
+  });
+}
+
+// Finding 4: a full CQ whose consumer-index record the NIC cannot read.
+// The failed read neither retired the CQE nor failed the CQ, so the
+// completion unit asked again for ever and no other CQ of the NIC ever saw
+// a completion. Now the CQ fails with a CQ_ERROR event (syndrome: DMA
+// fault), its completions are dropped and counted, and the rest goes on.
+TEST_F(UnreachableTest, FullCqWithAnUnreadableRecordFailsAloneWithAnEvent) {
+  Build();
+  Run([&] {
+    QpPair healthy = bench->make_pair();
+    PairOptions o;
+    o.send_cq_entries = 2;
+    QpPair p = bench->make_pair(o);
+    bench->h0().root_complex().revoke_dma(p.a.scq->dbrec_pa, 4);
+    const uint64_t overflows = bench->counter("nic.h0.cq.cq_overflows");
+    for (int i = 0; i < 4; ++i) {
+      const mpr_sge s = p.a.sge(0, 64);
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(i, MPR_WQE_RDMA_WRITE, &s, p.b, 0)), 0);
+    }
+    const auto syndrome = WaitEvent(*bench, 0, MPR_EQE_CQ_ERROR, p.a.scq->cqn);
+    ASSERT_TRUE(syndrome.has_value());
+    EXPECT_EQ(*syndrome, uint32_t{MPR_SYN_DMA_FAULT});
+    EXPECT_GT(bench->counter("nic.h0.cq.cq_overflows"), overflows);
+    ExpectHealthy(healthy, 5);
+  });
+}
+
+// REG_MR straight to the driver with `pages` as its page list.
+host::CommandResult RegMr(Endpoint& e, const std::vector<uint64_t>& pages) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_REG_MR;
+  cmd.u.reg_mr.iova = 0x700000000000ull;
+  cmd.u.reg_mr.length = uint64_t{pages.size()} << 12;
+  cmd.u.reg_mr.pdn = e.pd;
+  cmd.u.reg_mr.access = MPR_ACCESS_LOCAL_WRITE | MPR_ACCESS_REMOTE_WRITE;
+  cmd.u.reg_mr.page_shift = 12;
+  cmd.u.reg_mr.num_pages = static_cast<uint32_t>(pages.size());
+  return e.host->driver().execute(cmd, pages.data(), pages.size() * 8);
+}
+
+// Finding 8: MR page lists were not checked against host memory. A page in
+// a hole made a peer's WRITE vanish after its ACK; a page in the MSI window
+// let a peer's WRITE raise interrupts. REG_MR now refuses both, and a good
+// list still registers.
+TEST_F(UnreachableTest, RegMrRefusesPagesOutsideHostMemoryAndTheMsiWindow) {
+  Build();
+  Run([&] {
+    QpPair p = bench->make_pair();
+    host::SparseMemory& mem = bench->h1().memory();
+    std::vector<uint64_t> pages = mem.alloc_pages(3);
+    host::CommandResult r = RegMr(p.b, pages);
+    ASSERT_TRUE(r.ok()) << "a good page list";
+    pages[1] = mem.base() + mem.size() + (uint64_t{1} << 30);  // a hole
+    r = RegMr(p.b, pages);
+    EXPECT_EQ(r.status, MPR_CMD_BAD_PARAM);
+    EXPECT_EQ(r.syndrome, uint32_t{MPR_CMD_SYN_ADDRESS});
+    pages[1] = 0xFEE00000ull;  // the MSI window
+    r = RegMr(p.b, pages);
+    EXPECT_EQ(r.status, MPR_CMD_BAD_PARAM);
+    EXPECT_EQ(r.syndrome, uint32_t{MPR_CMD_SYN_ADDRESS});
+    ExpectHealthy(p, 7);
+  });
+}
+
+// Finding 2's other half: CREATE_QP took any non-zero aligned ring address.
+// Rings, CQs and their records outside host memory are refused by the
+// command that names them.
+TEST_F(UnreachableTest, QueuesOutsideHostMemoryAreRefusedWhenCreated) {
+  Build();
+  Run([&] {
+    QpPair p = bench->make_pair();
+    host::SparseMemory& mem = bench->h0().memory();
+    const uint64_t hole = mem.base() + mem.size() + (uint64_t{1} << 30);
+    mpr_cmd cmd{};
+    cmd.hdr.opcode = MPR_CMD_CREATE_QP;
+    auto& c = cmd.u.create_qp;
+    c.sq_base = mem.alloc_contiguous(1 << 14);
+    c.rq_base = hole;
+    c.pdn = p.a.pd;
+    c.send_cqn = p.a.scq->cqn;
+    c.recv_cqn = p.a.rcq->cqn;
+    c.uar_index = p.a.ctx->uar();
+    c.qp_type = MPR_QPT_UD;
+    c.sq_log_size = 4;
+    c.sq_log_stride = 7;
+    c.rq_log_size = 4;
+    c.rq_log_stride = MPR_RQ_LOG_STRIDE_MIN;
+    host::CommandResult r = p.a.host->driver().execute(cmd);
+    EXPECT_EQ(r.status, MPR_CMD_BAD_PARAM);
+    EXPECT_EQ(r.syndrome, uint32_t{MPR_CMD_SYN_ADDRESS});
+    c.rq_base = mem.alloc_contiguous(1 << 14);
+    r = p.a.host->driver().execute(cmd);
+    EXPECT_TRUE(r.ok()) << "the same QP with its ring in memory, status " << int(r.status);
+    mpr_cmd cq{};
+    cq.hdr.opcode = MPR_CMD_CREATE_CQ;
+    cq.u.create_cq.log_size = 4;
+    cq.u.create_cq.base = mem.alloc_contiguous(4096);
+    cq.u.create_cq.dbrec = 0xFEE00000ull;  // a record in the MSI window
+    cq.u.create_cq.uar_index = p.a.ctx->uar();
+    r = p.a.host->driver().execute(cq);
+    EXPECT_EQ(r.status, MPR_CMD_BAD_PARAM);
+    EXPECT_EQ(r.syndrome, uint32_t{MPR_CMD_SYN_ADDRESS});
+  });
+}
+
+}  // namespace
+}  // namespace mprdma::test
