@@ -176,7 +176,7 @@ class FrameFuzzTest : public TwoHostsTest, public ::testing::WithParamInterface<
 
 TEST_P(FrameFuzzTest, ForgedFramesOfEveryKindToEveryQpStateChangeNothingElse) {
   std::mt19937_64 rng = Stream("frames-" + GetParam());
-  const int kFrames = Rounds(1500);
+  const int kFrames = Rounds(20000);
   Run(
       [&] {
         PairOptions o;
@@ -228,7 +228,53 @@ TEST_P(FrameFuzzTest, ForgedFramesOfEveryKindToEveryQpStateChangeNothingElse) {
         for (QpPair* p : {&rts, &rtr, &reset, &err, &init, &ud})
           guarded.push_back(Guarded{p->b, p->b.prefill(17 + guarded.size())});
 
+        // A forged frame that is right enough (the peer's address, a PSN in
+        // the window, a fatal NAK or a bad request) fails its QP, as IB
+        // says: every batch the live QPs that failed are brought back
+        // (RESET, then connected again with new PSNs), so that the storm
+        // keeps reaching QPs in every state, and the RTS pair keeps real
+        // requests of its own outstanding for the forged ACKs, NAKs and
+        // responses to meet.
+        uint32_t epoch = 0;
+        auto revive = [&](QpPair& p, bool to_rts, size_t target) {
+          const uint8_t want = to_rts ? MPR_QPS_RTS : MPR_QPS_RTR;
+          if (p.b.query().qp_state == want && p.a.query().qp_state == MPR_QPS_RTS) return;
+          mpr_qp_attr to_reset{};
+          to_reset.attr_mask = MPR_QP_ATTR_STATE;
+          to_reset.qp_state = MPR_QPS_RESET;
+          ASSERT_TRUE(p.a.ctx->modify_qp(p.a.qp, to_reset).ok());
+          ASSERT_TRUE(p.b.ctx->modify_qp(p.b.qp, to_reset).ok());
+          ++epoch;
+          p.a.psn = (0x1000 + epoch * 0x10000) & 0xffffff;
+          p.b.psn = (0x2000 + epoch * 0x10000) & 0xffffff;
+          const auto ai = p.a.ctx->local_info(p.a.qp, p.a.psn);
+          const auto bi = p.b.ctx->local_info(p.b.qp, p.b.psn);
+          p.a.ctx->connect(p.a.qp, ai, bi, o.path_mtu, o.access);
+          p.b.ctx->connect(p.b.qp, bi, ai, o.path_mtu, o.access, o.timeout, o.retry_cnt,
+                           o.rnr_retry, o.max_rd_atomic, 0, to_rts);
+          targets[target].psn = p.a.psn;
+          for (uint64_t i = 0; i < 8; ++i) {
+            const mpr_sge r = p.b.sge(kGuard + 4096 * i, 4096);
+            ASSERT_EQ(p.b.ctx->post_recv(p.b.qp, RecvWr(i, &r, 1)), 0);
+          }
+        };
         for (int i = 0; i < kFrames; ++i) {
+          if (i % 250 == 0) {
+            revive(rts, true, 0);
+            revive(rtr, false, 1);
+            // b's own requests to a, whose answers the forged frames meet.
+            for (uint8_t op : {MPR_WQE_RDMA_WRITE, MPR_WQE_RDMA_READ, MPR_WQE_ATOMIC_FA}) {
+              const mpr_sge s = rts.b.sge(kGuard + 32768, op == MPR_WQE_ATOMIC_FA ? 8 : 3000);
+              mpr_send_wr wr = RemoteWrTo(i + op, op, &s, rts.a, 64);
+              wr.flags = 0;  // unsignaled: nothing to reap (errors still complete)
+              rts.b.ctx->post_send(rts.b.qp, wr);
+            }
+            mpr_wc wc[16];
+            while (rts.b.ctx->poll_cq(rts.b.scq, 16, wc) > 0) {
+            }
+            while (rts.b.ctx->poll_cq(rts.b.rcq, 16, wc) > 0) {
+            }
+          }
           bench->relay().inject(0, Frame(rng, targets));
           // A frame every 100 ns (about the wire time of a large one), so
           // the receive pipeline is busy and frames overlap in the NIC.
@@ -244,6 +290,16 @@ TEST_P(FrameFuzzTest, ForgedFramesOfEveryKindToEveryQpStateChangeNothingElse) {
           EXPECT_TRUE(
               SameBytes({now.end() - kGuard, now.end()}, {g.image.end() - kGuard, g.image.end()}));
         }
+        // Where the frames went: the storm must reach the QPs' logic, not
+        // only the MAC's checks.
+        std::cout << "  " << kFrames << " frames to h1:";
+        for (const char* c : {"mac.rx_drops", "rx.pkey_drops", "rx.foreign_drops",
+                              "responder.packets", "responder.duplicates", "responder.dropped",
+                              "responder.ooo_drops", "responder.fatal_naks", "responder.ud_drops",
+                              "requester.bad_responses", "requester.acks", "requester.naks"})
+          std::cout << " " << c << " " << bench->counter(std::string("nic.h1.") + c);
+        std::cout << "\n";
+        EXPECT_GT(bench->counter("nic.h1.responder.packets"), 0u) << "no forged request executed";
         // The NICs still work for a QP pair made now.
         QpPair after = bench->make_pair();
         ExpectHealthy(after, 99);
