@@ -408,6 +408,27 @@ TEST_P(HostilePeerPerTransport, HugeReadCostsWhatIsInFlight) {
   });
 }
 
+// max_dest_rd_atomic bounds new READs on every engine (the out-of-order
+// ones used to skip the check): with a limit of 4, a fifth READ while four
+// are answered is an invalid request that fails the QP.
+TEST_P(HostilePeerPerTransport, ReadsBeyondMaxDestRdAtomicAreInvalidRequests) {
+  Build(GetParam());
+  Run([&] {
+    PairOptions o;
+    o.max_rd_atomic = 4;
+    QpPair p = bench->make_pair(o);
+    const uint64_t fatal = bench->counter("nic.h1.responder.fatal_naks");
+    // Each READ covers its responses' PSNs (MP-RDMA: one, READ as data).
+    const uint32_t step = GetParam() == "mprdma" ? 1 : 64;
+    for (uint32_t i = 0; i < 5; ++i)
+      bench->relay().inject(0, ForgeRead(GetParam(), p.b.qpn(), (p.a.psn + i * step) & 0xffffff,
+                                         p.b.va(0), p.b.mr.key, 64 << 10));
+    sc_core::wait(Us(30));
+    EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), fatal + 1);
+    EXPECT_EQ(p.b.query().qp_state, MPR_QPS_ERR);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, HostilePeerPerTransport,
                          ::testing::Values("gbn", "mprdma", "irn"), TransportName);
 

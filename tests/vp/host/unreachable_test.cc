@@ -96,6 +96,36 @@ TEST_F(UnreachableTest, FullCqWithAnUnreadableRecordFailsAloneWithAnEvent) {
   });
 }
 
+// DEREG_MR of a buffer a READ is still scattering into: the requester
+// checks its WQEs' keys again once a region was freed, so the READ fails
+// with a local protection error and no response lands in the freed pages
+// after DEREG_MR has completed, on every engine.
+class LocalDeregTest : public PerTransportTest {};
+
+TEST_P(LocalDeregTest, DeregisteringTheBufferOfAReadFailsTheRead) {
+  Run([&] {
+    PairOptions o;
+    o.buf_bytes = 1 << 20;
+    QpPair p = bench->make_pair(o);
+    p.b.prefill(3);
+    const mpr_sge s = p.a.sge(0, 1 << 20);
+    ASSERT_EQ(p.a.ctx->post_send(p.a.qp, RemoteWrTo(1, MPR_WQE_RDMA_READ, &s, p.b, 0)), 0);
+    sc_core::wait(Us(20));  // responses are arriving
+    p.a.ctx->dereg_mr(p.a.mr);
+    sc_core::wait(Us(5));  // writes already on the PCIe link land
+    const std::vector<uint8_t> after_dereg = p.a.get(0, p.a.len);
+    const mpr_wc wc = WaitWc(*p.a.ctx, p.a.scq, Ms(50));
+    EXPECT_EQ(wc.status, uint32_t{MPR_CQE_LOC_PROT_ERR});
+    EXPECT_EQ(wc.syndrome, uint32_t{MPR_SYN_BAD_LKEY});
+    sc_core::wait(Us(300));
+    EXPECT_TRUE(SameBytes(p.a.get(0, p.a.len), after_dereg))
+        << "READ data placed into a deregistered buffer";
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, LocalDeregTest,
+                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn"), TransportName);
+
 // REG_MR straight to the driver with `pages` as its page list.
 host::CommandResult RegMr(Endpoint& e, const std::vector<uint64_t>& pages) {
   mpr_cmd cmd{};
