@@ -74,7 +74,9 @@ QemuHost::RuntimeDir::~RuntimeDir() {
 }
 
 void QemuHostConfig::bind(core::Binder& b) {
-  b.field("qemu", qemu, "QEMU binary (searched in PATH).");
+  b.field("qemu", qemu,
+          "QEMU binary (searched in PATH). Runs as you: a scenario names programs to run, as a "
+          "Makefile does (README, \"Scenarios\").");
   b.field("image_dir", image_dir,
           "Guest image directory holding vmlinux and initramfs.cpio (guest/build-image).");
   b.field("kernel", kernel, "Guest kernel (PVH ELF); overrides image_dir/vmlinux.");
@@ -100,7 +102,8 @@ void QemuHostConfig::bind(core::Binder& b) {
   b.field("share_tag", share_tag, "9p mount tag of share_dir.");
   b.field("netdev", netdev,
           "QEMU -netdev spec of the guest's IP network (virtio-net with the NIC's MAC); empty: "
-          "none.");
+          "none. Passed to QEMU as it is: a netdev can start programs (tap script=, "
+          "downscript=) and open sockets to any address.");
   b.choice("on_exit", on_exit, {"stop", "continue"},
            "When QEMU exits before its run script ended (a crash, a kill): stop the simulation, "
            "or continue without this guest.");
@@ -108,8 +111,12 @@ void QemuHostConfig::bind(core::Binder& b) {
   b.field("paused", paused, "Start QEMU with -S (no guest code runs; for tests).");
   b.field("require_bus_master", require_bus_master,
           "Refuse DMA and MSIs while the guest has not enabled bus mastering on the NIC.");
-  b.field("plugin", plugin, "TCG plugin of the sync mode (empty: the one built with the VP).");
-  b.field("extra_args", extra_args, "Extra QEMU arguments (split on spaces).");
+  b.field("plugin", plugin,
+          "TCG plugin of the sync mode (empty: the one built with the VP); a shared library "
+          "QEMU loads and runs.");
+  b.field("extra_args", extra_args,
+          "Extra QEMU arguments (split on spaces), passed as they are: they can make QEMU read "
+          "and write any file you can and run programs.");
 }
 
 QemuHost::QemuHost(sc_core::sc_module_name name, const QemuHostConfig& cfg,

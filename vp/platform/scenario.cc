@@ -532,7 +532,10 @@ void ScenarioConfig::bind(core::Binder& b) {
   b.section("nic", nic, "NIC parameters, the same for every host's NIC.");
   b.section("pcie", pcie, "PCIe link between each host and its NIC.");
   b.section("host", host, "Modeled host parameters, the same for every host.");
-  b.section("qemu", qemu, "QEMU host parameters, the same for every qemu host.");
+  b.section("qemu", qemu,
+            "QEMU host parameters, the same for every qemu host. Several of them name programs "
+            "the simulator runs with your rights (qemu, plugin, netdev, extra_args, bios, "
+            "kernel): treat a scenario file as you would a Makefile.");
   b.list("hosts", hosts,
          "The hosts; each has one NIC. With a fabric, the fabric makes the hosts and an entry "
          "sets the kind (and run script) of the fabric host it names; unlisted ones are modeled.");
