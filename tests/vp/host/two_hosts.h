@@ -180,7 +180,7 @@ class TwoHosts {
     uint64_t nic_mtu = 1024;
     core::Duration go_back_delay{};  // nic.gbn.go_back_delay of both NICs
     core::Bandwidth rate{40e9};
-    std::string transport = "gbn";  // nic.transport of both NICs
+    std::string transport = "gbn";  // nic.transport of both NICs, or dcqcn (gbn + DCQCN)
     // Two links with a Relay between them instead of one cable (relay.h).
     bool relay = false;
     // Applied to both NICs' configurations last (e.g. smaller caches).
@@ -200,7 +200,9 @@ class TwoHosts {
       n.mtu = core::Bytes{opt.nic_mtu};
       n.port_speed_mbps = static_cast<uint32_t>(opt.rate.bps / 1e6);
       n.gbn.go_back_delay = opt.go_back_delay;
-      n.transport = opt.transport;
+      // "dcqcn" is go-back-N under the NIC's DCQCN rate control.
+      n.transport = opt.transport == "dcqcn" ? "gbn" : opt.transport;
+      if (opt.transport == "dcqcn") n.congestion_control = "dcqcn";
       if (opt.nic) opt.nic(n);
     }
     for (int i = 0; i < 2; ++i)
