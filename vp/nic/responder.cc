@@ -698,8 +698,17 @@ void Responder::queue_atomic(Qp& qp, const net::RoceFields& f, uint64_t pa, bool
   qp.out.push_back(o);
   ++qp.rd_atomic_out;
   ++packets_;
-  atomics_.push_back(AtomicJob{qp.qpn, qp.generation, f.psn, pa, f.opcode == Opcode::COMPARE_SWAP,
-                               f.atomic_swap_add, f.atomic_compare});
+  AtomicJob job{qp.qpn,
+                qp.generation,
+                f.psn,
+                pa,
+                f.opcode == Opcode::COMPARE_SWAP,
+                f.atomic_swap_add,
+                f.atomic_compare};
+  job.rkey = f.atomic_rkey;
+  job.va = f.atomic_va;
+  job.pdn = qp.pdn;
+  atomics_.push_back(job);
   run_atomics();
 }
 
@@ -811,9 +820,26 @@ void Responder::run_atomics() {
   }
 }
 
+bool Responder::atomic_target_valid(const AtomicJob& job) const {
+  return core_.translation.check(job.rkey, job.pdn, job.va, 8, MPR_ACCESS_REMOTE_ATOMIC) ==
+         AccessStatus::ok;
+}
+
+void Responder::atomic_revoked(const AtomicJob& job) {
+  Qp* qp = find(job.qpn);
+  if (qp && qp->generation == job.generation && !qp->error)
+    fatal(*qp, net::NakCode::remote_access_error, job.psn, MPR_EQE_QP_ACCESS_ERR,
+          "atomic target's memory region deregistered before it ran");
+}
+
 void Responder::start_rmw(const AtomicJob& job) {
   const uint64_t epoch = reset_epoch_;
   const sc_core::sc_time granted = sc_core::sc_time_stamp();
+  if (!atomic_target_valid(job)) {
+    atomic_revoked(job);
+    end_rmw(job, granted);
+    return;
+  }
   core_.dma.read(job.pa, 8, DmaPurpose::atomic,
                  [this, job, epoch, granted](bool ok, std::vector<uint8_t>&& data) {
                    if (epoch != reset_epoch_) return;  // the lock table and counts were reset
@@ -823,6 +849,8 @@ void Responder::start_rmw(const AtomicJob& job) {
                      if (live)
                        fatal(*qp, net::NakCode::remote_operational_error, job.psn, MPR_EQE_QP_FATAL,
                              "atomic target not readable", MPR_SYN_DMA_FAULT);
+                   } else if (!atomic_target_valid(job)) {
+                     atomic_revoked(job);  // deregistered while the read was out
                    } else {
                      uint64_t orig;
                      std::memcpy(&orig, data.data(), 8);
@@ -851,19 +879,22 @@ void Responder::start_rmw(const AtomicJob& job) {
                        core_.tx.activate(job.qpn);
                      }
                    }
-                   --atomics_active_;
-                   const sc_core::sc_time ps(1, sc_core::SC_PS), now = sc_core::sc_time_stamp();
-                   lock_held_ps_[locks_.bucket_of(job.pa)] +=
-                       static_cast<uint64_t>((now - granted) / ps);
-                   atomic_buffer_busy_ps_.add(static_cast<uint64_t>((now - job.taken_up) / ps));
-                   if (const std::optional<uint64_t> next = locks_.release(job.pa, job.op)) {
-                     auto it = lock_waiters_.find(*next);
-                     const AtomicJob waiting = it->second;
-                     lock_waiters_.erase(it);
-                     start_rmw(waiting);
-                   }
-                   run_atomics();
+                   end_rmw(job, granted);
                  });
+}
+
+void Responder::end_rmw(const AtomicJob& job, sc_core::sc_time granted) {
+  --atomics_active_;
+  const sc_core::sc_time ps(1, sc_core::SC_PS), now = sc_core::sc_time_stamp();
+  lock_held_ps_[locks_.bucket_of(job.pa)] += static_cast<uint64_t>((now - granted) / ps);
+  atomic_buffer_busy_ps_.add(static_cast<uint64_t>((now - job.taken_up) / ps));
+  if (const std::optional<uint64_t> next = locks_.release(job.pa, job.op)) {
+    auto it = lock_waiters_.find(*next);
+    const AtomicJob waiting = it->second;
+    lock_waiters_.erase(it);
+    start_rmw(waiting);
+  }
+  run_atomics();
 }
 
 void Responder::push_ack(Qp& qp, uint32_t psn) {

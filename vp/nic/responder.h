@@ -111,6 +111,11 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     uint64_t pa;
     bool cas;
     uint64_t swap_add, compare;
+    // The target as the request named it: checked again when the unit reads
+    // and writes it (a region deregistered meanwhile is not touched).
+    uint32_t rkey = 0;
+    uint64_t va = 0;
+    uint32_t pdn = 0;
     uint64_t op = 0;  // the lock table's name for it
     // When the atomic unit took it up (it then holds one of the
     // nic.atomics.max_outstanding read-modify-write buffers).
@@ -196,6 +201,14 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   };
   // Runs one atomic's read-modify-write; it holds its bucket's lock.
   void start_rmw(const AtomicJob& job);
+  // The atomic's target still passes its key check (not deregistered).
+  bool atomic_target_valid(const AtomicJob& job) const;
+  // A target revoked before the unit touched it: no DMA, a remote access
+  // NAK if its QP still lives.
+  void atomic_revoked(const AtomicJob& job);
+  // The read-modify-write of `job` (granted its lock at `granted`) is over:
+  // counters, the lock to the next waiter, the next atomics.
+  void end_rmw(const AtomicJob& job, sc_core::sc_time granted);
   enum class Step { done, stall };
 
   Qp* find(uint32_t qpn);

@@ -245,6 +245,9 @@ bool Responder::place_read(Qp& qp, const net::RoceFields& f, const net::MpDataEx
                   f.opcode == Opcode::COMPARE_SWAP,
                   f.atomic_swap_add,
                   f.atomic_compare};
+    job.rkey = f.atomic_rkey;
+    job.va = f.atomic_va;
+    job.pdn = qp.pdn;
     job.as_data = true;
     job.stream_base = x.msn;
     atomic = job;

@@ -126,6 +126,49 @@ TEST_P(LocalDeregTest, DeregisteringTheBufferOfAReadFailsTheRead) {
 INSTANTIATE_TEST_SUITE_P(Engines, LocalDeregTest,
                          ::testing::Values("gbn", "dcqcn", "mprdma", "irn"), TransportName);
 
+// Atomics wait in the atomic unit for their lock bucket (one bucket: they
+// run one after the other). A region deregistered meanwhile is not touched
+// by the ones still waiting: the first of them gets a remote access NAK,
+// and the region's bytes do not change after DEREG_MR has completed.
+TEST_F(UnreachableTest, AtomicsWaitingForTheirLockDoNotTouchADeregisteredRegion) {
+  constexpr int kAtomics = 64;
+  TwoHosts::Options opt;
+  opt.nic = [](nic::NicConfig& n) {
+    n.atomics.lock_buckets = 1;
+    n.limits.max_rd_atomic = kAtomics;
+  };
+  Build(opt);
+  Run([&] {
+    PairOptions o;
+    o.max_rd_atomic = kAtomics;
+    QpPair p = bench->make_pair(o);
+    p.b.put(0, std::vector<uint8_t>(8, 0));
+    for (int i = 0; i < kAtomics; ++i) {
+      const mpr_sge s = p.a.sge(8 * i, 8);
+      mpr_send_wr wr = RemoteWrTo(i, MPR_WQE_ATOMIC_FA, &s, p.b, 0);
+      wr.compare_add = 1;
+      ASSERT_EQ(p.a.ctx->post_send(p.a.qp, wr), 0);
+    }
+    // The first answer is back: the others are queued at the one lock.
+    std::vector<mpr_wc> wcs = WaitWcs(*p.a.ctx, p.a.scq, 1);
+    p.b.ctx->dereg_mr(p.b.mr);
+    sc_core::wait(Us(3));  // a write already on the PCIe link lands
+    const std::vector<uint8_t> at_dereg = p.b.get(0, 8);
+    const std::vector<mpr_wc> rest = WaitWcs(*p.a.ctx, p.a.scq, kAtomics - 1, Ms(20));
+    wcs.insert(wcs.end(), rest.begin(), rest.end());
+    ASSERT_EQ(wcs.size(), size_t{kAtomics});
+    int done = 0, access = 0;
+    for (const mpr_wc& wc : wcs) {
+      done += wc.status == MPR_CQE_SUCCESS;
+      access += wc.status == MPR_CQE_REM_ACCESS_ERR;
+    }
+    EXPECT_LT(done, kAtomics) << "DEREG_MR came after the last atomic ran";
+    EXPECT_EQ(access, 1) << "the first one after it is refused, the rest flushed";
+    sc_core::wait(Us(100));
+    EXPECT_TRUE(SameBytes(p.b.get(0, 8), at_dereg)) << "an atomic wrote after DEREG_MR";
+  });
+}
+
 // REG_MR straight to the driver with `pages` as its page list.
 host::CommandResult RegMr(Endpoint& e, const std::vector<uint64_t>& pages) {
   mpr_cmd cmd{};
