@@ -127,8 +127,17 @@ int bi_raw_open(void);
  * every "System RAM" range of /proc/iomem: 1 TiB, checked.
  */
 uint64_t bi_outside_ram(uint64_t len);
-/* The first page of System RAM above 1 MiB (for driver refusal checks). */
+/*
+ * The first page of System RAM above 1 MiB: for driver refusal checks, and
+ * for the rings of objects created only to exercise the NIC's parameter
+ * checks (it refuses rings outside RAM). The page is not ours: nothing may
+ * make the NIC write there (no doorbells, no CQEs, no events).
+ */
 uint64_t bi_inside_ram(void);
+/* The MSI window of x86 (0xFEE00000-0xFEEFFFFF): writes there are
+ * interrupts; the NIC refuses any address in it.
+ */
+#define BI_MSI_WINDOW 0xfee00000ull
 
 const char *bi_wc_status(enum ibv_wc_status s);
 

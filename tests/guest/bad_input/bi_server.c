@@ -12,9 +12,11 @@
  *                              -> WC <status> <vendor_err> <qpn> | WC timeout
  *   EVENT                      wait for the next asynchronous event
  *                              -> EVENT <type> <qpn> | EVENT timeout
- *   RAWMR <access> <len>       register an MR whose pages lie outside the
- *                              guest's RAM (raw REG_MR in the verbs PD)
- *                              -> RAWMR <iova> <key> | ERR <err> <status> <syndrome>
+ *   RAWMR <access> <len>       try to register an MR whose pages lie outside
+ *                              the guest's RAM (raw REG_MR in the verbs PD),
+ *                              which the NIC must refuse
+ *                              -> REFUSED <status> <syndrome> | RAWMR <iova> <key>
+ *                                 (accepted: deregistered at QUIT) | ERR ...
  *   CHECK <off> <len> <byte>   are these bytes of the buffer all <byte>?
  *                              -> OK | BAD <off> <value>
  *   UDQP                       create a UD QP (Q_Key BI_QKEY) with UD_RECVS RECVs
@@ -164,9 +166,16 @@ static void do_rawmr(int fd, const char *args)
 	cmd.u.reg_mr.page_shift = 12;
 	cmd.u.reg_mr.num_pages = pages;
 	err = bi_raw(dev.raw_fd, &cmd, mtt, pages * 8, &comp, NULL, 0);
-	if (!bi_check(!err && comp.status == MPR_CMD_OK, "server_raw_reg_mr_outside_ram",
-		      "err %d status %u syndrome %u", err, comp.status, comp.syndrome)) {
-		bi_send_line(fd, "ERR %d %u %u", err, comp.status, comp.syndrome);
+	if (err) {
+		bi_fail("server_raw_reg_mr_outside_ram_refused", "admin_raw: %s", strerror(-err));
+		bi_send_line(fd, "ERR %d", err);
+		return;
+	}
+	bi_check(comp.status == MPR_CMD_BAD_PARAM && comp.syndrome == MPR_CMD_SYN_ADDRESS,
+		 "server_raw_reg_mr_outside_ram_refused", "status %u syndrome %u", comp.status,
+		 comp.syndrome);
+	if (comp.status != MPR_CMD_OK) {
+		bi_send_line(fd, "REFUSED %u %u", comp.status, comp.syndrome);
 		return;
 	}
 	raw_keys[nraw++] = comp.out[0];
