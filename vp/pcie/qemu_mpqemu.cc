@@ -42,8 +42,6 @@ bool send(int sock, int32_t cmd, const void* payload, size_t size, const int* fd
   return send_with_fds(sock, buf, sizeof h + size, fds, nfds);
 }
 
-bool send_ret(int sock, uint64_t value) { return send(sock, kRet, &value, sizeof value); }
-
 RecvStatus recv(int sock, Message* msg, std::string* error) {
   Header h{};
   msg->fds.clear();

@@ -106,8 +106,6 @@ struct Message {
 // does. Returns false with errno set.
 bool send(int sock, int32_t cmd, const void* payload, size_t size, const int* fds = nullptr,
           size_t nfds = 0);
-// Sends RET with an 8-byte value.
-bool send_ret(int sock, uint64_t value);
 
 enum class RecvStatus { kOk, kEof, kError };
 // Blocks until one whole message has arrived. kEof: the peer closed the

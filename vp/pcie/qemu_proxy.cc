@@ -226,8 +226,8 @@ void QemuProxy::io_loop() {
 }
 
 void QemuProxy::reply(uint64_t value) {
-  // Framed here as mpqemu::send_ret frames it (header and value in one
-  // buffer), because that helper's write may block without bound.
+  // A RET framed as QEMU expects it (header and value in one buffer) and
+  // written with a deadline: mpqemu::send's write may block without bound.
   uint8_t buf[sizeof(mpqemu::Header) + sizeof value];
   const mpqemu::Header h{mpqemu::kRet, 0, sizeof value};
   std::memcpy(buf, &h, sizeof h);

@@ -307,8 +307,8 @@ TEST_P(FrameFuzzTest, ForgedFramesOfEveryKindToEveryQpStateChangeNothingElse) {
       Ms(200));
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, FrameFuzzTest,
-                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn"), TransportName);
+INSTANTIATE_TEST_SUITE_P(Engines, FrameFuzzTest, ::testing::Values("gbn", "dcqcn", "mprdma", "irn"),
+                         TransportName);
 
 }  // namespace
 }  // namespace mprdma::test

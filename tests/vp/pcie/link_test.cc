@@ -819,5 +819,28 @@ TEST_F(PcieLinkTest, InvalidConfigIsRejected) {
   EXPECT_THROW(build(cfg), std::invalid_argument);
 }
 
+// The host's IOMMU view the NIC's firmware consults for addresses software
+// hands it (RootComplex::dma_addressable): backed memory, not revoked, and
+// never the MSI window, even where memory lies behind it (a device write
+// there is an interrupt, not data: an MR over it would let a peer raise
+// MSIs).
+TEST_F(PcieLinkTest, DmaAddressableExcludesTheMsiWindowHolesAndRevokedPages) {
+  host::SparseMemory mem(0, 8ull << 30);  // RAM under and over the window
+  RootComplex rc("rc", mem, *env, "nic0");
+  EXPECT_TRUE(rc.dma_addressable(0x1000, 4096));
+  EXPECT_TRUE(rc.dma_addressable(0xFEDFF000, 4096)) << "just below the window";
+  EXPECT_TRUE(rc.dma_addressable(0xFEF00000, 4096)) << "just above it";
+  EXPECT_FALSE(rc.dma_addressable(0xFEE00000, 4));
+  EXPECT_FALSE(rc.dma_addressable(0xFEEFFFFC, 4));
+  EXPECT_FALSE(rc.dma_addressable(0xFEDFF000, 8192)) << "straddles the window's start";
+  EXPECT_FALSE(rc.dma_addressable(8ull << 30, 4096)) << "beyond memory";
+  EXPECT_FALSE(rc.dma_addressable(~0ull - 8, 64)) << "wraps";
+  rc.revoke_dma(0x20000, 4096);
+  EXPECT_FALSE(rc.dma_addressable(0x20ff0, 32));
+  EXPECT_TRUE(rc.dma_addressable(0x21000, 32));
+  rc.restore_dma();
+  EXPECT_TRUE(rc.dma_addressable(0x20ff0, 32));
+}
+
 }  // namespace
 }  // namespace mprdma::pcie
