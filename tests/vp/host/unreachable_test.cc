@@ -62,6 +62,8 @@ TEST_F(UnreachableTest, UdReceiveRingOutOfReachFailsTheQpWithAnEvent) {
     ASSERT_TRUE(syndrome.has_value());
     EXPECT_EQ(*syndrome, uint32_t{MPR_SYN_DMA_FAULT});
     EXPECT_EQ(ud.b.query().qp_state, MPR_QPS_ERR);
+    // No NAK: a UD QP has no peer to send one to.
+    EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), 0u);
     // The RECV completes flushed, as every RECV of a QP in ERR does.
     const mpr_wc wc = WaitWc(*ud.b.ctx, ud.b.rcq);
     EXPECT_EQ(wc.status, uint32_t{MPR_CQE_WR_FLUSH_ERR});
