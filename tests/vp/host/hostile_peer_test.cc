@@ -397,6 +397,16 @@ TEST_P(HostilePeerPerTransport, HugeReadCostsWhatIsInFlight) {
     sc_core::wait(Us(20));
     EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), fatal + 1);
     EXPECT_EQ(q.b.query().qp_state, MPR_QPS_ERR);
+    // As an invalid request (its length), not an access error (the region
+    // is shorter still): the length is checked before the key.
+    const auto events_of = [&](uint32_t qpn, uint8_t type) {
+      size_t n = 0;
+      for (const host::AsyncEvent& e : bench->h1().driver().async_events())
+        n += e.data0 == qpn && e.type == type;
+      return n;
+    };
+    EXPECT_EQ(events_of(q.b.qpn(), MPR_EQE_QP_REQ_ERR), 1u);
+    EXPECT_EQ(events_of(q.b.qpn(), MPR_EQE_QP_ACCESS_ERR), 0u);
     // 2^31 bytes at MTU 256: 2^23 responses, PSNs a 24-bit window cannot
     // tell from ones behind.
     QpPair half = bench->make_pair(o);
