@@ -233,6 +233,29 @@ static void priv_start(void)
 		bi_die("private_setup", "pthread_create: %s", strerror(err));
 }
 
+/*
+ * The attack is over: the private traffic must still complete an iteration.
+ * Waits for it (or for the thread's failure) with a deadline of 120 s of
+ * guest time, polling the counter the thread advances.
+ */
+static int priv_moves_on(void)
+{
+	long long n = atomic_load(&priv.iterations);
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (atomic_load(&priv.iterations) > n)
+			return 1;
+		if (atomic_load(&priv.failed))
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 120)
+			return 0;
+		usleep(1000);
+	}
+}
+
 /* Stops the private traffic and checks what it and the secret went through. */
 static void priv_finish(long long attack_start)
 {
@@ -240,6 +263,8 @@ static void priv_finish(long long attack_start)
 	size_t i;
 	int q;
 
+	bi_check(priv_moves_on(), "private_traffic_after_attack",
+		 "no private iteration completed after the attack ended");
 	atomic_store(&priv.stop, 1);
 	pthread_join(priv.thread, NULL);
 	n = atomic_load(&priv.iterations);

@@ -90,6 +90,7 @@ COMMON = ["guest_kernel_log_clean"]
 EXPECTED_OK = COMMON + [
     # victim (g1)
     "private_connection_works", "private_transfers_all_succeeded", "private_secret_intact",
+    "private_traffic_after_attack",
     "private_qp_a_in_rts", "private_qp_b_in_rts", "private_connection_works_after",
     "no_stray_events",
     # attacker (g0)
