@@ -185,6 +185,68 @@ def markers(lines):
     return oks, fails, counts, done
 
 
+def start_run(case, work_root, programs, scenario_name, scenario_text):
+    """A run folder of its own (ctest may run a case twice at once: two build
+    trees' ctest, or a repeat; it goes when the case passes). The platform
+    writes run.sh into <out>/<host>.share/ and shares that folder with the
+    guest as /host: each host's program (programs: {host: path}) goes there
+    beforehand. Returns (work, out, scenario path)."""
+    os.makedirs(work_root, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=case + "-", dir=os.path.abspath(work_root))
+    out = os.path.join(work, "out")
+    os.makedirs(out)
+    for host, prog in programs.items():
+        share = os.path.join(out, host + ".share")
+        os.makedirs(share)
+        shutil.copy2(prog, share)
+        os.chmod(os.path.join(share, os.path.basename(prog)), 0o755)
+    scenario = os.path.join(work, scenario_name)
+    with open(scenario, "w") as f:
+        f.write(scenario_text)
+    return work, out, scenario
+
+
+def run_and_load(c, case, sim_path, scenario, work, out):
+    """Runs the simulator on the scenario (its log printed), checks that it
+    ended well and returns results.json, or None when it wrote none."""
+    env = dict(os.environ, MPRDMA_GUEST_IMAGE=image_dir())
+    log_path = os.path.join(work, "sim.log")
+    with open(log_path, "w") as log:
+        sim = subprocess.run([sim_path, "run", scenario, "--out", out, "--quiet"],
+                             stdout=log, stderr=subprocess.STDOUT, env=env)
+    with open(log_path) as log:
+        print(log.read())
+    print(f"--- checks of case {case} (work dir {work})")
+    # A crash (a signal: negative status) is the worst outcome.
+    c.check(sim.returncode >= 0, "simulator did not crash", f"status {sim.returncode}")
+    c.equal("simulator exit status", sim.returncode, 0)
+    results_path = os.path.join(out, "results.json")
+    if not c.check(os.path.exists(results_path), "results.json written"):
+        return None
+    with open(results_path) as f:
+        results = json.load(f)
+    c.check(results.get("ok") is True, "results ok")
+    return results
+
+
+def check_programs(c, results, programs, expected_ok):
+    """Each guest program (programs: {host: name}) exited 0 with no BI-FAIL
+    and BI-DONE failures=0, and together they passed every expected check.
+    Returns ({host: counts}, {host: output lines})."""
+    counts, all_oks, lines = {}, set(), {}
+    for host, prog in programs.items():
+        flow = results["flows"].get("guest." + host, {})
+        lines[host] = flow.get("output", [])
+        c.equal(f"{host}: {prog} exit status", flow.get("run_exit"), 0)
+        oks, fails, counts[host], done = markers(lines[host])
+        c.check(not fails, f"{host}: no BI-FAIL", "; ".join(fails))
+        c.equal(f"{host}: BI-DONE", done, "failures=0")
+        all_oks |= oks
+    missing = [k for k in expected_ok if k not in all_oks]
+    c.check(not missing, "every expected check passed", "missing: " + ", ".join(missing))
+    return counts, lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(EXPECTED_OK))
@@ -194,55 +256,16 @@ def main():
     ap.add_argument("--work", required=True, help="folder for the run's folder")
     args = ap.parse_args()
 
-    # A folder of its own per run: ctest may run the case twice at once
-    # (two build trees' ctest, or a repeat); it goes when the case passes.
-    os.makedirs(args.work, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=args.case + "-", dir=os.path.abspath(args.work))
-    out = os.path.join(work, "out")
-    os.makedirs(out)
-    # The platform writes run.sh into <out>/<host>.share/ and shares that
-    # folder with the guest as /host: the programs go there beforehand.
-    for host, prog in (("g0", args.client), ("g1", args.server)):
-        share = os.path.join(out, host + ".share")
-        os.makedirs(share)
-        shutil.copy2(prog, share)
-        os.chmod(os.path.join(share, os.path.basename(prog)), 0o755)
-    scenario = os.path.join(work, f"bad-input-{args.case}.yaml")
-    with open(scenario, "w") as f:
-        f.write(SCENARIO.format(case=args.case))
-
-    env = dict(os.environ, MPRDMA_GUEST_IMAGE=image_dir())
-    log_path = os.path.join(work, "sim.log")
-    with open(log_path, "w") as log:
-        sim = subprocess.run([args.sim, "run", scenario, "--out", out, "--quiet"],
-                             stdout=log, stderr=subprocess.STDOUT, env=env)
-    with open(log_path) as log:
-        sim_output = log.read()
-    print(sim_output)
-
+    work, out, scenario = start_run(args.case, args.work, {"g0": args.client, "g1": args.server},
+                                    f"bad-input-{args.case}.yaml",
+                                    SCENARIO.format(case=args.case))
     c = Checker()
-    print(f"--- checks of case {args.case} (work dir {work})")
-    # A crash (a signal: negative status) is the worst outcome.
-    c.check(sim.returncode >= 0, "simulator did not crash", f"status {sim.returncode}")
-    c.equal("simulator exit status", sim.returncode, 0)
-    results_path = os.path.join(out, "results.json")
-    if not c.check(os.path.exists(results_path), "results.json written"):
+    results = run_and_load(c, args.case, args.sim, scenario, work, out)
+    if results is None:
         print(f"the run is kept in {work}")
         return 1
-    with open(results_path) as f:
-        results = json.load(f)
-    c.check(results.get("ok") is True, "results ok")
-
-    counts, all_oks = {}, set()
-    for host, prog in (("g0", "bi_client"), ("g1", "bi_server")):
-        flow = results["flows"].get("guest." + host, {})
-        c.equal(f"{host}: {prog} exit status", flow.get("run_exit"), 0)
-        oks, fails, counts[host], done = markers(flow.get("output", []))
-        c.check(not fails, f"{host}: no BI-FAIL", "; ".join(fails))
-        c.equal(f"{host}: BI-DONE", done, "failures=0")
-        all_oks |= oks
-    missing = [k for k in EXPECTED_OK[args.case] + COMMON if k not in all_oks]
-    c.check(not missing, "every expected check passed", "missing: " + ", ".join(missing))
+    counts, _ = check_programs(c, results, {"g0": "bi_client", "g1": "bi_server"},
+                               EXPECTED_OK[args.case] + COMMON)
 
     nic = results["nics"]
     pcie = results["pcie"]

@@ -32,13 +32,10 @@ The test passes when
 
 import argparse
 import importlib.util
-import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 # The markers, the checker and the image lookup of the bad-input tests.
@@ -133,51 +130,17 @@ def main():
     ap.add_argument("--work", required=True, help="folder for the run's folder")
     args = ap.parse_args()
 
-    os.makedirs(args.work, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=args.case + "-", dir=os.path.abspath(args.work))
-    out = os.path.join(work, "out")
-    os.makedirs(out)
-    # The platform shares <out>/<host>.share with the guest as /host.
-    for host, prog in (("g0", args.attacker), ("g1", args.victim)):
-        share = os.path.join(out, host + ".share")
-        os.makedirs(share)
-        shutil.copy2(prog, share)
-        os.chmod(os.path.join(share, os.path.basename(prog)), 0o755)
-    scenario = os.path.join(work, f"two-tenants-{args.case}.yaml")
-    with open(scenario, "w") as f:
-        f.write(SCENARIO.format(case=args.case, victim_nic=CASES[args.case]))
-
-    env = dict(os.environ, MPRDMA_GUEST_IMAGE=bi.image_dir())
-    log_path = os.path.join(work, "sim.log")
-    with open(log_path, "w") as log:
-        sim = subprocess.run([args.sim, "run", scenario, "--out", out, "--quiet"],
-                             stdout=log, stderr=subprocess.STDOUT, env=env)
-    with open(log_path) as log:
-        print(log.read())
-
+    work, out, scenario = bi.start_run(
+        args.case, args.work, {"g0": args.attacker, "g1": args.victim},
+        f"two-tenants-{args.case}.yaml",
+        SCENARIO.format(case=args.case, victim_nic=CASES[args.case]))
     c = bi.Checker()
-    print(f"--- checks of case {args.case} (work dir {work})")
-    c.check(sim.returncode >= 0, "simulator did not crash", f"status {sim.returncode}")
-    c.equal("simulator exit status", sim.returncode, 0)
-    results_path = os.path.join(out, "results.json")
-    if not c.check(os.path.exists(results_path), "results.json written"):
+    results = bi.run_and_load(c, args.case, args.sim, scenario, work, out)
+    if results is None:
         print(f"the run is kept in {work}")
         return 1
-    with open(results_path) as f:
-        results = json.load(f)
-    c.check(results.get("ok") is True, "results ok")
-
-    counts, all_oks, lines = {}, set(), {}
-    for host, prog in (("g0", "tt_attacker"), ("g1", "tt_victim")):
-        flow = results["flows"].get("guest." + host, {})
-        lines[host] = flow.get("output", [])
-        c.equal(f"{host}: {prog} exit status", flow.get("run_exit"), 0)
-        oks, fails, counts[host], done = bi.markers(lines[host])
-        c.check(not fails, f"{host}: no BI-FAIL", "; ".join(fails))
-        c.equal(f"{host}: BI-DONE", done, "failures=0")
-        all_oks |= oks
-    missing = [k for k in EXPECTED_OK if k not in all_oks]
-    c.check(not missing, "every expected check passed", "missing: " + ", ".join(missing))
+    counts, lines = bi.check_programs(c, results, {"g0": "tt_attacker", "g1": "tt_victim"},
+                                      EXPECTED_OK)
 
     nic, pcie = results["nics"], results["pcie"]
     att, vic = counts["g0"], counts["g1"]
