@@ -115,7 +115,7 @@ void EthLink::check_side(int side) {
     throw std::out_of_range("EthLink: side " + std::to_string(side) + " is not 0 or 1");
 }
 
-void EthLink::attach(int side, EthPortIf* port) {
+void EthLink::attach(int side, net::EthPortIf* port) {
   check_side(side);
   ports_[side] = port;
 }

@@ -25,7 +25,7 @@
 #include "vp/core/log.h"
 #include "vp/core/sim_env.h"
 #include "vp/core/units.h"
-#include "vp/fabric/eth_port.h"
+#include "vp/net/eth_port.h"
 #include "vp/net/packet.h"
 #include "vp/net/pcap_writer.h"
 
@@ -68,7 +68,7 @@ struct LinkChange {
   uint64_t ip_id_modulo = 0;  // kLossIpId (0: off)
 };
 
-class EthLink : public sc_core::sc_module {
+class EthLink : public sc_core::sc_module, public net::EthMediumIf {
  public:
   static constexpr int kSides = 2;
   // Selects both directions in the run-time controls below.
@@ -81,19 +81,19 @@ class EthLink : public sc_core::sc_module {
 
   // Connects the port at `side` (0 or 1): it receives the frames transmitted
   // from the other side. Re-attaching replaces the port.
-  void attach(int side, EthPortIf* port);
+  void attach(int side, net::EthPortIf* port) override;
 
   // True if the transmitter of `side` may start a frame now.
-  bool idle(int side) const;
+  bool idle(int side) const override;
   // The earliest time (>= now) at which transmit(side, ...) may be called.
-  sc_core::sc_time idle_at(int side) const;
+  sc_core::sc_time idle_at(int side) const override;
 
   // Starts serialising `pkt` from `side` now. Requires idle(side) and a port
   // attached on the other side (std::logic_error otherwise). Returns the
   // absolute time the transmitter becomes free: now + wire_bytes()*8/rate,
   // rounded up to a picosecond. Unless lost, the packet reaches the other
   // side's port at that time + delay.
-  sc_core::sc_time transmit(int side, net::PacketPtr pkt);
+  sc_core::sc_time transmit(int side, net::PacketPtr pkt) override;
 
   // The configuration the link was built with (run-time changes are not
   // reflected here; use the getters below).
@@ -111,7 +111,7 @@ class EthLink : public sc_core::sc_module {
   // The next frame to start uses `rate`; a frame being serialised finishes
   // at the rate it started with. Throws std::invalid_argument if rate <= 0.
   void set_rate(core::Bandwidth rate, int side = kBothSides);
-  core::Bandwidth rate(int side) const;
+  core::Bandwidth rate(int side) const override;
   // Throws std::invalid_argument for a probability outside [0, 1].
   void set_loss(double probability, int side = kBothSides);
   double loss(int side) const;
@@ -153,7 +153,7 @@ class EthLink : public sc_core::sc_module {
   core::LogChannel& log_;
   core::Calendar arrivals_;
   Direction dir_[kSides];
-  EthPortIf* ports_[kSides] = {nullptr, nullptr};
+  net::EthPortIf* ports_[kSides] = {nullptr, nullptr};
   sc_core::sc_time delay_;
   std::unique_ptr<net::PcapWriter> pcap_;
 };

@@ -11,7 +11,7 @@
 #include "vp/core/calendar.h"
 #include "vp/core/clock_domain.h"
 #include "vp/core/log.h"
-#include "vp/fabric/eth_port.h"
+#include "vp/net/eth_port.h"
 #include "vp/net/pfc.h"
 
 namespace mprdma::fabric {
@@ -186,7 +186,7 @@ void validate(const std::string& name, int ports, const SwitchConfig& c) {
 
 struct Switch::Impl {
   // What a port receives goes to the switch with the port's index.
-  struct PortAdapter : EthPortIf {
+  struct PortAdapter : net::EthPortIf {
     Impl* sw = nullptr;
     int index = 0;
     void receive(net::PacketPtr pkt) override { sw->receive(index, std::move(pkt)); }

@@ -17,7 +17,7 @@
 // handshake (memory map, BAR discovery) is served by the proxy's I/O
 // thread; its machine reset (DEVICE_RESET) and every BAR access wait until
 // the run loop services this host. The platform's run loop must drive time
-// with pcie::QemuRunLoop (see vp/pcie/qemu_time.h) with this host added.
+// with pcie::QemuRunLoop (see vp/qemu/qemu_time.h) with this host added.
 //
 // Exit: QEMU's exit (status or signal) and its last error lines are logged
 // on channel qemu.<name> and available from exit_report(); with on_exit
@@ -37,15 +37,15 @@
 #include "vp/core/units.h"
 #include "vp/host/host.h"
 #include "vp/nic/nic.h"
-#include "vp/pcie/guest_memory.h"
-#include "vp/pcie/ivshmem_server.h"
 #include "vp/pcie/pcie_config.h"
 #include "vp/pcie/pcie_link.h"
-#include "vp/pcie/qemu_fd.h"
-#include "vp/pcie/qemu_process.h"
-#include "vp/pcie/qemu_proxy.h"
-#include "vp/pcie/qemu_time.h"
 #include "vp/pcie/root_complex.h"
+#include "vp/qemu/guest_memory.h"
+#include "vp/qemu/ivshmem_server.h"
+#include "vp/qemu/qemu_fd.h"
+#include "vp/qemu/qemu_process.h"
+#include "vp/qemu/qemu_proxy.h"
+#include "vp/qemu/qemu_time.h"
 
 namespace mprdma::host {
 

@@ -5,7 +5,7 @@
 #include "vp/net/cnp.h"
 #include "vp/net/mp_ext.h"
 #include "vp/net/pfc.h"
-#include "vp/nic/transport_engine.h"
+#include "vp/nic/transport/transport_engine.h"
 
 namespace mprdma::nic {
 
@@ -36,7 +36,7 @@ Mac::Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx)
   tx_.set_mac_kick([this] { kick(); });
 }
 
-void Mac::attach(fabric::EthLink* link, int side) {
+void Mac::attach(net::EthMediumIf* link, int side) {
   link_ = link;
   side_ = side;
   link_->attach(side, this);

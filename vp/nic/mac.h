@@ -19,15 +19,14 @@
 
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
-#include "vp/fabric/eth_link.h"
-#include "vp/fabric/eth_port.h"
+#include "vp/net/eth_port.h"
 #include "vp/net/roce_codec.h"
 #include "vp/nic/nic_core.h"
 #include "vp/nic/tx_scheduler.h"
 
 namespace mprdma::nic {
 
-class Mac : public sc_core::sc_module, public fabric::EthPortIf {
+class Mac : public sc_core::sc_module, public net::EthPortIf {
  public:
   // Takes a received packet. False: the handler kept the packet but cannot
   // finish with it yet (a context-cache miss); the receive pipeline stalls
@@ -35,7 +34,7 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   using RxHandler = std::function<bool(net::PacketPtr pkt, const net::RoceFields& f)>;
 
   Mac(sc_core::sc_module_name name, const NicCore& core, TxScheduler& tx);
-  void attach(fabric::EthLink* link, int side);
+  void attach(net::EthMediumIf* link, int side);
   void set_rx_handler(RxHandler handler) { rx_ = std::move(handler); }
 
   void kick();                                // TX: a packet may be ready
@@ -58,7 +57,7 @@ class Mac : public sc_core::sc_module, public fabric::EthPortIf {
   TxScheduler& tx_;
   core::Calendar calendar_;
   core::LogChannel& log_;
-  fabric::EthLink* link_ = nullptr;
+  net::EthMediumIf* link_ = nullptr;
   int side_ = 0;
   bool tx_waiting_ = false;  // a kick is scheduled for when the link is idle
   RxHandler rx_;

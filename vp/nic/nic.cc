@@ -5,11 +5,11 @@
 
 #include "vp/net/cnp.h"
 #include "vp/net/mp_ext.h"
-#include "vp/nic/gbn_transport.h"
-#include "vp/nic/irn_transport.h"
-#include "vp/nic/mprdma_transport.h"
 #include "vp/nic/rc_opcodes.h"
-#include "vp/nic/transport_mux.h"
+#include "vp/nic/transport/gbn/gbn_engine.h"
+#include "vp/nic/transport/irn/irn_engine.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
+#include "vp/nic/transport/transport_mux.h"
 #include "vp/nic/uarch/sram_budget.h"
 
 namespace mprdma::nic {
@@ -21,8 +21,8 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
                                              core::SimEnv& env) {
   auto cycles = [&cfg](const core::Duration& t) { return cfg.cycles(t); };
   if (kind == "mprdma") {
-    const MprdmaConfig& m = cfg.mprdma;
-    MprdmaEngineParams p;
+    const MpRdmaConfig& m = cfg.mprdma;
+    MpRdmaEngineParams p;
     p.sender.iw = static_cast<uint32_t>(m.initial_window);
     p.sender.delta = static_cast<uint32_t>(m.delta);
     p.sender.ooo_control = m.ooo_control;
@@ -42,7 +42,7 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
     // The NIC's path LFSR is seeded from the scenario's stream of this name.
     p.rng_seed =
         static_cast<uint32_t>(env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
-    return std::make_unique<MprdmaTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
+    return std::make_unique<MpRdmaEngine>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
   if (kind == "irn") {
     IrnParams p;
@@ -52,9 +52,9 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
     p.rto_high_cycles = cycles(cfg.irn.rto_high);
     p.rto_low_threshold = static_cast<uint32_t>(cfg.irn.rto_low_threshold);
     p.read_acks = cfg.irn.read_acks;
-    return std::make_unique<IrnTransport>(p, &env.stats, "nic." + cfg.name + ".transport.");
+    return std::make_unique<IrnEngine>(p, &env.stats, "nic." + cfg.name + ".transport.");
   }
-  return std::make_unique<GbnTransport>(cycles(cfg.gbn.go_back_delay));
+  return std::make_unique<GbnEngine>(cycles(cfg.gbn.go_back_delay));
 }
 
 // The NIC's engines: go-back-N, nic.transport and nic.qp_transports, each

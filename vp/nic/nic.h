@@ -31,7 +31,7 @@
 #include "vp/nic/responder.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/translation_cache.h"
-#include "vp/nic/transport_engine.h"
+#include "vp/nic/transport/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
 #include "vp/pcie/dma_initiator.h"
 
@@ -47,7 +47,7 @@ class Nic : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<pcie::DmaInitiator>& dma_socket() { return dma_port_.socket; }
 
   // Ethernet: connect the port to one side of a link.
-  void attach(fabric::EthLink* link, int side) { mac_.attach(link, side); }
+  void attach(net::EthMediumIf* link, int side) { mac_.attach(link, side); }
   const Mac& port() const { return mac_; }
   // Per atomic lock bucket: time held so far, ps (Responder::lock_held_ps).
   const std::unordered_map<uint32_t, uint64_t>& atomic_lock_held_ps() const {

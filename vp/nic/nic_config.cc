@@ -70,7 +70,7 @@ void GbnConfig::bind(core::Binder& b) {
           "meanwhile. 0: a hardware go-back that turns around at once. Commodity RoCE NICs "
           "are much slower to recover: the MP-RDMA paper (§2, citing DCQCN) reports 0.1 % "
           "loss cutting a RoCE flow below ~60 % of its throughput, ~140 us per loss at "
-          "40 Gb/s with 1 KB frames (vp/nic/transport.md, \"Go-back-N\").",
+          "40 Gb/s with 1 KB frames (vp/nic/transport/transport.md, \"Go-back-N\").",
           core::Duration{}, core::Duration::from_ps(1000000000000ull));
 }
 
@@ -109,7 +109,7 @@ void DcqcnConfig::bind(core::Binder& b) {
     b.error("rate_ai, rate_hai and min_rate must be positive");
 }
 
-void MprdmaConfig::bind(core::Binder& b) {
+void MpRdmaConfig::bind(core::Binder& b) {
   const core::Duration ns1 = core::Duration::from_ps(1000);
   const core::Duration s1 = core::Duration::from_ps(1000000000000ull);
   b.field("initial_window", initial_window,
@@ -128,23 +128,25 @@ void MprdmaConfig::bind(core::Binder& b) {
   b.field("ooo_control", ooo_control,
           "Out-of-order-aware path selection: an ACK whose SACK is below snd_ool lowers cwnd "
           "by one and clocks nothing out on its path. Off: the M8 baseline.");
-  b.choice("overflow_nack", overflow_nack, {"every_drop", "once_per_head"},
-           "How the receiver answers packets it drops beyond its bitmap (the paper: \"a NACK "
-           "will be generated\", not how many): every_drop NACKs each one, naming rcv_nxt, so "
-           "the dropped packet's path keeps its ACK clock; once_per_head NACKs the first drop "
-           "per rcv_nxt only (3 more bytes of receiver state). vp/nic/transport.md, \"Two "
-           "readings of section 3.4's loss recovery\", has what each does to rows M2 and M8.");
+  b.choice(
+      "overflow_nack", overflow_nack, {"every_drop", "once_per_head"},
+      "How the receiver answers packets it drops beyond its bitmap (the paper: \"a NACK "
+      "will be generated\", not how many): every_drop NACKs each one, naming rcv_nxt, so "
+      "the dropped packet's path keeps its ACK clock; once_per_head NACKs the first drop "
+      "per rcv_nxt only (3 more bytes of receiver state). vp/nic/transport/transport.md, \"Two "
+      "readings of section 3.4's loss recovery\", has what each does to rows M2 and M8.");
   b.choice("recovery_new_data", recovery_new_data, {"after_retransmissions", "after_recovery"},
            "When new data may follow in recovery mode: after_retransmissions, once the "
            "retransmissions from snd_retx have reached `recovery` (ACKs then clock out new "
            "data while they travel); after_recovery, only once snd_una passes `recovery` "
            "(section 3.4 read strictly; an ACK that finds nothing to send meanwhile shrinks "
-           "cwnd by one, use it or lose it). Same section of vp/nic/transport.md.");
-  b.field("window_reduction", window_reduction,
-          "Path window reduction, \"use it or lose it\": an ACK that could clock out a packet "
-          "but finds no data to send lowers cwnd by one (the paper). Off: an ablation, cwnd "
-          "keeps what such ACKs opened; vp/nic/transport.md, \"When the sender runs out of "
-          "data\", measures both.");
+           "cwnd by one, use it or lose it). Same section of vp/nic/transport/transport.md.");
+  b.field(
+      "window_reduction", window_reduction,
+      "Path window reduction, \"use it or lose it\": an ACK that could clock out a packet "
+      "but finds no data to send lowers cwnd by one (the paper). Off: an ablation, cwnd "
+      "keeps what such ACKs opened; vp/nic/transport/transport.md, \"When the sender runs out of "
+      "data\", measures both.");
   b.field("probe_probability", probe_probability,
           "p: per RTT, the probability of sending one packet to a new random virtual path "
           "instead of the ACK's (the paper gives no value; 1 %).",

@@ -64,7 +64,7 @@ struct GbnConfig {
 };
 
 // DCQCN (Zhu et al., SIGCOMM 2015) parameters; defaults are the paper's
-// where it gives one (sources in vp/nic/transport.md, "DCQCN").
+// where it gives one (sources in vp/nic/transport/transport.md, "DCQCN").
 struct DcqcnConfig {
   // Notification point: at most one CNP per flow per this interval (N).
   core::Duration min_cnp_interval = core::Duration::from_us(50);
@@ -84,7 +84,7 @@ struct DcqcnConfig {
 // MP-RDMA (NSDI'18 §3) parameters; the paper's values where it gives one
 // (Δ = 32, L = 64, at most two packets per ACK, restart after 3 idle RTTs),
 // our choices documented in bind().
-struct MprdmaConfig {
+struct MpRdmaConfig {
   int64_t initial_window = 64;  // IW, packets (the paper: one BDP)
   int64_t delta = 32;           // Δ: target out-of-order degree, packets
   int64_t bitmap_slots = 64;    // L: receive bitmap slots (power of two)
@@ -152,7 +152,7 @@ struct NicConfig {
   std::string congestion_control = "none";
   DcqcnConfig dcqcn;
   GbnConfig gbn;
-  MprdmaConfig mprdma;
+  MpRdmaConfig mprdma;
   IrnConfig irn;
   int64_t tx_pipeline_depth = 16;     // packets between scheduler and wire
   int64_t wqe_fetch_batch = 4;        // WQEs per DMA read of a send queue

@@ -9,7 +9,7 @@
 #include "vp/net/roce_codec.h"
 #include "vp/nic/context_memory.h"
 #include "vp/nic/nic_config.h"
-#include "vp/nic/transport_engine.h"
+#include "vp/nic/transport/transport_engine.h"
 
 namespace mprdma::nic {
 

@@ -16,7 +16,7 @@
 
 #include "vp/net/roce_codec.h"
 #include "vp/nic/translation.h"
-#include "vp/nic/transport_engine.h"
+#include "vp/nic/transport/transport_engine.h"
 
 namespace mprdma::nic {
 

@@ -29,12 +29,12 @@
 #include "vp/core/calendar.h"
 #include "vp/core/log.h"
 #include "vp/net/roce_codec.h"
-#include "vp/nic/dcqcn.h"
 #include "vp/nic/nic_core.h"
 #include "vp/nic/qp_sides.h"
+#include "vp/nic/rate_control/dcqcn/dcqcn.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/translation_cache.h"
-#include "vp/nic/transport_engine.h"
+#include "vp/nic/transport/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
 
 namespace mprdma::nic {

@@ -33,11 +33,11 @@
 #include "vp/core/log.h"
 #include "vp/net/mp_ext.h"
 #include "vp/net/roce_codec.h"
-#include "vp/nic/dcqcn.h"
 #include "vp/nic/nic_core.h"
 #include "vp/nic/qp_sides.h"
+#include "vp/nic/rate_control/dcqcn/dcqcn.h"
 #include "vp/nic/translation.h"
-#include "vp/nic/transport_engine.h"
+#include "vp/nic/transport/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
 #include "vp/nic/uarch/atomic_lock_table.h"
 

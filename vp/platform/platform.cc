@@ -17,11 +17,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "vp/nic/irn.h"
-#include "vp/nic/mprdma_receiver.h"
-#include "vp/nic/mprdma_sender.h"
-#include "vp/nic/mprdma_transport.h"
-#include "vp/nic/transport_mux.h"
+#include "vp/nic/transport/irn/irn_model.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_receiver.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_sender.h"
+#include "vp/nic/transport/transport_mux.h"
 #include "vp/platform/series_metrics.h"
 
 namespace mprdma::platform {
@@ -424,8 +424,7 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
       // connections stuck in recovery, show here without a packet trace).
       const auto* mux = dynamic_cast<const nic::TransportMux*>(&host(h.name).nic().engine());
       const auto* mp =
-          mux ? dynamic_cast<const nic::MprdmaTransport*>(mux->find(MPR_TRANSPORT_MP_RDMA))
-              : nullptr;
+          mux ? dynamic_cast<const nic::MpRdmaEngine*>(mux->find(MPR_TRANSPORT_MP_RDMA)) : nullptr;
       if (mp) {
         sampler_->add_gauge("nic." + h.name + ".transport.cwnd", "packets",
                             "Congestion windows of the NIC's MP-RDMA connections, summed",
@@ -727,7 +726,7 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
         }
       } else if (t.kind == MetricTerm::Kind::kModelState) {
         // The golden models' field tables at their default sizes (bitmap
-        // L = 64 slots; IRN BDP = 64 packets): see vp/nic/transport.md.
+        // L = 64 slots; IRN BDP = 64 packets): see vp/nic/transport/transport.md.
         std::vector<nic::StateField> fields;
         if (t.engine == "mprdma") {
           fields = nic::MpSender::extra_state();

@@ -20,10 +20,10 @@
 #include "vp/host/modeled_host.h"
 #include "vp/host/perftest.h"
 #include "vp/host/qemu_host.h"
-#include "vp/pcie/qemu_time.h"
 #include "vp/platform/bottleneck.h"
 #include "vp/platform/histogram_windows.h"
 #include "vp/platform/scenario.h"
+#include "vp/qemu/qemu_time.h"
 
 namespace mprdma::platform {
 

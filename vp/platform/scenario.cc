@@ -565,7 +565,7 @@ void ScenarioConfig::bind(core::Binder& b) {
       "number of PFC deadlocks the "
       "fabric's detector reported (0 with PFC or the detector off), or "
       "\"model.<mprdma|irn>.extra_state_bytes\": the per-connection state that engine's "
-      "golden model adds over RoCEv2, from its field table (vp/nic/transport.md), or "
+      "golden model adds over RoCEv2, from its field table (vp/nic/transport/transport.md), or "
       "\"avg(<series>,<from>,<to>)\": the time-weighted mean of a time series (e.g. "
       "link.t0-s3.a2b.gbps, nic.t0h1.mac.tx_gbps) over simulated time [from, to), or "
       "\"stdev(<series>,<from>,<to>)\": its time-weighted standard deviation over [from, to) "

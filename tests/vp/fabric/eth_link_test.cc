@@ -40,7 +40,7 @@ net::PacketPtr frame(size_t bytes, uint64_t id) {
 
 sc_time ps(uint64_t v) { return sc_time::from_value(v); }
 
-class RecordingPort : public EthPortIf {
+class RecordingPort : public net::EthPortIf {
  public:
   struct Rx {
     uint64_t time_ps;

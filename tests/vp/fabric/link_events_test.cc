@@ -42,7 +42,7 @@ net::PacketPtr raw(size_t bytes, uint64_t id) {
   return p;
 }
 
-class Recorder : public EthPortIf {
+class Recorder : public net::EthPortIf {
  public:
   void receive(net::PacketPtr pkt) override {
     ids.push_back(pkt->id);

@@ -86,7 +86,7 @@ net::PacketPtr Frame(const FrameSpec& s, uint64_t id) {
 // A test endpoint. Data frames leave in order, back to back at the line
 // rate; PFC frames go ahead of data. Like the NIC's MAC it honours PAUSE:
 // a paused head frame (class DSCP >> 3) blocks the single queue.
-class TestHost : public EthPortIf {
+class TestHost : public net::EthPortIf {
  public:
   struct Rx {
     uint64_t time_ps;

@@ -15,8 +15,8 @@
 #include "tests/vp/host/forge.h"
 #include "tests/vp/host/two_hosts.h"
 #include "vp/net/cnp.h"
-#include "vp/nic/irn_transport.h"
-#include "vp/nic/transport_mux.h"
+#include "vp/nic/transport/irn/irn_engine.h"
+#include "vp/nic/transport/transport_mux.h"
 
 namespace mprdma::test {
 namespace {
@@ -377,7 +377,7 @@ TEST_P(HostilePeerPerTransport, HugeReadCostsWhatIsInFlight) {
         0, ForgeRead(GetParam(), p.b.qpn(), p.a.psn, big.iova, big.key, MPR_MAX_MSG_SIZE / 2));
     sc_core::wait(Us(200));
     if (GetParam() == "irn") {
-      auto& irn = dynamic_cast<nic::IrnTransport&>(
+      auto& irn = dynamic_cast<nic::IrnEngine&>(
           *dynamic_cast<nic::TransportMux&>(bench->h1().nic().engine()).find(MPR_TRANSPORT_IRN));
       const nic::IrnReadResponder* rd = irn.read_responder(p.b.qpn());
       ASSERT_NE(rd, nullptr);

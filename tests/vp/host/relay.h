@@ -15,7 +15,7 @@
 #include <systemc>
 
 #include "vp/fabric/eth_link.h"
-#include "vp/fabric/eth_port.h"
+#include "vp/net/eth_port.h"
 #include "vp/net/packet.h"
 
 namespace mprdma::test {
@@ -48,7 +48,7 @@ class Relay : public sc_core::sc_module {
   }
 
  private:
-  struct Port : fabric::EthPortIf {
+  struct Port : net::EthPortIf {
     Relay* relay = nullptr;
     int from = 0;
     void receive(net::PacketPtr pkt) override { relay->arrive(from, std::move(pkt)); }

@@ -16,7 +16,7 @@
 
 #include "mprdma/hw.h"
 #include "support/scenario_run.h"
-#include "vp/nic/gbn_transport.h"
+#include "vp/nic/transport/gbn/gbn_engine.h"
 
 namespace mprdma::platform {
 namespace {
@@ -66,7 +66,7 @@ class QpcCache : public test::ScenarioRun {
 TEST_F(QpcCache, ThrashingContextsMissToIcmAndStallReceive) {
   ASSERT_TRUE(run(scenario("  cache: {qpc: {sets: 1, ways: 2}}\n")));
   expect_data_ok();
-  const uint64_t line = sizeof(mpr_qpc) + nic::GbnTransport::kStateBytes;
+  const uint64_t line = sizeof(mpr_qpc) + nic::GbnEngine::kStateBytes;
   for (const std::string h : {"h0", "h1"}) {
     SCOPED_TRACE(h);
     const std::string p = "nic." + h + ".cache.qpc.";

@@ -60,7 +60,7 @@ struct Figures : test::IncastWindow {
   uint64_t marks = 0;              // bottleneck egress, whole run
 };
 
-class MprdmaIncast : public test::IncastTest {
+class MpRdmaIncast : public test::IncastTest {
  protected:
   Figures run(bool marking) {
     ScenarioConfig cfg = load_scenario(test::write_temp("scenario.yaml", scenario_text(marking)));
@@ -73,7 +73,7 @@ class MprdmaIncast : public test::IncastTest {
   }
 };
 
-TEST_F(MprdmaIncast, EcnMarksComeBackAsEceAndKeepTheQueueNearTheThreshold) {
+TEST_F(MpRdmaIncast, EcnMarksComeBackAsEceAndKeepTheQueueNearTheThreshold) {
   const Figures off = run(false);
   const Figures on = run(true);
   std::string flows;

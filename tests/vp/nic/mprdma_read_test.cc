@@ -35,7 +35,7 @@ void ExpectReadFailed(QpPair& p, const std::vector<uint8_t>& a0, uint64_t wr_id,
   EXPECT_EQ(p.b.query().qp_state, MPR_QPS_ERR);
 }
 
-class MprdmaRead : public TwoHostsTest, public ::testing::WithParamInterface<double> {
+class MpRdmaRead : public TwoHostsTest, public ::testing::WithParamInterface<double> {
  protected:
   void BuildMprdma(double loss = 0.0) {
     TwoHosts::Options o;
@@ -48,7 +48,7 @@ class MprdmaRead : public TwoHostsTest, public ::testing::WithParamInterface<dou
 // One READ-heavy exchange on one QP pair, both sides requesting at once, so
 // that each QP's stream carries its own WRITEs and READ requests between the
 // responses to the peer's READs.
-TEST_P(MprdmaRead, ReadsAndWritesBothWaysShareEachQpsStream) {
+TEST_P(MpRdmaRead, ReadsAndWritesBothWaysShareEachQpsStream) {
   BuildMprdma(GetParam());
   Run([&] {
     QpPair p = bench->make_pair();
@@ -115,12 +115,12 @@ TEST_P(MprdmaRead, ReadsAndWritesBothWaysShareEachQpsStream) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Loss, MprdmaRead, ::testing::Values(0.0, 0.1),
+INSTANTIATE_TEST_SUITE_P(Loss, MpRdmaRead, ::testing::Values(0.0, 0.1),
                          [](const ::testing::TestParamInfo<double>& i) {
                            return i.param > 0 ? std::string("Lossy") : std::string("Clean");
                          });
 
-TEST_F(MprdmaRead, ReadOutsideTheRkeyRegionIsARemoteAccessError) {
+TEST_F(MpRdmaRead, ReadOutsideTheRkeyRegionIsARemoteAccessError) {
   BuildMprdma();
   Run([&] {
     QpPair p = bench->make_pair();
@@ -133,7 +133,7 @@ TEST_F(MprdmaRead, ReadOutsideTheRkeyRegionIsARemoteAccessError) {
   EXPECT_EQ(bench->counter("nic.h1.requester.read_data_tx"), 0u);
 }
 
-TEST_F(MprdmaRead, UnreadableSourceIsARemoteOperationalError) {
+TEST_F(MpRdmaRead, UnreadableSourceIsARemoteOperationalError) {
   BuildMprdma();
   Run([&] {
     QpPair p = bench->make_pair();
@@ -159,7 +159,7 @@ TEST_F(MprdmaRead, UnreadableSourceIsARemoteOperationalError) {
 // still answers: its stream starts where the requester's receiver expects
 // it (the request says so). When it later goes to RTS with that PSN its
 // stream goes on: its own WRITE and the next READ's responses follow.
-TEST_F(MprdmaRead, ResponderInRtrAnswersAndKeepsItsStreamWhenItGoesToRts) {
+TEST_F(MpRdmaRead, ResponderInRtrAnswersAndKeepsItsStreamWhenItGoesToRts) {
   BuildMprdma();
   Run([&] {
     PairOptions o;
@@ -217,7 +217,7 @@ TEST_F(MprdmaRead, ResponderInRtrAnswersAndKeepsItsStreamWhenItGoesToRts) {
 // read memory as they leave) wait there while the WRITE's packets arrive:
 // without the wait the READ returns the WRITE's bytes. A WRITE without the
 // flag may overtake, as on RoCEv2 without IBV_SEND_FENCE (also checked).
-TEST_F(MprdmaRead, SynchroniseWriteAfterAReadWaitsForItsData) {
+TEST_F(MpRdmaRead, SynchroniseWriteAfterAReadWaitsForItsData) {
   BuildMprdma();
   Run([&] {
     PairOptions o;
@@ -258,7 +258,7 @@ TEST_F(MprdmaRead, SynchroniseWriteAfterAReadWaitsForItsData) {
 // is resent from the responder's stream, not recomputed): the counter ends
 // at its start + the number of adds, and the original values returned are
 // exactly start, start + 1, ... in posting order.
-TEST_F(MprdmaRead, AtomicsRunExactlyOnceDespiteLoss) {
+TEST_F(MpRdmaRead, AtomicsRunExactlyOnceDespiteLoss) {
   BuildMprdma(0.1);
   constexpr int kAdds = 96, kBatch = 16;
   uint64_t start = 0;

@@ -255,8 +255,8 @@ TEST_P(OooTransportLoss, SendWithoutPostedRecvIsDroppedAndRecovered) {
 // filled. This pins the cost of recovery: once it cost 5730 overflow
 // drops for 5790 packets placed and 9.7 Gb/s (a NACK storm on one virtual
 // path), then 1777 drops and 24.6 Gb/s (the window grew without bound into
-// the NIC's queue; see window validation in mprdma_sender.h).
-TEST_F(OooTransport, MprdmaRecoversLossWithoutOverflowStorm) {
+// the NIC's queue; see window validation in mp_rdma_sender.h).
+TEST_F(OooTransport, MpRdmaRecoversLossWithoutOverflowStorm) {
   // IW one BDP of this fabric (16 packets at ~3.3 us), as the paper sets it
   // and scenarios/mp-rdma/m2-lossy-paths.yaml does.
   ASSERT_TRUE(run(
@@ -284,7 +284,7 @@ TEST_F(OooTransport, MprdmaRecoversLossWithoutOverflowStorm) {
 // MP-RDMA's counters per QP (nic.<host>.transport.qp<N>.<counter>): two
 // connections on one NIC over the lossy paths; each QP's counters add up
 // to the NIC-wide ones, and each connection has its own.
-TEST_F(OooTransport, MprdmaCountersPerQpAddUpToTheNicWideOnes) {
+TEST_F(OooTransport, MpRdmaCountersPerQpAddUpToTheNicWideOnes) {
   const std::string jobs =
       "\n  - {name: a, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], "
       "iterations: 30, qps: 2, timeout: 10}\n";
@@ -417,7 +417,7 @@ TEST_F(OooTransport, IrnReadAcksLetTheResponderResendLostResponses) {
 // when the pauses end the ACK clock resumes: the senders really were
 // paused, yet nothing is retransmitted, no timer fires, the receiver's
 // bitmap never overflows and the bottleneck stays nearly full.
-TEST_F(OooTransport, MprdmaKeepsItsAckClockThroughPfcPauses) {
+TEST_F(OooTransport, MpRdmaKeepsItsAckClockThroughPfcPauses) {
   const std::string text =
       "name: mprdma-pfc\nseed: 1\nend_time: 100ms\n"
       "nic: {mtu: 1024, transport: mprdma, mprdma: {initial_window: 16, base_rtt: 3us, "
@@ -450,7 +450,7 @@ TEST_F(OooTransport, MprdmaKeepsItsAckClockThroughPfcPauses) {
 // uplink (requests, responses and ACKs are lost): the responses travel in
 // the responder's own stream over its virtual paths and recover from loss
 // like any data; each is placed once.
-TEST_F(OooTransport, MprdmaReadCompletesWithCorrectDataDespiteLoss) {
+TEST_F(OooTransport, MpRdmaReadCompletesWithCorrectDataDespiteLoss) {
   const std::string text =
       "name: mprdma-read\nseed: 3\nend_time: 200ms\n"
       "nic: {mtu: 1024, transport: mprdma}\n"
@@ -475,7 +475,7 @@ TEST_F(OooTransport, MprdmaReadCompletesWithCorrectDataDespiteLoss) {
 
 // atomic_bw over the lossy testbed on MP-RDMA: every atomic ran exactly
 // once at the responder (atomic_bw checks the counter's final value).
-TEST_F(OooTransport, MprdmaAtomicsRunExactlyOnceDespiteLoss) {
+TEST_F(OooTransport, MpRdmaAtomicsRunExactlyOnceDespiteLoss) {
   const std::string text =
       "name: mprdma-atomics\nseed: 3\nend_time: 200ms\n"
       "nic: {mtu: 1024, transport: mprdma}\n"
@@ -571,7 +571,7 @@ TEST_F(OooTransport, WritesBetweenIrnAndMprdmaEndsFailCleanly) {
   }
 }
 
-TEST_F(OooTransport, MprdmaWithDcqcnIsRejected) {
+TEST_F(OooTransport, MpRdmaWithDcqcnIsRejected) {
   const std::string text =
       scenario_text("mprdma", kDefaultJobs, 1, "  congestion_control: dcqcn\n");
   std::string error;
@@ -589,7 +589,7 @@ TEST_F(OooTransport, MprdmaWithDcqcnIsRejected) {
       "none.yaml", scenario_text("mprdma", kDefaultJobs, 1, "  congestion_control: none\n"))));
 }
 
-TEST_F(OooTransport, MprdmaRunsAreDeterministic) {
+TEST_F(OooTransport, MpRdmaRunsAreDeterministic) {
   // WRITE and SEND, then READ and atomics (responses in the server's stream).
   const std::string jobs =
       kDefaultJobs +

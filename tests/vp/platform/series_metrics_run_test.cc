@@ -13,9 +13,9 @@
 
 #include "support/files.h"
 #include "support/sim_test.h"
-#include "vp/nic/mprdma_sender.h"
-#include "vp/nic/mprdma_transport.h"
-#include "vp/nic/transport_mux.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_sender.h"
+#include "vp/nic/transport/transport_mux.h"
 #include "vp/platform/platform.h"
 #include "vp/platform/scenario.h"
 
@@ -298,7 +298,7 @@ TEST_F(SeriesMetricsRun, MpRdmaWindowsAreSampledPerNic) {
   // The window now, from the model, is what the series would read.
   const auto* mux = dynamic_cast<const nic::TransportMux*>(&p->host("t0h0").nic().engine());
   ASSERT_NE(mux, nullptr);
-  const auto* mp = dynamic_cast<const nic::MprdmaTransport*>(mux->find(MPR_TRANSPORT_MP_RDMA));
+  const auto* mp = dynamic_cast<const nic::MpRdmaEngine*>(mux->find(MPR_TRANSPORT_MP_RDMA));
   ASSERT_NE(mp, nullptr);
   EXPECT_GE(mp->cwnd_sum(), 1.0);
   EXPECT_EQ(mp->recovering(), 0u) << "a clean run ends out of recovery";
@@ -323,7 +323,7 @@ TEST_F(SeriesMetricsRun, WindowTotalsFollowEveryConnectionsModel) {
   auto p = std::make_unique<Platform>(cfg, *env);
   const auto* mux = dynamic_cast<const nic::TransportMux*>(&p->host("t0h0").nic().engine());
   ASSERT_NE(mux, nullptr);
-  const auto* mp = dynamic_cast<const nic::MprdmaTransport*>(mux->find(MPR_TRANSPORT_MP_RDMA));
+  const auto* mp = dynamic_cast<const nic::MpRdmaEngine*>(mux->find(MPR_TRANSPORT_MP_RDMA));
   ASSERT_NE(mp, nullptr);
   int checks = 0, with_windows = 0, in_recovery = 0, mismatches = 0;
   sc_core::sc_spawn(
