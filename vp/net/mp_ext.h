@@ -10,8 +10,9 @@
 // (before the pad and the ICRC; on ACKs, which carry no payload, it is the
 // whole area: RoceFields::trailer_len), so every standard header stays where a RoCEv2 parser
 // expects it (tshark decodes BTH, RETH and AETH as usual and shows the trailer as the last payload
-// bytes) and the ICRC covers the trailer. Whether a packet has a trailer follows from its
-// connection's transport and its opcode, not from anything in the packet. Layout, network byte
+// bytes) and the ICRC covers the trailer. Whether a packet has a trailer is a bit of its BTH
+// (kBthTrailerFlag, roce_codec.h), set by the sender from its connection's transport and the
+// opcode (mp_trailer_bytes); its length follows from the opcode. Layout, network byte
 // order:
 //
 //   data trailer (8 bytes): MSN (24) | iPSN (24) | flags (8) | reserved (8)
@@ -35,8 +36,8 @@
 
 namespace mprdma::net {
 
-constexpr size_t kMpDataExtBytes = 8;
-constexpr size_t kMpAckExtBytes = 12;
+constexpr size_t kMpDataExtBytes = kTrailerDataBytes;
+constexpr size_t kMpAckExtBytes = kTrailerAckBytes;
 
 struct MpDataExt {
   uint32_t msn = 0;   // 24 bits

@@ -258,7 +258,11 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
 }
 
 ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out) {
-  return parse_roce(d, len, out, 0);
+  size_t trailer = 0;
+  if (len >= kBthOffset + kBthBytes && (d[kBthOffset + 8] & kBthTrailerFlag))
+    trailer = d[kBthOffset] == static_cast<uint8_t>(Opcode::ACKNOWLEDGE) ? kTrailerAckBytes
+                                                                         : kTrailerDataBytes;
+  return parse_roce(d, len, out, trailer);
 }
 
 ParseStatus parse_roce(const uint8_t* d, size_t len, RoceFields& out, size_t trailer_len) {
@@ -369,7 +373,7 @@ void write_headers(uint8_t* d, const RoceFields& f, uint8_t bth_opcode, uint8_t 
   put16(bth + 2, f.pkey);
   bth[4] = static_cast<uint8_t>((f.fecn ? 0x80 : 0) | (f.becn ? 0x40 : 0));
   put24(bth + 5, f.dest_qp);
-  bth[8] = f.ack_req ? 0x80 : 0;
+  bth[8] = static_cast<uint8_t>((f.ack_req ? 0x80 : 0) | (f.trailer_len ? kBthTrailerFlag : 0));
   put24(bth + 9, f.psn);
 }
 

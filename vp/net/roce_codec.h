@@ -119,6 +119,15 @@ struct RoceFields {
   uint32_t trailer_len = 0;
 };
 
+// BTH byte 8 is AckReq (bit 7) and seven reserved bits. Bit 6 says that the
+// packet ends in a transport trailer (vp/net/mp_ext.h: the ACK trailer on
+// an ACKNOWLEDGE, the data trailer on any other opcode), so that a receiver
+// parses a frame without knowing its QP's transport. The ICRC covers it
+// (only BTH byte 4 is masked). Wireshark shows it as BTH Reserved (7 bits).
+constexpr uint8_t kBthTrailerFlag = 0x40;
+constexpr size_t kTrailerDataBytes = 8;  // mp_ext.h: kMpDataExtBytes
+constexpr size_t kTrailerAckBytes = 12;  // mp_ext.h: kMpAckExtBytes
+
 // Header sizes.
 constexpr size_t kIpv4HeaderBytes = 20;
 constexpr size_t kUdpHeaderBytes = 8;
@@ -179,8 +188,11 @@ const char* to_string(ParseStatus s);
 // padding) are ignored. On ok, `out` holds every field of the packet
 // (absent ones at their defaults) and payload_offset/payload_len locate the
 // payload within `data`. No allocation.
+// A packet with the BTH trailer flag (kBthTrailerFlag) ends in the trailer
+// its opcode implies, reported in trailer_len.
 ParseStatus parse_roce(const uint8_t* data, size_t len, RoceFields& out);
-// The same for a connection whose packets end in a `trailer_len`-byte
+// The same, with the trailer length given instead of read from the flag
+// (a packet built for tests). For a connection whose packets end in a `trailer_len`-byte
 // trailer: the trailer is at payload_offset + payload_len (bad_length if the
 // frame has fewer bytes after its headers).
 ParseStatus parse_roce(const uint8_t* data, size_t len, RoceFields& out, size_t trailer_len);

@@ -5,7 +5,6 @@
 #include "vp/net/cnp.h"
 #include "vp/net/mp_ext.h"
 #include "vp/net/pfc.h"
-#include "vp/nic/transport/transport_engine.h"
 
 namespace mprdma::nic {
 
@@ -164,20 +163,10 @@ void Mac::rx_step() {
   net::PacketPtr pkt = std::move(rx_queue_.front());
   rx_queue_.pop_front();
   net::RoceFields f;
-  // Out-of-order engines: SEND/WRITE packets and ACKs end in the trailer of
-  // mp_ext.h, which is not payload; its length follows from the opcode.
-  // The engine is the destination QP's (BTH bytes 5-7), read before the
-  // parse that needs the trailer length.
-  size_t trailer = 0;
-  if (pkt->data.size() >= net::kBthOffset + 8 && net::is_valid_opcode(pkt->data[net::kBthOffset])) {
-    const uint8_t* bth = pkt->data.data() + net::kBthOffset;
-    const uint32_t dqpn = uint32_t{bth[5]} << 16 | uint32_t{bth[6]} << 8 | bth[7];
-    const TransportEngine& e = core_.engine.engine_of(dqpn);
-    if (e.out_of_order())
-      trailer = net::mp_trailer_bytes(static_cast<net::Opcode>(bth[0]), e.write_trailer(),
-                                      e.read_as_data());
-  }
-  net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f, trailer);
+  // A packet that ends in a transport trailer (vp/net/mp_ext.h) says so
+  // itself (BTH trailer flag): the frame parses without asking which
+  // engine its QP runs; the NIC checks the two agree (Nic::admitted).
+  net::ParseStatus st = net::parse_roce(pkt->data.data(), pkt->data.size(), f);
   // Not an RC opcode: a CNP (DCQCN) is the one other RoCEv2 packet accepted.
   if (st == net::ParseStatus::bad_opcode)
     st = net::parse_cnp(pkt->data.data(), pkt->data.size(), f);

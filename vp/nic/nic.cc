@@ -59,7 +59,7 @@ std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicC
 
 // The NIC's engines: go-back-N, nic.transport and nic.qp_transports, each
 // QP routed to its own (TransportMux).
-std::unique_ptr<TransportEngine> make_transport(const NicConfig& cfg, core::SimEnv& env) {
+std::unique_ptr<TransportMux> make_transport(const NicConfig& cfg, core::SimEnv& env) {
   auto offered = [&](const char* kind) {
     return cfg.offers(kind) ? make_engine(kind, cfg, env) : nullptr;
   };
@@ -468,7 +468,7 @@ void Nic::deliver(net::PacketPtr pkt, const net::RoceFields& f) {
     requester_.on_cnp(f);
   else if (net::is_request(f.opcode) ||
            ((is_read_response(f.opcode) || f.opcode == net::Opcode::ATOMIC_ACKNOWLEDGE) &&
-            engine_->engine_of(f.dest_qp).read_as_data()))
+            engine_->traits_of(f.dest_qp).read_as_data))
     responder_.on_request(std::move(pkt), f);  // READ as data: responses are data too
   else
     requester_.on_response(std::move(pkt), f);

@@ -31,7 +31,7 @@
 #include "vp/nic/responder.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/translation_cache.h"
-#include "vp/nic/transport/transport_engine.h"
+#include "vp/nic/transport/transport_mux.h"
 #include "vp/nic/tx_scheduler.h"
 #include "vp/pcie/dma_initiator.h"
 
@@ -96,7 +96,7 @@ class Nic : public sc_core::sc_module {
   core::ClockDomain clock_;
   core::LogChannel& log_;
   // Before the context memory: a QP context's ICM entry holds its state.
-  std::unique_ptr<TransportEngine> engine_;  // nic.transport
+  std::unique_ptr<TransportMux> engine_;  // nic.transport, nic.qp_transports
   ContextMemory contexts_;
   Translation translation_;
   pcie::DmaInitiator dma_port_;

@@ -259,6 +259,7 @@ void Requester::qp_to_rts(uint32_t qpn) {
                     << " (READ responses sent from RTR) and goes on from there");
   } else {
     core_.engine.set_requester(conn_params(*q, core_.cfg, qp.base));
+    qp.traits = core_.engine.traits_of(qpn);
   }
   ensure_rp(qp);
   fetch(qp);
@@ -268,7 +269,7 @@ void Requester::ensure_rp(Qp& qp) {
   // DCQCN paces the QPs of engines without a congestion control of their
   // own; a QP keeps its limiter from its first paced packet (it may be a
   // READ response sent in RTR) until it is reset.
-  if (qp.rp || !cnp_rx_ || core_.engine.engine_of(qp.qpn).own_congestion_control()) return;
+  if (qp.rp || !cnp_rx_ || qp.traits.own_congestion_control) return;
   qp.rp.emplace(rp_params_);
   qp.pace_at = kNever;
   qp.rate_gauge =
@@ -454,11 +455,11 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   };
   if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
-  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
-  if (!engine.carries_read_atomic() &&
-      (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode)) && !engine.read_as_data()) {
+  const EngineTraits& engine = qp.traits;
+  if (!engine.carries_read_atomic && (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode)) &&
+      !engine.read_as_data) {
     MPR_LOG(log_, warn,
-            "QP " << qp.qpn << " WQE " << index << ": the " << engine.name()
+            "QP " << qp.qpn << " WQE " << index << ": the " << core_.engine.name_of(qp.qpn)
                   << " transport carries no "
                   << (is_atomic(ctrl.opcode) ? "atomics" : "RDMA READ"));
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_UNSUPPORTED);
@@ -562,7 +563,7 @@ bool Requester::local_still_valid(const Qp& qp, Message& m) {
 void Requester::assign(Qp& qp) {
   if (qp.ud) return assign_ud(qp);
   // READ and atomics travel as data (MP-RDMA): see send_read_data.
-  const bool as_data = core_.engine.engine_of(qp.qpn).read_as_data();
+  const bool as_data = qp.traits.read_as_data;
   bool added = false;
   while (!qp.pending.empty()) {
     Message& m = qp.pending.front();
@@ -728,7 +729,7 @@ bool Requester::try_emit(uint32_t qpn) {
                         : (imm ? Opcode::RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode::RDMA_WRITE_LAST);
       else
         f.opcode = send ? Opcode::SEND_MIDDLE : Opcode::RDMA_WRITE_MIDDLE;
-      if (!send && core_.engine.engine_of(qpn).out_of_order()) {
+      if (!send && qp->traits.out_of_order) {
         // Any packet may arrive first: each is a WRITE ONLY with the address
         // and length of its own payload; the immediate rides on the tail.
         f.opcode = imm && last ? Opcode::RDMA_WRITE_ONLY_WITH_IMMEDIATE : Opcode::RDMA_WRITE_ONLY;
@@ -767,7 +768,7 @@ bool Requester::try_emit(uint32_t qpn) {
       f.reth_dma_len =
           static_cast<uint32_t>(m->length - std::min<uint64_t>(m->length, uint64_t(k) * mtu));
       npsn = m->npsn - k;
-      if (g.retransmit && core_.engine.engine_of(qpn).out_of_order()) {
+      if (g.retransmit && qp->traits.out_of_order) {
         f.reth_dma_len = std::min<uint32_t>(f.reth_dma_len, mtu);
         npsn = 1;
       }
@@ -803,9 +804,7 @@ bool Requester::try_emit(uint32_t qpn) {
       break;
   }
   std::vector<uint8_t> trailer;
-  const TransportEngine& engine = core_.engine.engine_of(qpn);
-  if (engine.out_of_order() &&
-      net::mp_trailer_bytes(f.opcode, engine.write_trailer(), engine.read_as_data())) {
+  if (qp->traits.trailer_bytes(f.opcode)) {
     build_ooo(*m, k, g.retransmit, trailer);
     f.trailer_len = static_cast<uint32_t>(trailer.size());  // a READ request has no payload else
   }
@@ -882,6 +881,12 @@ bool Requester::try_emit(uint32_t qpn) {
 
 void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   const uint32_t qpn = f.dest_qp;
+  // A response carries the trailer its QP's engine puts on the opcode, or
+  // it comes from a peer running another transport.
+  if (f.trailer_len != core_.engine.traits_of(qpn).trailer_bytes(f.opcode)) {
+    ++bad_responses_;
+    return;
+  }
   // The ACK trailer of an out-of-order connection, read once.
   const bool has_ext = f.trailer_len == net::kMpAckExtBytes;
   net::MpAckExt x;
@@ -893,7 +898,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   if (has_ext && x.read) {
     // A Read (N)ACK is for this QP's responder, whatever the state of its
     // requester (a QP in RTR answers READs without sending requests).
-    if (f.opcode != net::Opcode::ACKNOWLEDGE || !core_.engine.explicit_read_acks(qpn)) {
+    if (f.opcode != net::Opcode::ACKNOWLEDGE || !core_.engine.traits_of(qpn).explicit_read_acks) {
       ++bad_responses_;
       return;
     }
@@ -912,8 +917,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
   const uint64_t gen = qp->generation;
   // DCQCN notification point for the data this QP receives as READ
   // responses: a CE mark asks the responder for a CNP to their sender.
-  if (f.ecn == 3 && responder_ && is_read_response(f.opcode) &&
-      !core_.engine.engine_of(qpn).own_congestion_control())
+  if (f.ecn == 3 && responder_ && is_read_response(f.opcode) && !qp->traits.own_congestion_control)
     responder_->response_ce(qpn);
   // ACK processing costs ack_process cycles before its effects are visible.
   std::shared_ptr<net::Packet> held(std::move(pkt));
@@ -933,8 +937,8 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
           const uint32_t end = psn_add(ext.aack, 1);
           // Only engines that answer READ/atomics themselves read it (IRN),
           // with or without explicit READ acknowledgements.
-          if (f.opcode == Opcode::ACKNOWLEDGE &&
-              core_.engine.engine_of(qpn).carries_read_atomic() && psn_diff(end, ev.ack_limit) > 0)
+          if (f.opcode == Opcode::ACKNOWLEDGE && q->traits.carries_read_atomic &&
+              psn_diff(end, ev.ack_limit) > 0)
             ev.missing_atomic = missing_responses(*q, end, ev.missing_responses);
         }
         Message* subject = nullptr;
@@ -1004,7 +1008,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
         const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
         if (r.rewound)
           MPR_LOG(log_, debug,
-                  "QP " << qpn << ": " << core_.engine.engine_of(qpn).name() << " goes back on "
+                  "QP " << qpn << ": " << core_.engine.name_of(qpn) << " goes back on "
                         << ack_kind_name(ev.kind) << " PSN " << f.psn << ", snd_una "
                         << core_.engine.snd_una(qpn) << ", snd_nxt " << core_.engine.snd_nxt(qpn));
         if (r.send_read_ack) queue_read_ack(*q, r.read_ack);
@@ -1054,8 +1058,7 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
   // with an out-of-order engine a re-requested response is an ONLY.
   const bool restart_ok = (f.opcode == Opcode::RDMA_READ_RESPONSE_FIRST && !last) ||
                           (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY && last) ||
-                          (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY &&
-                           core_.engine.engine_of(qp.qpn).out_of_order());
+                          (f.opcode == Opcode::RDMA_READ_RESPONSE_ONLY && qp.traits.out_of_order);
   if (f.payload_len != expect || (f.opcode != want && !restart_ok)) {
     ++bad_responses_;
     fail(qp, &m, MPR_CQE_BAD_RESP_ERR, MPR_SYN_BAD_RESPONSE);
@@ -1069,7 +1072,7 @@ void Requester::place_read(Qp& qp, Message& m, const net::RoceFields& f, const n
 }
 
 void Requester::response_arrived(uint32_t qpn, Message& m, uint32_t psn) {
-  if (!core_.engine.engine_of(qpn).out_of_order()) {
+  if (!core_.engine.traits_of(qpn).out_of_order) {
     m.resp_next = psn_add(psn, 1);
     return;
   }
@@ -1242,7 +1245,7 @@ void Requester::schedule_wake(Qp& qp) {
     if (r.rewound) {
       ++timeouts_;
       MPR_LOG(log_, debug,
-              "QP " << qpn << ": " << core_.engine.engine_of(qpn).name()
+              "QP " << qpn << ": " << core_.engine.name_of(qpn)
                     << " retransmission timeout, snd_una " << core_.engine.snd_una(qpn)
                     << ", snd_nxt " << core_.engine.snd_nxt(qpn)
                     << (r.error != AckResult::Error::none ? ", retries exhausted" : ""));

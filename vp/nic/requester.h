@@ -171,6 +171,9 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   struct Qp {
     uint32_t qpn = 0;
     bool active = false;  // RTS
+    // What the message layer must know about the QP's engine, cached when
+    // the QP binds to it (in-order defaults before that, and for UD).
+    EngineTraits traits;
     // READ as data: a QP in RTR whose send side answers the peer's READs
     // (its stream began at stream_base); WQEs still wait for RTS.
     bool answering = false;

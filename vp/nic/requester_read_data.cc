@@ -80,6 +80,7 @@ Requester::Qp* Requester::start_answering(uint32_t qpn, uint32_t stream_base) {
   p.sq_psn = stream_base;
   p.retry_cnt = 7;
   core_.engine.set_requester(p);
+  qp.traits = core_.engine.traits_of(qp.qpn);
   MPR_LOG(
       log_, debug,
       "QP " << qpn << " in RTR starts its stream at PSN " << stream_base << " for READ responses");

@@ -166,6 +166,7 @@ void Responder::qp_to_rtr(uint32_t qpn) {
   qp.ud = q->qp_type == MPR_QPT_UD;
   qp.qkey = q->attr.qkey;
   if (!qp.ud) core_.engine.open(conn_params(*q, core_.cfg, qp.base));
+  qp.traits = core_.engine.traits_of(qp.qpn);
   qp.recv_msn_base = 0;
   qp.recv_need = 0;
   qp.tails.clear();
@@ -303,8 +304,7 @@ void Responder::data_ce(Qp& qp) {
   // DCQCN notification point: CE-marked data of the QP (a request, or a
   // READ response its requester received) asks for a CNP to the peer's QP,
   // at most one per min_cnp_interval, whatever becomes of the packet.
-  if (np_ && !qp.ud && !core_.engine.engine_of(qp.qpn).own_congestion_control() &&
-      np_->on_ce(qp.qpn, core_.now_cycle())) {
+  if (np_ && !qp.ud && !qp.traits.own_congestion_control && np_->on_ce(qp.qpn, core_.now_cycle())) {
     qp.cnp_due = true;
     core_.tx.activate(qp.qpn);
   }
@@ -332,7 +332,7 @@ void Responder::drain_stalled(Qp& qp) {
 
 Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
   if (qp.ud || net::has_deth(f.opcode)) return handle_ud(qp, pkt, f);
-  if (core_.engine.engine_of(qp.qpn).out_of_order()) return handle_ooo(qp, pkt, f);
+  if (qp.traits.out_of_order) return handle_ooo(qp, pkt, f);
   switch (core_.engine.classify(qp.qpn, f.psn, core_.now_cycle())) {
     case RxVerdict::accept:
       return execute(qp, pkt, f);
@@ -397,6 +397,13 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
   const uint32_t plen = f.payload_len;
   const bool first = starts(op), last = ends(op);
 
+  // An in-order connection's packets carry no transport trailer: a packet
+  // that says it does comes from a peer running another transport.
+  if (f.trailer_len != 0) {
+    fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
+          "a transport trailer on an in-order connection");
+    return Step::done;
+  }
   if (is_send(op) || is_write(op)) {
     // Every packet but the last of a message carries exactly one MTU.
     if ((!last && plen != qp.mtu) || plen > qp.mtu) {
@@ -601,9 +608,8 @@ bool Responder::check_read(Qp& qp, const net::RoceFields& f, Out& o) {
 }
 
 bool Responder::within_rd_atomic_limit(Qp& qp, uint32_t responses) {
-  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
   // READ as data (MP-RDMA): the responses wait in the QP's send stream.
-  if (engine.read_as_data())
+  if (qp.traits.read_as_data)
     return !requester_ || requester_->answers_pending(qp.qpn) < qp.max_dest_rd_atomic;
   // Out-of-order engines that carry READs themselves (IRN): a requester
   // that lost a READ request asks for each of its responses alone, every
@@ -614,8 +620,7 @@ bool Responder::within_rd_atomic_limit(Qp& qp, uint32_t responses) {
 }
 
 bool Responder::uncounted_request(const Qp& qp, uint32_t responses) const {
-  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
-  return engine.out_of_order() && !engine.read_as_data() && responses <= 1;
+  return qp.traits.out_of_order && !qp.traits.read_as_data && responses <= 1;
 }
 
 void Responder::note_read_resource(Qp& qp, const Out& o) {
@@ -652,7 +657,7 @@ void Responder::queue_read(Qp& qp, Out o, bool count_message) {
     qp.msn = psn_add(qp.msn, 1);
     ++messages_;
   }
-  if (core_.engine.explicit_read_acks(qp.qpn)) {
+  if (qp.traits.explicit_read_acks) {
     // The responses may be asked for again until the requester has
     // acknowledged them all: keep where they come from.
     qp.read_table.push_back(Qp::ReadDesc{o.psn, o.npkts, o.rkey, o.va, o.len});
@@ -743,7 +748,7 @@ void Responder::duplicate(Qp& qp, const net::RoceFields& f) {
     // beyond it go, and a READ queued before it stops short of it.
     // Out-of-order engines ask for the responses they miss: one still
     // queued will come anyway, and the request is dropped.
-    const bool in_order = !core_.engine.engine_of(qp.qpn).out_of_order();
+    const bool in_order = !qp.traits.out_of_order;
     std::deque<Out> keep;
     for (Out& x : qp.out) {
       if (x.kind != Out::Kind::read) {
@@ -1009,7 +1014,7 @@ bool Responder::try_emit(uint32_t qpn) {
       f.opcode = Opcode::ACKNOWLEDGE;
       f.psn = o.psn;
       f.aeth_syndrome = o.syndrome;
-      if (core_.engine.engine_of(qpn).out_of_order()) {
+      if (qp->traits.out_of_order) {
         // Every ACK and NAK of an out-of-order connection carries the ACK
         // trailer, on the virtual path of the packet it answers.
         net::MpAckExt x;
@@ -1145,7 +1150,7 @@ void Responder::read_response_left(Qp& qp, uint32_t psn) {
 
 void Responder::on_read_ack(uint32_t qpn, const AckExt& ack) {
   Qp* qp = find(qpn);
-  if (!qp || qp->ud || !qp->active || qp->error || !core_.engine.explicit_read_acks(qpn)) return;
+  if (!qp || qp->ud || !qp->active || qp->error || !qp->traits.explicit_read_acks) return;
   const AckResult r = core_.engine.on_read_ack(qpn, ack, core_.now_cycle());
   prune_read_table(*qp);
   if (r.tx_ready) core_.tx.activate(qpn);

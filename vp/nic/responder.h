@@ -143,6 +143,9 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     uint32_t qpn = 0;
     uint64_t generation = 0;
     bool active = false;
+    // What the message layer must know about the QP's engine, cached when
+    // the QP binds to it (in-order defaults before that, and for UD).
+    EngineTraits traits;
     bool error = false;
     uint32_t pdn = 0;
     uint32_t access = 0;

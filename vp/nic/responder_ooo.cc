@@ -41,24 +41,24 @@ Responder::Step Responder::recv_for(Qp& qp, uint32_t msn, const RecvWqe*& wqe) {
 Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
   const Opcode op = f.opcode;
   if ((op == Opcode::RDMA_READ_REQUEST || op == Opcode::COMPARE_SWAP || op == Opcode::FETCH_ADD) &&
-      core_.engine.engine_of(qp.qpn).carries_read_atomic()) {
+      qp.traits.carries_read_atomic) {
     read_atomic_ooo(qp, f);
     return Step::done;
   }
   // READ as data (MP-RDMA): a READ request of the peer's stream, or a
   // response of it to one of this QP's READs; both carry the data trailer.
-  const TransportEngine& engine = core_.engine.engine_of(qp.qpn);
+  const EngineTraits& engine = qp.traits;
   const bool atomic_op = op == Opcode::COMPARE_SWAP || op == Opcode::FETCH_ADD;
-  const bool read_req = (op == Opcode::RDMA_READ_REQUEST || atomic_op) && engine.read_as_data();
+  const bool read_req = (op == Opcode::RDMA_READ_REQUEST || atomic_op) && engine.read_as_data;
   const bool read_resp =
-      (is_read_response(op) || op == Opcode::ATOMIC_ACKNOWLEDGE) && engine.read_as_data();
+      (is_read_response(op) || op == Opcode::ATOMIC_ACKNOWLEDGE) && engine.read_as_data;
   // A packet the engine could not place as new (behind epsn, or beyond its
   // window) is not checked as a request: what fails a check there is
   // dropped, not a reason to fail the QP (a stale duplicate, a stray frame).
   const int32_t ahead = psn_diff(f.psn, core_.engine.epsn(qp.qpn));
   auto refuse = [&](net::NakCode code, uint8_t event, const char* why,
                     uint8_t syndrome = MPR_SYN_NONE) {
-    if (ahead < 0 || static_cast<uint32_t>(ahead) >= engine.rx_window(qp.qpn)) {
+    if (ahead < 0 || static_cast<uint32_t>(ahead) >= engine.rx_window) {
       ++ooo_drops_;
       MPR_LOG(
           log_, debug,
@@ -69,16 +69,15 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
     return Step::done;
   };
   net::MpDataExt x;
-  const bool has_trailer =
-      net::mp_trailer_bytes(op, engine.write_trailer(), engine.read_as_data()) != 0;
+  const bool has_trailer = engine.trailer_bytes(op) != 0;
   // A WRITE packet without a trailer (IRN): its RETH places it; the tail of
   // its message is the packet with AckReq, which the requester sets on the
   // last packet of every message (as RoCEv2 requesters do; these engines ACK
   // every packet anyway).
   x.tail = !has_trailer && f.ack_req;
   if (!(is_send(op) || is_write(op) || read_req || read_resp) ||
-      (has_trailer && (f.trailer_len != net::kMpDataExtBytes ||
-                       !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x)))) {
+      f.trailer_len != engine.trailer_bytes(op) ||
+      (has_trailer && !net::get_mp_data_ext(net::trailer_of(pkt->data.data(), f), x))) {
     return refuse(net::NakCode::invalid_request, MPR_EQE_QP_REQ_ERR,
                   "request the out-of-order transport does not carry, or without its trailer");
   }
@@ -122,9 +121,9 @@ Responder::Step Responder::handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::Ro
       // not see it) and answer with an RNR NAK whose trailer NACKs it: the
       // sender waits the QP's RNR timer and resends from snd_una (every
       // packet of the message is NACKed so; the first starts the wait).
-      // An engine without rnr_nacks() leaves it to the sender's timeout.
+      // An engine without rnr_nacks leaves it to the sender's timeout.
       ++rnr_drops_;
-      if (engine.rnr_nacks()) {
+      if (engine.rnr_nacks) {
         const mpr_qpc* q = core_.contexts.qp(qp.qpn);
         Out a;
         a.kind = Out::Kind::ack;

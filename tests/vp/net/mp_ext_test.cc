@@ -131,10 +131,16 @@ TEST(MpExt, AWriteCarriesDataThenTrailerUnderTheIcrc) {
   EXPECT_EQ(r.msn, 9u);
   EXPECT_EQ(r.ipsn, 3u);
   EXPECT_TRUE(r.sync);
-  // A parser that does not know the connection sees payload (trailer
-  // included) and the same valid ICRC.
+  // The packet says it carries a trailer (BTH byte 8, a reserved bit): a
+  // parser that does not know the connection finds it all the same.
+  EXPECT_EQ(p->data[kBthOffset + 8] & kBthTrailerFlag, kBthTrailerFlag);
   RoceFields plain;
   ASSERT_EQ(parse_roce(*p, plain), ParseStatus::ok);
+  EXPECT_EQ(plain.payload_len, 1021u);
+  EXPECT_EQ(plain.trailer_len, kMpDataExtBytes);
+  // Told there is none, it sees payload (trailer included) under the same
+  // valid ICRC.
+  ASSERT_EQ(parse_roce(p->data.data(), p->data.size(), plain, 0), ParseStatus::ok);
   EXPECT_EQ(plain.payload_len, 1021u + kMpDataExtBytes);
   // The ICRC covers the trailer: flip one of its bits and the frame fails.
   p->data[g.payload_offset + 1021 + 1] ^= 0x10;
@@ -158,14 +164,32 @@ TEST(MpExt, AnAckCarriesItsTrailerAsItsWholePayloadArea) {
   ASSERT_TRUE(get_mp_ack_ext(trailer_of(p->data.data(), g), r));
   EXPECT_EQ(r.echo_vp, 0xC777);
   EXPECT_EQ(r.aack, 78u);
-  // Without the trailer length an ACK with bytes after its AETH is malformed,
-  // as before; and payload beyond the trailer on an ACK is refused.
-  EXPECT_EQ(parse_roce(*p, g), ParseStatus::bad_length);
+  // The flag gives the parser the ACK trailer's length.
+  ASSERT_EQ(parse_roce(*p, g), ParseStatus::ok);
+  EXPECT_EQ(g.trailer_len, kMpAckExtBytes);
+  // Told there is no trailer, an ACK with bytes after its AETH is malformed;
+  // and payload beyond the trailer on an ACK is refused.
+  EXPECT_EQ(parse_roce(p->data.data(), p->data.size(), g, 0), ParseStatus::bad_length);
   EXPECT_EQ(parse_roce(p->data.data(), p->data.size(), g, 4), ParseStatus::bad_length);
   uint8_t more[kMpAckExtBytes + 4] = {};
   EXPECT_THROW(build_roce(f, more, sizeof more), std::invalid_argument);
   f.trailer_len = 40;
   EXPECT_THROW(build_roce(f, t, sizeof t), std::invalid_argument);
+}
+
+TEST(MpExt, TheTrailerFlagIsSetOnlyWithATrailerAndTheIcrcCoversIt) {
+  RoceFields f = base(Opcode::RDMA_WRITE_ONLY);
+  std::vector<uint8_t> body(64, 3);
+  PacketPtr plain = build_roce(f, body.data(), body.size());
+  EXPECT_EQ(plain->data[kBthOffset + 8] & kBthTrailerFlag, 0);
+  RoceFields g;
+  ASSERT_EQ(parse_roce(*plain, g), ParseStatus::ok);
+  EXPECT_EQ(g.trailer_len, 0u);
+  EXPECT_EQ(g.payload_len, 64u);
+  // Setting the flag on the wire without resealing: the ICRC (which masks
+  // only BTH byte 4) catches it, so a flipped flag cannot re-frame a packet.
+  plain->data[kBthOffset + 8] |= kBthTrailerFlag;
+  EXPECT_EQ(parse_roce(*plain, g), ParseStatus::bad_icrc);
 }
 
 TEST(MpExt, AFrameShorterThanItsTrailerIsBadLength) {

@@ -1,9 +1,11 @@
 // The transport-engine interface: the seam between the NIC's message layer
 // (requester and responder: WQEs, segmentation, placement, completions) and
 // the transport (which PSN goes next, on which path, when; what an ACK means;
-// what an arriving PSN is). Engines: RoCEv2 go-back-N now; MP-RDMA, DCQCN and
-// IRN behind the same interface later, and the SystemVerilog engine through
-// Verilator.
+// what an arriving PSN is). Engines: RoCEv2 go-back-N (gbn/), MP-RDMA
+// (mp_rdma/) and IRN (irn/), each in its own folder; rate control (DCQCN, ...)
+// is a separate seam (vp/nic/rate_control/). What the message layer must
+// know about an engine is one value, EngineTraits, that a QP caches when it
+// binds to its engine.
 //
 // The interface is narrow and synchronous: every call carries the current
 // NIC cycle and returns at once; the NIC charges the cycle cost of each call
@@ -19,6 +21,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "vp/net/mp_ext.h"
 
 namespace mprdma::nic {
 
@@ -151,6 +155,61 @@ inline std::string engine_log_channel(const std::string& stats_prefix, const cha
                                     : stats_prefix;
 }
 
+// What the message layer (requester, responder) must know about an engine,
+// as one value: fixed for an engine instance, cached by a QP when it binds.
+struct EngineTraits {
+  // Packets may arrive and be placed in any order: every packet then
+  // carries its placement (RETH in every WRITE packet, message number and
+  // intra-message PSN of SEND packets) and the trailer of vp/net/mp_ext.h,
+  // and the responder calls on_data() instead of classify()/commit().
+  bool out_of_order = false;
+  // Out-of-order engines that carry RDMA READ and atomics their own way
+  // (IRN). In-order engines always do; MP-RDMA carries them as below.
+  bool carries_read_atomic = true;
+  // READ travels as data both ways (MP-RDMA): the request is one data
+  // packet of the requester's stream (one PSN, the data trailer, ACKed like
+  // a WRITE packet), and its responses are data packets of the responder's
+  // own send stream (its PSNs, window and virtual paths), whose trailer's
+  // message number is the READ request's PSN and index the response's
+  // number; the requester's receive side places and ACKs them like any
+  // arriving data. Atomics likewise: the request a data packet, its ATOMIC
+  // ACKNOWLEDGE (the original value) a one-packet message of the
+  // responder's stream, the atomic executed once, when its request is
+  // first placed.
+  bool read_as_data = false;
+  // Out-of-order engines: whether a WRITE packet without immediate carries
+  // the data trailer (MP-RDMA: its ReTx and synchronise bits and message
+  // number; IRN: no, vp/net/mp_ext.h).
+  bool write_trailer = true;
+  // Out-of-order engines: a packet of a message whose RECV is not posted is
+  // dropped, and true: answered with an RNR NAK that carries the ACK
+  // trailer (its NACK names the packet; on_ack gets nak_rnr with `ext`),
+  // so that the sender waits the RNR timer and resends from snd_una
+  // (MP-RDMA, IRN); false: nothing is answered, the sender's timeout
+  // recovers it.
+  bool rnr_nacks = false;
+  // The engine has its own congestion control (MP-RDMA's window): the NIC's
+  // rate control neither paces its QPs nor answers their CE marks.
+  bool own_congestion_control = false;
+  // The requester answers READ responses with Read (N)ACKs (on_ack's
+  // send_read_ack) and the responder recovers lost responses itself (IRN);
+  // false: the requester asks again for them.
+  bool explicit_read_acks = false;
+  // Out-of-order engines: how far from epsn on a packet may be placed (the
+  // receive bitmap). The responder checks a request as new only inside
+  // [epsn, epsn + rx_window): what it cannot parse outside (a stale
+  // duplicate, a stray or forged frame) is dropped instead of failing the
+  // QP, as an in-order responder checks a request only at epsn.
+  uint32_t rx_window = 1;
+
+  // Trailer bytes a packet of this opcode carries on this engine's
+  // connections (vp/net/mp_ext.h): what a sender appends. A receiver reads
+  // the packet's own trailer flag instead (RoceFields::trailer_len).
+  size_t trailer_bytes(net::Opcode op) const {
+    return out_of_order ? net::mp_trailer_bytes(op, write_trailer, read_as_data) : 0;
+  }
+};
+
 class TransportEngine {
  public:
   virtual ~TransportEngine() = default;
@@ -188,59 +247,20 @@ class TransportEngine {
   virtual void nak_sent(uint32_t qpn) = 0;
 
   // ---- out-of-order engines (MP-RDMA, IRN) ----
-  // True when packets may arrive and be placed in any order: every packet
-  // then carries its placement (RETH in every WRITE packet, message number
-  // and intra-message PSN of SEND packets) and the trailer of mp_ext.h, and
-  // the responder calls on_data() instead of classify()/commit().
-  virtual bool out_of_order() const { return false; }
-  // Out-of-order engines that carry RDMA READ and atomics their own way
-  // (IRN; MP-RDMA carries them as below).
-  virtual bool carries_read_atomic() const { return !out_of_order(); }
-  // READ travels as data both ways (MP-RDMA): the request is one data
-  // packet of the requester's stream (one PSN, the data trailer, ACKed like
-  // a WRITE packet), and its responses are data packets of the responder's
-  // own send stream (its PSNs, window and virtual paths), whose trailer's
-  // message number is the READ request's PSN and index the response's
-  // number; the requester's receive side places and ACKs them like any
-  // arriving data. Atomics likewise: the request a data packet, its ATOMIC
-  // ACKNOWLEDGE (the original value) a one-packet message of the
-  // responder's stream, the atomic executed once, when its request is
-  // first placed.
-  virtual bool read_as_data() const { return false; }
-  // Out-of-order engines: a packet of a message whose RECV is not posted is
-  // dropped, and true: answered with an RNR NAK that carries the ACK
-  // trailer (its NACK names the packet; on_ack gets nak_rnr with `ext`),
-  // so that the sender waits the RNR timer and resends from snd_una
-  // (MP-RDMA, IRN); false: nothing is answered, the sender's timeout
-  // recovers it.
-  virtual bool rnr_nacks() const { return false; }
-  // Out-of-order engines: how far from epsn on a packet may be placed (the
-  // receive bitmap). The responder checks a request as new only inside
-  // [epsn, epsn + rx_window): what it cannot parse outside (a stale
-  // duplicate, a stray or forged frame) is dropped instead of failing the
-  // QP, as an in-order responder checks a request only at epsn.
-  virtual uint32_t rx_window(uint32_t /*qpn*/) const { return 1; }
-  // Out-of-order engines: whether a WRITE packet without immediate carries
-  // the data trailer (MP-RDMA: its ReTx and synchronise bits and message
-  // number; IRN: no, vp/net/mp_ext.h).
-  virtual bool write_trailer() const { return true; }
-  // The engine has its own congestion control (MP-RDMA's window): the NIC's
-  // DCQCN neither paces its QPs nor answers their CE marks with CNPs.
-  virtual bool own_congestion_control() const { return false; }
-  // The engine that runs QP `qpn`: this one, or behind a TransportMux the
-  // QP's own. Per-QP questions (out_of_order(), ...) go to it.
-  virtual const TransportEngine& engine_of(uint32_t /*qpn*/) const { return *this; }
+  // What the message layer must know about this engine (EngineTraits).
+  const EngineTraits& traits() const { return traits_; }
+  // The traits of the engine that runs QP `qpn`: this one's, or behind a
+  // TransportMux the QP's own engine's.
+  virtual const EngineTraits& traits_of(uint32_t /*qpn*/) const { return traits_; }
+  // The name of the engine that runs QP `qpn` (for messages).
+  virtual const char* name_of(uint32_t /*qpn*/) const { return name(); }
   // The message starting at `psn` has the synchronise flag.
   virtual void mark_sync(uint32_t /*qpn*/, uint32_t /*psn*/) {}
   virtual RxOutcome on_data(uint32_t /*qpn*/, const RxPacket& /*p*/, uint64_t /*now*/) {
     throw std::logic_error("on_data() on an in-order transport engine");
   }
 
-  // ---- explicit READ acknowledgements (IRN) ----
-  // True when QP `qpn`'s requester answers READ responses with Read
-  // (N)ACKs (on_ack's send_read_ack) and its responder recovers lost
-  // responses itself; false: the requester asks again for them.
-  virtual bool explicit_read_acks(uint32_t /*qpn*/) const { return false; }
+  // ---- explicit READ acknowledgements (IRN, EngineTraits::explicit_read_acks) ----
   // Responder: a READ's responses [first_psn, first_psn + n) are queued.
   virtual void read_queued(uint32_t /*qpn*/, uint32_t /*first_psn*/, uint32_t /*n*/,
                            uint64_t /*now*/) {}
@@ -256,6 +276,11 @@ class TransportEngine {
   virtual bool read_pending(uint32_t /*qpn*/, uint32_t /*first_psn*/) const { return false; }
   virtual uint64_t read_wake_at(uint32_t /*qpn*/) const { return kNever; }
   virtual AckResult on_read_timer(uint32_t /*qpn*/, uint64_t /*now*/) { return {}; }
+
+ protected:
+  TransportEngine() = default;
+  explicit TransportEngine(const EngineTraits& traits) : traits_(traits) {}
+  EngineTraits traits_;
 };
 
 }  // namespace mprdma::nic

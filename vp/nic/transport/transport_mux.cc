@@ -48,6 +48,7 @@ TransportMux::TransportMux(std::unique_ptr<TransportEngine> gbn,
   if (default_kind == MPR_TRANSPORT_DEFAULT || !find(default_kind))
     throw std::invalid_argument("TransportMux: the default engine is not offered");
   default_ = find(default_kind);
+  traits_ = default_->traits();
 }
 
 size_t TransportMux::state_bytes() const {

@@ -2,7 +2,7 @@
 // (go-back-N, MP-RDMA, IRN) and routes every call to the engine of the QP's
 // context (mpr_qpc.transport, set by CREATE_QP: enum mpr_transport, 0 = the
 // NIC's configured engine). The message layer asks per QP what it needs to
-// know about the engine (engine_of(qpn).out_of_order(), ...).
+// know about the engine (traits_of(qpn), cached by the QP when it binds).
 //
 // Each engine keeps only its own QPs' state; the QPC line holds the largest
 // engine's state (state_bytes() is the maximum), the price of letting any QP
@@ -43,7 +43,6 @@ class TransportMux : public TransportEngine {
   // True when QP `qpn` has a connection in one of the engines.
   bool bound(uint32_t qpn) const { return slot(qpn) != nullptr; }
   size_t state_bytes() const override;
-  const TransportEngine& engine_of(uint32_t qpn) const override { return route(qpn); }
   // The engine of a kind (enum mpr_transport; DEFAULT and DCQCN as above),
   // null when the NIC does not offer it.
   TransportEngine* find(uint8_t kind) const;
@@ -79,18 +78,11 @@ class TransportMux : public TransportEngine {
   uint32_t epsn(uint32_t qpn) const override { return route(qpn).epsn(qpn); }
   void nak_sent(uint32_t qpn) override { route(qpn).nak_sent(qpn); }
 
-  // NIC-wide answers are the default engine's; per QP, ask engine_of().
-  bool out_of_order() const override { return default_->out_of_order(); }
-  bool carries_read_atomic() const override { return default_->carries_read_atomic(); }
-  bool write_trailer() const override { return default_->write_trailer(); }
-  bool read_as_data() const override { return default_->read_as_data(); }
-  bool rnr_nacks() const override { return default_->rnr_nacks(); }
-  uint32_t rx_window(uint32_t qpn) const override { return route(qpn).rx_window(qpn); }
-  bool own_congestion_control() const override { return default_->own_congestion_control(); }
+  // Per QP: the traits and name of the QP's engine (an unbound QP's are
+  // an in-order engine's: nothing of it is placed).
+  const EngineTraits& traits_of(uint32_t qpn) const override { return route(qpn).traits(); }
+  const char* name_of(uint32_t qpn) const override { return route(qpn).name(); }
   void mark_sync(uint32_t qpn, uint32_t psn) override { route(qpn).mark_sync(qpn, psn); }
-  bool explicit_read_acks(uint32_t qpn) const override {
-    return route(qpn).explicit_read_acks(qpn);
-  }
   void read_queued(uint32_t qpn, uint32_t first_psn, uint32_t n, uint64_t now) override {
     route(qpn).read_queued(qpn, first_psn, n, now);
   }

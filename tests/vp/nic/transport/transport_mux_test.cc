@@ -17,10 +17,17 @@ namespace mprdma::nic {
 namespace {
 
 // An engine that records which QPs it was asked about.
+EngineTraits probe_traits(const std::string& name, bool ooo) {
+  EngineTraits t;
+  t.out_of_order = ooo;
+  t.own_congestion_control = ooo && name == "mprdma";
+  return t;
+}
+
 class Probe : public TransportEngine {
  public:
   Probe(std::string name, size_t bytes, bool ooo)
-      : name_(std::move(name)), bytes_(bytes), ooo_(ooo) {}
+      : TransportEngine(probe_traits(name, ooo)), name_(std::move(name)), bytes_(bytes) {}
   const char* name() const override { return name_.c_str(); }
   size_t state_bytes() const override { return bytes_; }
   void open(const ConnParams& p) override { calls.push_back("open " + std::to_string(p.qpn)); }
@@ -49,15 +56,12 @@ class Probe : public TransportEngine {
   AckDecision commit(uint32_t, uint32_t, bool, bool, uint64_t) override { return {}; }
   uint32_t epsn(uint32_t) const override { return 0; }
   void nak_sent(uint32_t) override {}
-  bool out_of_order() const override { return ooo_; }
-  bool own_congestion_control() const override { return ooo_ && name_ == "mprdma"; }
 
   std::vector<std::string> calls;
 
  private:
   std::string name_;
   size_t bytes_;
-  bool ooo_;
 };
 
 ConnParams conn(uint32_t qpn, uint8_t engine) {
@@ -98,14 +102,15 @@ TEST_F(TransportMuxTest, RoutesEachQpToItsEngine) {
   EXPECT_EQ(gbn->calls, (std::vector<std::string>{"open 7", "open 8", "tx 7", "ack 7", "rx 7",
                                                   "tx 8", "ack 8", "rx 8"}));
   // What the message layer asks per QP.
-  EXPECT_TRUE(mux->engine_of(5).out_of_order());
-  EXPECT_TRUE(mux->engine_of(5).own_congestion_control());
-  EXPECT_TRUE(mux->engine_of(6).out_of_order());
-  EXPECT_FALSE(mux->engine_of(6).own_congestion_control());
-  EXPECT_FALSE(mux->engine_of(7).out_of_order());
+  EXPECT_TRUE(mux->traits_of(5).out_of_order);
+  EXPECT_TRUE(mux->traits_of(5).own_congestion_control);
+  EXPECT_TRUE(mux->traits_of(6).out_of_order);
+  EXPECT_FALSE(mux->traits_of(6).own_congestion_control);
+  EXPECT_FALSE(mux->traits_of(7).out_of_order);
   // NIC-wide answers are the default engine's.
   EXPECT_STREQ(mux->name(), "gbn");
-  EXPECT_FALSE(mux->out_of_order());
+  EXPECT_FALSE(mux->traits().out_of_order);
+  EXPECT_STREQ(mux->name_of(5), "mprdma");
 }
 
 TEST_F(TransportMuxTest, UnboundQpsReachNoEngine) {
@@ -118,15 +123,17 @@ TEST_F(TransportMuxTest, UnboundQpsReachNoEngine) {
   EXPECT_FALSE(mux->next_tx(9, 0).send);
   EXPECT_FALSE(mux->on_ack(9, AckEvent{}, 0).progress);
   EXPECT_EQ(mux->on_read_ack(9, AckExt{}, 0).error, AckResult::Error::none);
-  EXPECT_FALSE(mux->explicit_read_acks(9));
-  EXPECT_FALSE(mux->engine_of(9).out_of_order());
+  EXPECT_FALSE(mux->traits_of(9).explicit_read_acks);
+  EXPECT_FALSE(mux->traits_of(9).out_of_order);
+  EXPECT_STREQ(mux->name_of(9), "none");
   EXPECT_EQ(mux->wake_at(9), kNever);
   EXPECT_FALSE(mux->bound(9));
   EXPECT_TRUE(mp->calls.empty());
   EXPECT_TRUE(gbn->calls.empty());
   mux->open(conn(9, MPR_TRANSPORT_DEFAULT));
   EXPECT_TRUE(mux->bound(9));
-  EXPECT_EQ(&mux->engine_of(9), mp);
+  EXPECT_STREQ(mux->name_of(9), "mprdma");
+  EXPECT_TRUE(mux->traits_of(9).out_of_order);
   // After close, the QP is unbound again.
   mux->open(conn(10, MPR_TRANSPORT_GBN));
   mux->close(10);
@@ -142,7 +149,7 @@ TEST_F(TransportMuxTest, RebindingAQpNumberClosesItInTheOldEngine) {
   mux->set_requester(conn(5, MPR_TRANSPORT_IRN));      // a later life of the number
   EXPECT_EQ(mp->calls, (std::vector<std::string>{"open 5", "rts 5", "close 5"}));
   EXPECT_EQ(irn->calls, std::vector<std::string>{"rts 5"});
-  EXPECT_EQ(&mux->engine_of(5), irn);
+  EXPECT_STREQ(mux->name_of(5), "irn");
 }
 
 TEST_F(TransportMuxTest, StateIsTheLargestOfferedEngines) {

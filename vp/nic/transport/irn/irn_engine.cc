@@ -8,6 +8,20 @@
 namespace mprdma::nic {
 
 namespace {
+
+// IRN in the message layer's terms: out of order, READ and atomics its own
+// way (explicit READ acknowledgements when configured), WRITE packets
+// placed by their RETH without a trailer, the BDP as the receive window.
+EngineTraits traits_for(const IrnParams& p) {
+  EngineTraits t;
+  t.out_of_order = true;
+  t.carries_read_atomic = true;
+  t.write_trailer = false;
+  t.rnr_nacks = true;
+  t.explicit_read_acks = p.read_acks;
+  t.rx_window = p.bdp_packets;
+  return t;
+}
 // A golden model's counter and the NIC-wide statistic that sums it.
 template <class Counters>
 struct ModelStat {
@@ -59,7 +73,9 @@ void add_deltas(const std::vector<core::Counter*>& sums, const ModelStat<Counter
 }  // namespace
 
 IrnEngine::IrnEngine(const IrnParams& params, core::StatsRegistry* stats, const std::string& prefix)
-    : p_(params), log_(core::Log::channel(engine_log_channel(prefix, "irn.transport"))) {
+    : TransportEngine(traits_for(params)),
+      p_(params),
+      log_(core::Log::channel(engine_log_channel(prefix, "irn.transport"))) {
   if (!stats) return;
   register_stats(*stats, prefix, kTxStats, tx_stats_);
   register_stats(*stats, prefix, kRdStats, rd_stats_);

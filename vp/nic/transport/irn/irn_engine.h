@@ -49,14 +49,8 @@ class IrnEngine : public TransportEngine {
   uint32_t epsn(uint32_t qpn) const override { return conns_.at(qpn).rx->epsn(); }
   void nak_sent(uint32_t) override {}
 
-  bool out_of_order() const override { return true; }
-  bool write_trailer() const override { return false; }
-  bool carries_read_atomic() const override { return true; }
-  bool rnr_nacks() const override { return true; }
-  uint32_t rx_window(uint32_t) const override { return p_.bdp_packets; }
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 
-  bool explicit_read_acks(uint32_t) const override { return p_.read_acks; }
   void read_queued(uint32_t qpn, uint32_t first_psn, uint32_t n, uint64_t now) override;
   void read_response_sent(uint32_t qpn, uint32_t psn, uint64_t now) override;
   AckResult on_read_ack(uint32_t qpn, const AckExt& ack, uint64_t now) override;

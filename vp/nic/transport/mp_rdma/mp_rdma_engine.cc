@@ -11,6 +11,21 @@ namespace mprdma::nic {
 
 namespace {
 
+// MP-RDMA in the message layer's terms: out of order, READ and atomics as
+// data, its own window (no external rate control), RNR NAKs with the ACK
+// trailer, the receive bitmap as the window of new requests.
+EngineTraits traits_for(const MpRdmaEngineParams& p) {
+  EngineTraits t;
+  t.out_of_order = true;
+  t.carries_read_atomic = false;
+  t.read_as_data = true;
+  t.write_trailer = true;
+  t.rnr_nacks = true;
+  t.own_congestion_control = true;
+  t.rx_window = p.bitmap_slots;
+  return t;
+}
+
 struct TxStat {
   const char* name;
   uint64_t MpSender::Counters::*field;
@@ -105,7 +120,8 @@ std::string packets(const std::vector<MpTx>& txs) {
 
 MpRdmaEngine::MpRdmaEngine(const MpRdmaEngineParams& params, core::StatsRegistry* stats,
                            const std::string& prefix)
-    : p_(params),
+    : TransportEngine(traits_for(params)),
+      p_(params),
       stats_(stats),
       prefix_(prefix),
       log_(core::Log::channel(engine_log_channel(prefix, "mprdma.transport"))),

@@ -67,11 +67,6 @@ class MpRdmaEngine : public TransportEngine {
   uint32_t epsn(uint32_t qpn) const override;
   void nak_sent(uint32_t) override {}
 
-  bool out_of_order() const override { return true; }
-  bool own_congestion_control() const override { return true; }
-  bool read_as_data() const override { return true; }
-  bool rnr_nacks() const override { return true; }
-  uint32_t rx_window(uint32_t) const override { return p_.bitmap_slots; }
   void mark_sync(uint32_t qpn, uint32_t psn) override;
   RxOutcome on_data(uint32_t qpn, const RxPacket& p, uint64_t now) override;
 

@@ -64,7 +64,7 @@ class IrnReadAcks : public ::testing::Test {
 
 TEST_F(IrnReadAcks, ResponsesAreAcknowledgedToTheResponderNotRecoveredHere) {
   start(true);
-  EXPECT_TRUE(t_->explicit_read_acks(kQpn));
+  EXPECT_TRUE(t_->traits().explicit_read_acks);
   AckResult r = response(100, 100);
   EXPECT_TRUE(r.accept);
   EXPECT_TRUE(r.progress);
@@ -97,7 +97,7 @@ TEST_F(IrnReadAcks, ResponsesAreAcknowledgedToTheResponderNotRecoveredHere) {
 
 TEST_F(IrnReadAcks, WithoutThemTheRequesterAsksAgain) {
   start(false);
-  EXPECT_FALSE(t_->explicit_read_acks(kQpn));
+  EXPECT_FALSE(t_->traits().explicit_read_acks);
   response(100, 100);
   const AckResult r = response(102, 101);
   EXPECT_FALSE(r.send_read_ack);
