@@ -218,7 +218,7 @@ uint32_t NicConfig::transport_kinds() const {
   uint32_t kinds = 0;
   for (const char* engine : {"gbn", "mprdma", "irn"})
     if (offers(engine)) kinds |= 1u << transport_kind(engine);
-  if (congestion_control == "dcqcn") kinds |= 1u << MPR_TRANSPORT_DCQCN;
+  if (congestion_control != kNoCongestionControl) kinds |= 1u << MPR_TRANSPORT_DCQCN;
   return kinds;
 }
 
@@ -236,12 +236,14 @@ void NicConfig::bind(core::Binder& b) {
            "(multi-path; parameters under mprdma), irn is IRN (selective retransmission and "
            "BDP-FC; parameters under irn). mprdma carries READ and atomics as data both "
            "ways (their responses in the responder's own stream).");
-  b.choice("congestion_control", congestion_control, {"none", "dcqcn"},
-           "Per-QP rate control beside the transport engine: none, or dcqcn (the receiver "
+  b.choice("congestion_control", congestion_control, {kNoCongestionControl, "dcqcn", "timely"},
+           "Per-QP rate control beside the transport engine: none; dcqcn (the receiver "
            "answers CE-marked requests with CNPs, the sender paces each QP at its DCQCN rate; "
-           "parameters under dcqcn).");
+           "parameters under dcqcn); or timely (the sender paces each QP at a rate driven by "
+           "the gradient of its RTT samples, no switch support; parameters under timely).");
   b.section("dcqcn", dcqcn, "DCQCN parameters (used with congestion_control: dcqcn).");
-  if (transport == "mprdma" && congestion_control != "none")
+  b.section("timely", timely, "TIMELY parameters (used with congestion_control: timely).");
+  if (transport == "mprdma" && congestion_control != kNoCongestionControl)
     b.error(
         "transport mprdma has its own congestion control: congestion_control must be "
         "none");

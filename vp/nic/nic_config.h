@@ -10,6 +10,7 @@
 
 #include "vp/core/config.h"
 #include "vp/core/units.h"
+#include "vp/nic/rate_control/timely/timely_config.h"
 #include "vp/nic/uarch_config.h"
 
 namespace mprdma::nic {
@@ -148,9 +149,12 @@ struct NicConfig {
   // Bit k set when a QP may choose enum mpr_transport k: the offered
   // engines, and DCQCN (go-back-N under DCQCN) with congestion_control dcqcn.
   uint32_t transport_kinds() const;
-  // Per-QP rate control composed with the transport engine: none or dcqcn.
-  std::string congestion_control = "none";
+  // Per-QP rate control beside the transport engine (vp/nic/rate_control/):
+  // none, or a congestion control of rate_control.cc's table.
+  static constexpr const char* kNoCongestionControl = "none";
+  std::string congestion_control = kNoCongestionControl;
   DcqcnConfig dcqcn;
+  TimelyConfig timely;
   GbnConfig gbn;
   MpRdmaConfig mprdma;
   IrnConfig irn;

@@ -122,27 +122,18 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
       read_data_rx_(core.env.stats.counter(
           core.stat("requester.read_data_rx"), "packets",
           "READ responses placed from the peer's send stream (READ as data, MP-RDMA)")) {
-  if (core.cfg.congestion_control == "dcqcn") {
-    const DcqcnConfig& d = core.cfg.dcqcn;
-    const uint64_t period = core.cfg.period_ps();
-    auto cycles = [&core](const core::Duration& t) { return core.cfg.cycles(t); };
-    rp_params_.cycles_per_second = 1e12 / static_cast<double>(period);
-    rp_params_.line_rate_bps = static_cast<double>(core.cfg.port_speed_mbps) * 1e6;
-    rp_params_.min_rate_bps = d.min_rate.bps;
-    rp_params_.g = d.g;
-    rp_params_.initial_alpha = d.initial_alpha;
-    rp_params_.alpha_interval = cycles(d.alpha_update_interval);
-    rp_params_.rate_timer = cycles(d.rate_increase_timer);
-    rp_params_.byte_counter = d.byte_counter.n;
-    rp_params_.fast_recovery = static_cast<uint32_t>(d.fast_recovery_stages);
-    rp_params_.rate_ai_bps = d.rate_ai.bps;
-    rp_params_.rate_hai_bps = d.rate_hai.bps;
-    cnp_rx_ = &core.env.stats.counter(core.stat("dcqcn.cnp_rx"), "packets",
-                                      "CNPs received (reaction point)");
-    rate_cuts_ = &core.env.stats.counter(core.stat("dcqcn.rate_cuts"), "events",
+  if ((rc_ = make_rate_control(core.cfg))) {
+    const std::string rc = rc_->name();
+    if (rc_->cnp_interval_cycles() != RateControlKind::kNoCnp)
+      cnp_rx_ = &core.env.stats.counter(core.stat(rc + ".cnp_rx"), "packets",
+                                        "CNPs received (reaction point)");
+    if (rc_->rtt_samples())
+      rtt_samples_ = &core.env.stats.counter(core.stat(rc + ".rtt_samples"), "samples",
+                                             "RTT samples fed to the reaction points");
+    rate_cuts_ = &core.env.stats.counter(core.stat(rc + ".rate_cuts"), "events",
                                          "Rate decreases applied by the reaction point");
-    paced_ = &core.env.stats.counter(core.stat("dcqcn.paced"), "events",
-                                     "Times a QP waited for its DCQCN rate before a packet");
+    paced_ = &core.env.stats.counter(core.stat(rc + ".paced"), "events",
+                                     "Times a QP waited for its rate before a packet");
   }
 }
 
@@ -266,20 +257,20 @@ void Requester::qp_to_rts(uint32_t qpn) {
 }
 
 void Requester::ensure_rp(Qp& qp) {
-  // DCQCN paces the QPs of engines without a congestion control of their
-  // own; a QP keeps its limiter from its first paced packet (it may be a
-  // READ response sent in RTR) until it is reset.
-  if (qp.rp || !cnp_rx_ || qp.traits.own_congestion_control) return;
-  qp.rp.emplace(rp_params_);
+  // The NIC's rate control paces the QPs of engines without a congestion
+  // control of their own; a QP keeps its limiter from its first paced
+  // packet (it may be a READ response sent in RTR) until it is reset.
+  if (qp.rp || !rc_ || qp.traits.own_congestion_control) return;
+  qp.rp = rc_->make();
   qp.pace_at = kNever;
-  qp.rate_gauge =
-      &core_.env.stats.counter(core_.stat("dcqcn.qp" + std::to_string(qp.qpn) + ".rate_mbps"),
-                               "Mb/s", "Current DCQCN rate of the QP at its last packet or CNP");
+  qp.rate_gauge = &core_.env.stats.counter(
+      core_.stat(std::string(rc_->name()) + ".qp" + std::to_string(qp.qpn) + ".rate_mbps"), "Mb/s",
+      "Current rate of the QP at its last packet or rate update");
   qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
 }
 
 Requester::Qp* Requester::limited(uint32_t qpn) {
-  if (!cnp_rx_) return nullptr;
+  if (!rc_) return nullptr;
   Qp* qp = find(qpn);
   if (!qp) {
     const mpr_qpc* q = core_.contexts.qp(qpn);
@@ -828,7 +819,10 @@ bool Requester::try_emit(uint32_t qpn) {
   }
   if (m->answers_read && last) m->answer_left = true;
   core_.engine.on_sent(qpn, g.psn, npsn, now);
-  if (qp->rp) note_paced(*qp, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
+  if (qp->rp) {
+    note_paced(*qp, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
+    if (!g.retransmit && !m->answers_read) sample_rtt_sent(*qp, g.psn, now);
+  }
   if (m->answers_read) {
     ++read_data_tx_;
   } else {
@@ -1006,6 +1000,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
             return;
         }
         const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
+        sample_rtt_acked(*q, r.rewound, core_.now_cycle());
         if (r.rewound)
           MPR_LOG(log_, debug,
                   "QP " << qpn << ": " << core_.engine.name_of(qpn) << " goes back on "
@@ -1201,16 +1196,40 @@ void Requester::flush_new(Qp& qp) {
 }
 
 void Requester::on_cnp(const net::RoceFields& f) {
-  if (cnp_rx_) ++*cnp_rx_;
+  if (!cnp_rx_) return;  // the NIC's rate control takes no CNPs
+  ++*cnp_rx_;
   // Also a QP in RTR: its READ responses are paced by the same limiter.
   Qp* qp = limited(f.dest_qp);
   if (!qp) return;
+  const uint64_t cuts = qp->rp->cuts();
   qp->rp->on_cnp(core_.now_cycle());
-  ++*rate_cuts_;
+  rate_cuts_->add(qp->rp->cuts() - cuts);
   qp->rate_gauge->set(static_cast<uint64_t>(qp->rp->rate_bps() / 1e6));
+  MPR_LOG(log_, debug, "QP " << qp->qpn << ": CNP, " << qp->rp->state());
+}
+
+void Requester::sample_rtt_sent(Qp& qp, uint32_t psn, uint64_t now) {
+  if (!rtt_samples_ || !qp.rp || qp.rtt_armed) return;
+  qp.rtt_armed = true;
+  qp.rtt_psn = psn;
+  qp.rtt_sent = now;
+}
+
+void Requester::sample_rtt_acked(Qp& qp, bool rewound, uint64_t now) {
+  if (!qp.rtt_armed) return;
+  if (rewound) {  // Karn: a go-back may resend the timed packet
+    qp.rtt_armed = false;
+    return;
+  }
+  if (psn_diff(core_.engine.snd_una(qp.qpn), qp.rtt_psn) <= 0) return;
+  qp.rtt_armed = false;
+  ++*rtt_samples_;
+  const uint64_t cuts = qp.rp->cuts();
+  qp.rp->on_rtt(now - qp.rtt_sent, now);
+  rate_cuts_->add(qp.rp->cuts() - cuts);
+  qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
   MPR_LOG(log_, debug,
-          "QP " << qp->qpn << ": CNP, rate " << qp->rp->rate_bps() / 1e9 << " Gb/s, target "
-                << qp->rp->target_bps() / 1e9 << " Gb/s, alpha " << qp->rp->alpha());
+          "QP " << qp.qpn << ": RTT " << now - qp.rtt_sent << " cycles, " << qp.rp->state());
 }
 
 void Requester::schedule_pace(Qp& qp, uint64_t at) {

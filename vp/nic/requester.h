@@ -31,7 +31,7 @@
 #include "vp/net/roce_codec.h"
 #include "vp/nic/nic_core.h"
 #include "vp/nic/qp_sides.h"
-#include "vp/nic/rate_control/dcqcn/dcqcn.h"
+#include "vp/nic/rate_control/rate_control.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/translation_cache.h"
 #include "vp/nic/transport/transport_engine.h"
@@ -203,11 +203,15 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
     uint32_t answers_for = 0;  // first PSN of the WQE the due time is for
     // Explicit READ acknowledgements: Read (N)ACKs waiting to be sent.
     std::deque<AckExt> read_acks;
-    // DCQCN (congestion_control: dcqcn): the QP's rate controller, its
-    // pending pacing wake-up (cycle) and its rate gauge.
-    std::optional<DcqcnRp> rp;
+    // The NIC's rate control (congestion_control): the QP's controller, its
+    // pending pacing wake-up (cycle) and its rate gauge; the packet being
+    // timed for an RTT sample (controls that take them).
+    std::unique_ptr<RateControl> rp;
     uint64_t pace_at = kNever;
     core::Counter* rate_gauge = nullptr;
+    bool rtt_armed = false;
+    uint32_t rtt_psn = 0;
+    uint64_t rtt_sent = 0;
     // UD QP (requester_ud.cc): no transport engine, no ACKs; a WQE
     // completes once its one packet is built (payload read).
     bool ud = false;
@@ -269,8 +273,12 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   void watch_answers(Qp& qp, uint32_t head_psn, bool progress);
   void check_answers(uint32_t qpn, uint64_t gen, uint64_t at);
   // DCQCN: the QP's one pacing wake-up (for its requests and its
-  // responder's READ responses alike), counted in dcqcn.paced.
+  // responder's READ responses alike), counted in <rate control>.paced.
   void schedule_pace(Qp& qp, uint64_t at);
+  // RTT samples for the rate control: time the packet at `psn` if none is
+  // timed; on an ACK, feed the sample once snd_una passed it.
+  void sample_rtt_sent(Qp& qp, uint32_t psn, uint64_t now);
+  void sample_rtt_acked(Qp& qp, bool rewound, uint64_t now);
   uint32_t ack_limit(const Qp& qp) const;
   // READ and atomic responses not yet here with PSNs before `end`; true
   // when an atomic's is among them.
@@ -318,9 +326,11 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   core::Counter& read_acks_rx_;
   core::Counter& read_data_tx_;
   core::Counter& read_data_rx_;
-  // DCQCN only (null otherwise, so `none` registers no new statistics).
-  DcqcnRpParams rp_params_;
+  // The NIC's rate control (null with `none`, which then registers no
+  // statistics of its own).
+  std::unique_ptr<RateControlKind> rc_;
   core::Counter* cnp_rx_ = nullptr;
+  core::Counter* rtt_samples_ = nullptr;
   core::Counter* rate_cuts_ = nullptr;
   core::Counter* paced_ = nullptr;
 };

@@ -95,9 +95,11 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
           "READ requests whose responses this QP sends in its own send stream (READ as data, "
           "MP-RDMA)")) {
   locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
-  if (core.cfg.congestion_control == "dcqcn") {
-    np_.emplace(core.cfg.cycles(core.cfg.dcqcn.min_cnp_interval, 0));
-    cnp_tx_ = &core.env.stats.counter(core.stat("dcqcn.cnp_tx"), "packets",
+  // The notification point of a rate control that takes CNPs (DCQCN).
+  const std::unique_ptr<RateControlKind> rc = make_rate_control(core.cfg);
+  if (rc && rc->cnp_interval_cycles() != RateControlKind::kNoCnp) {
+    np_.emplace(rc->cnp_interval_cycles());
+    cnp_tx_ = &core.env.stats.counter(core.stat(std::string(rc->name()) + ".cnp_tx"), "packets",
                                       "CNPs sent (notification point)");
   }
 }

@@ -36,6 +36,7 @@
 #include "vp/nic/nic_core.h"
 #include "vp/nic/qp_sides.h"
 #include "vp/nic/rate_control/dcqcn/dcqcn.h"
+#include "vp/nic/rate_control/rate_control.h"
 #include "vp/nic/translation.h"
 #include "vp/nic/transport/transport_engine.h"
 #include "vp/nic/tx_scheduler.h"
@@ -333,7 +334,8 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   core::Counter& read_retransmits_;
   core::Counter& dup_reads_dropped_;
   core::Counter& read_requests_;  // READ as data: READs answered in the own send stream
-  // DCQCN notification point (congestion_control: dcqcn only).
+  // The notification point of a rate control that takes CNPs (DCQCN:
+  // at most one CNP per QP per min_cnp_interval).
   std::optional<DcqcnNp> np_;
   core::Counter* cnp_tx_ = nullptr;
 };

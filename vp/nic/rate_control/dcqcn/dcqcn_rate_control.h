@@ -1,0 +1,13 @@
+// DCQCN behind the RateControl seam: its reaction point (DcqcnRp) per QP,
+// CNPs from the receiver's notification point (nic.dcqcn.min_cnp_interval).
+#pragma once
+
+#include <memory>
+
+#include "vp/nic/rate_control/rate_control.h"
+
+namespace mprdma::nic {
+
+std::unique_ptr<RateControlKind> make_dcqcn_kind(const NicConfig& cfg);
+
+}  // namespace mprdma::nic
