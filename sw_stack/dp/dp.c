@@ -400,20 +400,13 @@ void mpr_dp_arm_cq(struct mpr_dp_cq *cq, int solicited_only)
 
 int mpr_transport_of_name(const char *name)
 {
-	static const struct {
-		const char *name;
-		int kind;
-	} names[] = {
-		{"default", MPR_TRANSPORT_DEFAULT}, {"gbn", MPR_TRANSPORT_GBN},
-		{"dcqcn", MPR_TRANSPORT_DCQCN},	    {"mprdma", MPR_TRANSPORT_MP_RDMA},
-		{"irn", MPR_TRANSPORT_IRN},
-	};
-	size_t i;
+	unsigned int k;
 
 	if (!name || !*name)
 		return MPR_TRANSPORT_DEFAULT;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i].name))
-			return names[i].kind;
+	/* The ABI's names (mpr_transport_name in <mprdma/hw.h>). */
+	for (k = MPR_TRANSPORT_DEFAULT; k < MPR_TRANSPORT_EXPERIMENTAL_FIRST; k++)
+		if (mpr_transport_name(k) && !strcmp(name, mpr_transport_name(k)))
+			return (int)k;
 	return -1;
 }

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vp/core/units.h"
@@ -61,6 +62,22 @@ class Binder {
   // A string restricted to `choices`.
   virtual void choice(const char* key, std::string& v, const std::vector<std::string>& choices,
                       const char* doc) = 0;
+  // An enum restricted to named values: the scenario spells a name, the
+  // model holds the enum (no string compares in model code). `options`
+  // lists every value of E with its name.
+  template <class E>
+  void choice(const char* key, E& v, const std::vector<std::pair<const char*, E>>& options,
+              const char* doc) {
+    std::vector<std::string> names;
+    std::string current;
+    for (const auto& [name, value] : options) {
+      names.emplace_back(name);
+      if (value == v) current = name;
+    }
+    choice(key, current, names, doc);
+    for (const auto& [name, value] : options)
+      if (current == name) v = value;
+  }
   // A list of sizes (e.g. message sizes to sweep).
   virtual void field(const char* key, std::vector<Bytes>& v, const char* doc, uint64_t min = 0,
                      uint64_t max = UINT64_MAX) = 0;

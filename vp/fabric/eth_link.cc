@@ -33,7 +33,8 @@ void LinkConfig::bind_loss_modes(core::Binder& b) {
           "as the MP-RDMA paper did with its switch's iCAP; frames that are not IPv4 pass. "
           "Counted in link.<name>.<dir>.ip_id_drops. 0 turns it off.",
           0, 65536);
-  b.choice("loss_dir", loss_dir, {"both", "a2b", "b2a"},
+  b.choice("loss_dir", loss_dir,
+           {{"both", LossDir::both}, {"a2b", LossDir::a2b}, {"b2a", LossDir::b2a}},
            "Directions that 'loss' and 'loss_ip_id_modulo' apply to.");
 }
 
@@ -48,9 +49,6 @@ const LinkConfig& validated(const LinkConfig& cfg) {
     throw std::invalid_argument("link " + cfg.name + ": loss must be in [0, 1]");
   if (cfg.loss_ip_id_modulo < 0)
     throw std::invalid_argument("link " + cfg.name + ": loss_ip_id_modulo must not be negative");
-  if (cfg.loss_dir != "both" && cfg.loss_dir != "a2b" && cfg.loss_dir != "b2a")
-    throw std::invalid_argument("link " + cfg.name + ": loss_dir must be both, a2b or b2a, not '" +
-                                cfg.loss_dir + "'");
   return cfg;
 }
 
@@ -97,7 +95,9 @@ EthLink::EthLink(sc_core::sc_module_name name, const LinkConfig& cfg, core::SimE
                                        "frames dropped by the IP-ID rule (ip_id % N == 0)");
     d.busy_ps = &env.stats.counter(base + "busy_ps", "ps", "time the transmitter was busy");
     d.rate = cfg_.rate;
-    const bool lossy = cfg_.loss_dir == "both" || cfg_.loss_dir == d.tag;
+    using LossDir = LinkConfig::LossDir;
+    const bool lossy =
+        cfg_.loss_dir == LossDir::both || cfg_.loss_dir == (s == 0 ? LossDir::a2b : LossDir::b2a);
     d.loss_p = lossy ? cfg_.loss : 0.0;
     d.ip_id_modulo = lossy ? static_cast<uint64_t>(cfg_.loss_ip_id_modulo) : 0;
   }

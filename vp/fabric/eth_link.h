@@ -46,8 +46,9 @@ struct LinkConfig {
   // Drop IPv4 frames whose identification field is a multiple of this
   // (0: off); frames that are not IPv4 are never dropped by it.
   int64_t loss_ip_id_modulo = 0;
-  // Directions `loss` and `loss_ip_id_modulo` apply to: both, a2b or b2a.
-  std::string loss_dir = "both";
+  // Directions `loss` and `loss_ip_id_modulo` apply to.
+  enum class LossDir { both, a2b, b2a };
+  LossDir loss_dir = LossDir::both;
   // The keys of a back-to-back link (name, rate, delay, loss, pcap,
   // pcap_snaplen).
   void bind(core::Binder& b);

@@ -31,9 +31,9 @@ struct LinkDefaults {
   }
 };
 
-int side_of_dir(const std::string& dir) {
-  if (dir == "a2b") return 0;
-  if (dir == "b2a") return 1;
+int side_of_dir(LinkEventConfig::Dir dir) {
+  if (dir == LinkEventConfig::Dir::a2b) return 0;
+  if (dir == LinkEventConfig::Dir::b2a) return 1;
   return EthLink::kBothSides;
 }
 
@@ -61,7 +61,8 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
 
 void FabricNodeEntry::bind(core::Binder& b) {
   b.field("name", name, "Node name, unique; links, jobs and hosts: entries refer to it.");
-  b.choice("kind", kind, {"host", "switch"}, "A host (one NIC, one link) or a switch.");
+  b.choice("kind", kind, {{"host", Kind::host}, {"switch", Kind::switch_node}},
+           "A host (one NIC, one link) or a switch.");
   b.field("ip", ip,
           "Hosts: IPv4 address (e.g. 10.0.0.7); empty assigns the automatic address of the "
           "host's position.");
@@ -69,7 +70,7 @@ void FabricNodeEntry::bind(core::Binder& b) {
           "Hosts: MAC address (e.g. 02:00:00:00:00:07); empty assigns the automatic one.");
   if (!b.reading()) return;
   if (name.empty()) b.error("every node needs a name");
-  if (kind == "switch" && (!ip.empty() || !mac.empty()))
+  if (kind == Kind::switch_node && (!ip.empty() || !mac.empty()))
     b.error("switch '" + name + "': only hosts take ip and mac");
   if (!ip.empty() && !parse_ip(ip))
     b.error("node '" + name + "': '" + ip + "' is not an IPv4 address");
@@ -104,7 +105,7 @@ void FabricLinkEntry::bind(core::Binder& bb) {
 void LinkEventConfig::bind(core::Binder& b) {
   b.field("at", at, "Simulated time of the change.");
   b.field("link", link, "Link name (see the fabric's naming scheme in vp/fabric/fabric.md).");
-  b.choice("action", action, {"down", "up", "rate", "loss", "loss_ip_id"},
+  b.choice("action", action, actions(),
            "down: frames in flight are lost and frames sent are lost (the transmitter keeps "
            "its pace); up: frames sent from now on arrive; rate: new line rate (a frame being "
            "sent finishes at the old one); loss: random loss probability; loss_ip_id: drop IPv4 "
@@ -112,7 +113,8 @@ void LinkEventConfig::bind(core::Binder& b) {
   b.field("value", value,
           "rate: a bandwidth (\"1Gbps\"); loss: a probability (\"0.01\"); loss_ip_id: N; "
           "down/up: none.");
-  b.choice("dir", dir, {"both", "a2b", "b2a"}, "Direction(s) changed.");
+  b.choice("dir", dir, {{"both", Dir::both}, {"a2b", Dir::a2b}, {"b2a", Dir::b2a}},
+           "Direction(s) changed.");
   if (!b.reading()) return;
   try {
     change();
@@ -121,17 +123,32 @@ void LinkEventConfig::bind(core::Binder& b) {
   }
 }
 
+const std::vector<std::pair<const char*, LinkEventConfig::Action>>& LinkEventConfig::actions() {
+  static const std::vector<std::pair<const char*, Action>> a = {{"down", Action::down},
+                                                                {"up", Action::up},
+                                                                {"rate", Action::rate},
+                                                                {"loss", Action::loss},
+                                                                {"loss_ip_id", Action::loss_ip_id}};
+  return a;
+}
+
+const char* LinkEventConfig::action_name(Action a) {
+  for (const auto& [name, value] : actions())
+    if (value == a) return name;
+  return "?";
+}
+
 LinkChange LinkEventConfig::change() const {
   LinkChange c;
   c.side = side_of_dir(dir);
-  const std::string what = action + " event on link '" + link + "'";
-  if (action == "down" || action == "up") {
-    c.kind = action == "down" ? LinkChange::Kind::kDown : LinkChange::Kind::kUp;
+  const std::string what = std::string(action_name(action)) + " event on link '" + link + "'";
+  if (action == Action::down || action == Action::up) {
+    c.kind = action == Action::down ? LinkChange::Kind::kDown : LinkChange::Kind::kUp;
     if (!value.empty()) throw std::invalid_argument(what + " takes no value");
     return c;
   }
   if (value.empty()) throw std::invalid_argument(what + " needs a value");
-  if (action == "rate") {
+  if (action == Action::rate) {
     c.kind = LinkChange::Kind::kRate;
     try {
       c.rate = core::parse_bandwidth(value);
@@ -142,14 +159,14 @@ LinkChange LinkEventConfig::change() const {
     return c;
   }
   char* end = nullptr;
-  if (action == "loss") {
+  if (action == Action::loss) {
     c.kind = LinkChange::Kind::kLoss;
     c.loss = std::strtod(value.c_str(), &end);
     if (*end || end == value.c_str() || !(c.loss >= 0.0 && c.loss <= 1.0))
       throw std::invalid_argument(what + ": '" + value + "' is not a probability in [0, 1]");
     return c;
   }
-  if (action == "loss_ip_id") {
+  if (action == Action::loss_ip_id) {
     c.kind = LinkChange::Kind::kLossIpId;
     const long long n = std::strtoll(value.c_str(), &end, 10);
     if (*end || end == value.c_str() || n < 0 || n > 65536)
@@ -224,7 +241,7 @@ EcnConfig EcnOverride::apply(const EcnConfig& base) const {
   if (!queue.empty()) {
     if (queue != "instantaneous" && queue != "average")
       throw bad("queue", queue, "is not instantaneous or average");
-    e.queue = queue;
+    e.queue = queue == "average" ? EcnConfig::Queue::average : EcnConfig::Queue::instantaneous;
   }
   if (e.enabled && e.kmin.n > e.kmax.n)
     throw std::invalid_argument(what + ": kmin (" + core::to_string(e.kmin) + ") exceeds kmax (" +
@@ -233,8 +250,7 @@ EcnConfig EcnOverride::apply(const EcnConfig& base) const {
 }
 
 void FabricConfig::bind(core::Binder& b) {
-  b.choice("topology", topology,
-           {"none", "back_to_back", "mp_rdma_testbed", "leaf_spine", "fat_tree", "explicit"},
+  b.choice("topology", topology, topologies(),
            "none: no fabric, the scenario's hosts and links cable the NICs. back_to_back: h0 and "
            "h1 on one link; mp_rdma_testbed: the MP-RDMA testbed (ToRs t<i>, spines s<j>, hosts "
            "t<i>h<j>); leaf_spine: leaves l<i>, spines s<j>, hosts l<i>h<j>; fat_tree: 3 tiers "
@@ -279,20 +295,43 @@ void FabricConfig::bind(core::Binder& b) {
   for (const std::string& p : problems()) b.error(p);
 }
 
+const std::vector<std::pair<const char*, FabricConfig::Kind>>& FabricConfig::topologies() {
+  static const std::vector<std::pair<const char*, Kind>> t = {
+      {"none", Kind::none},
+      {"back_to_back", Kind::back_to_back},
+      {"mp_rdma_testbed", Kind::mp_rdma_testbed},
+      {"leaf_spine", Kind::leaf_spine},
+      {"fat_tree", Kind::fat_tree},
+      {"explicit", Kind::explicit_graph}};
+  return t;
+}
+
+const char* FabricConfig::topology_name(Kind k) {
+  for (const auto& [name, value] : topologies())
+    if (value == k) return name;
+  return "?";
+}
+
 Topology FabricConfig::build_topology() const {
   const int S = static_cast<int>(spines), L = static_cast<int>(leaves),
             H = static_cast<int>(hosts_per_leaf);
-  if (topology == "back_to_back") return make_back_to_back(access_rate, link.delay);
-  if (topology == "mp_rdma_testbed")
-    return make_mp_rdma_testbed(L, S, H, access_rate, uplink_rate, link.delay);
-  if (topology == "leaf_spine")
-    return make_leaf_spine(S, L, H, access_rate, uplink_rate, link.delay);
-  if (topology == "fat_tree")
-    return make_fat_tree(static_cast<int>(k), access_rate, uplink_rate, link.delay);
-  if (topology != "explicit") throw TopologyError("no topology (topology: " + topology + ")");
+  switch (topology) {
+    case Kind::back_to_back:
+      return make_back_to_back(access_rate, link.delay);
+    case Kind::mp_rdma_testbed:
+      return make_mp_rdma_testbed(L, S, H, access_rate, uplink_rate, link.delay);
+    case Kind::leaf_spine:
+      return make_leaf_spine(S, L, H, access_rate, uplink_rate, link.delay);
+    case Kind::fat_tree:
+      return make_fat_tree(static_cast<int>(k), access_rate, uplink_rate, link.delay);
+    case Kind::none:
+      throw TopologyError("no topology (topology: none)");
+    case Kind::explicit_graph:
+      break;
+  }
   Topology t;
   for (const FabricNodeEntry& n : nodes) {
-    if (n.kind == "switch") {
+    if (n.kind == FabricNodeEntry::Kind::switch_node) {
       t.add_switch(n.name);
       continue;
     }
@@ -340,8 +379,9 @@ std::vector<std::string> FabricConfig::problems() const {
       out.push_back("nodes, links and events need a topology (topology: none)");
     return out;
   }
-  if (topology != "explicit" && (!nodes.empty() || !links.empty()))
-    out.push_back("nodes and links are only for topology: explicit (this is " + topology + ")");
+  if (topology != Kind::explicit_graph && (!nodes.empty() || !links.empty()))
+    out.push_back("nodes and links are only for topology: explicit (this is " +
+                  std::string(topology_name(topology)) + ")");
   std::optional<Topology> topo;
   try {
     topo = build_topology();
@@ -505,7 +545,8 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& cfg, core::SimE
   for (size_t i = 0; i < cfg_.events.size(); ++i) {
     const LinkEventConfig& e = cfg_.events[i];
     link(e.link)->schedule(e.at.sc(), e.change());
-    if (cfg_.reroute && (e.action == "down" || e.action == "up"))
+    using Action = LinkEventConfig::Action;
+    if (cfg_.reroute && (e.action == Action::down || e.action == Action::up))
       calendar_->at(e.at.sc() + cfg_.reroute_delay.sc(), [this, i] { reroute_after(i); });
   }
   if (cfg_.sw.pfc.enabled && cfg_.sw.pfc.lossless_mask && cfg_.deadlock_check.ps)
@@ -525,11 +566,12 @@ void Fabric::reroute_after(size_t event) {
   // The timeline, not the links' state, says what is down: a direction
   // that is down counts as a failed link for routing.
   const LinkEventConfig& e = cfg_.events[event];
-  down_[topo_.find_link(e.link)] = e.action == "down";
+  down_[topo_.find_link(e.link)] = e.action == LinkEventConfig::Action::down;
   routing_ = std::make_unique<Routing>(topo_, down_);
   install_routes();
   reroutes_->add();
-  MPR_LOG(log_, info, "rerouted after link " << e.link << " went " << e.action);
+  MPR_LOG(log_, info,
+          "rerouted after link " << e.link << " went " << LinkEventConfig::action_name(e.action));
 }
 
 Fabric::~Fabric() = default;

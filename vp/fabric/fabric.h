@@ -30,9 +30,10 @@ namespace mprdma::fabric {
 // A node of an explicit topology.
 struct FabricNodeEntry {
   std::string name;
-  std::string kind = "host";  // host | switch
-  std::string ip;             // hosts: "" assigns one automatically
-  std::string mac;            // hosts: "" assigns one automatically
+  enum class Kind { host, switch_node };
+  Kind kind = Kind::host;
+  std::string ip;   // hosts: "" assigns one automatically
+  std::string mac;  // hosts: "" assigns one automatically
   void bind(core::Binder& b);
 };
 
@@ -50,9 +51,13 @@ struct FabricLinkEntry {
 struct LinkEventConfig {
   core::Duration at;
   std::string link;
-  std::string action = "down";  // down | up | rate | loss | loss_ip_id
-  std::string value;            // rate: "1Gbps"; loss: "0.01"; loss_ip_id: N
-  std::string dir = "both";     // both | a2b | b2a
+  enum class Action { down, up, rate, loss, loss_ip_id };
+  static const std::vector<std::pair<const char*, Action>>& actions();
+  static const char* action_name(Action a);
+  Action action = Action::down;
+  std::string value;  // rate: "1Gbps"; loss: "0.01"; loss_ip_id: N
+  enum class Dir { both, a2b, b2a };
+  Dir dir = Dir::both;
   void bind(core::Binder& b);
   // The change this entry makes; throws std::invalid_argument naming the
   // bad value.
@@ -73,8 +78,11 @@ struct EcnOverride {
 };
 
 struct FabricConfig {
-  // "none": no fabric (the scenario's hosts/links cable the NICs).
-  std::string topology = "none";
+  // none: no fabric (the scenario's hosts/links cable the NICs).
+  enum class Kind { none, back_to_back, mp_rdma_testbed, leaf_spine, fat_tree, explicit_graph };
+  static const std::vector<std::pair<const char*, Kind>>& topologies();
+  static const char* topology_name(Kind k);
+  Kind topology = Kind::none;
   // Generated topologies. The defaults are the MP-RDMA testbed.
   int64_t spines = 4;
   int64_t leaves = 2;  // ToR switches of the testbed
@@ -105,7 +113,7 @@ struct FabricConfig {
   std::string pcap;
 
   void bind(core::Binder& b);
-  bool enabled() const { return topology != "none"; }
+  bool enabled() const { return topology != Kind::none; }
   // The finalized graph; throws TopologyError (std::invalid_argument)
   // naming the problem.
   Topology build_topology() const;

@@ -30,7 +30,7 @@ void EcnConfig::bind(core::Binder& b) {
           "with pmax 1 is the DCTCP step. Must not exceed the switch buffer.");
   b.field("pmax", pmax, "Marking probability reached at kmax (linear from 0 at kmin).", 0.0, 1.0,
           "probability");
-  b.choice("queue", queue, {"instantaneous", "average"},
+  b.choice("queue", queue, {{"instantaneous", Queue::instantaneous}, {"average", Queue::average}},
            "Queue length RED uses: the instantaneous length a packet finds, or an EWMA of it "
            "updated at each enqueue.");
   b.field("weight", weight,
@@ -38,7 +38,7 @@ void EcnConfig::bind(core::Binder& b) {
           "weight * q.",
           0.0, 1.0);
   if (b.reading() && kmin.n > kmax.n) b.error("kmin must not exceed kmax");
-  if (b.reading() && queue == "average" && !(weight > 0.0))
+  if (b.reading() && queue == Queue::average && !(weight > 0.0))
     b.error("weight must be positive when queue is average");
 }
 
@@ -75,7 +75,7 @@ void SwitchConfig::bind(core::Binder& b) {
           "Dynamic threshold of lossy queues: a frame joins an egress queue only while the queue "
           "is shorter than dt_alpha times the free buffer. Must be positive.",
           0.0, 1024.0);
-  b.choice("scheduler", scheduler, {"strict", "wrr"},
+  b.choice("scheduler", scheduler, {{"strict", Scheduler::strict}, {"wrr", Scheduler::wrr}},
            "Egress scheduling among the eight priorities: strict (7 highest) or wrr (deficit "
            "round robin with byte weights).");
   b.field("wrr_weights", wrr_weights,
@@ -84,7 +84,7 @@ void SwitchConfig::bind(core::Binder& b) {
           1, uint64_t{1} << 30);
   b.section("ecn", ecn, "ECN marking with RED on each egress queue.");
   b.section("pfc", pfc, "Priority flow control (802.1Qbb) per ingress port and priority.");
-  if (b.reading() && scheduler == "wrr" && wrr_weights.size() != kNumPriorities)
+  if (b.reading() && scheduler == Scheduler::wrr && wrr_weights.size() != kNumPriorities)
     b.error("wrr_weights must list 8 weights when scheduler is wrr");
 }
 
@@ -144,9 +144,7 @@ void validate_ecn(const EcnConfig& e, const core::Bytes& buffer, Fail&& fail) {
     fail("ecn.kmin (" + bytes_text(e.kmin) + ") exceeds ecn.kmax (" + bytes_text(e.kmax) + ")");
   if (e.kmax.n > buffer.n)
     fail("ecn.kmax (" + bytes_text(e.kmax) + ") exceeds the buffer (" + bytes_text(buffer) + ")");
-  if (e.queue != "instantaneous" && e.queue != "average")
-    fail("ecn.queue must be instantaneous or average (got '" + e.queue + "')");
-  if (e.queue == "average" && !(e.weight > 0.0 && e.weight <= 1.0))
+  if (e.queue == EcnConfig::Queue::average && !(e.weight > 0.0 && e.weight <= 1.0))
     fail("ecn.weight must be in (0, 1]");
 }
 
@@ -161,9 +159,7 @@ void validate(const std::string& name, int ports, const SwitchConfig& c) {
   if (c.forwarding_cycles < 0) fail("forwarding_cycles must not be negative");
   if (c.buffer.n == 0) fail("buffer must be positive");
   if (!(c.dt_alpha > 0)) fail("dt_alpha must be positive");
-  if (c.scheduler != "strict" && c.scheduler != "wrr")
-    fail("scheduler must be strict or wrr (got '" + c.scheduler + "')");
-  if (c.scheduler == "wrr") {
+  if (c.scheduler == SwitchConfig::Scheduler::wrr) {
     if (c.wrr_weights.size() != kNumPriorities)
       fail("wrr_weights must list 8 weights (got " + std::to_string(c.wrr_weights.size()) + ")");
     for (const core::Bytes& w : c.wrr_weights)
@@ -209,7 +205,7 @@ struct Switch::Impl {
     std::array<double, kNumPriorities> red_avg{};
     // RED of this egress port: the switch's ecn, or a per-port override.
     EcnConfig ecn;
-    bool ecn_average = false;  // ecn.queue == "average"
+    bool ecn_average = false;  // ecn.queue is average
     uint64_t egress_total = 0;
     // Egress side of PFC: the peer's PAUSE holds priority p until then.
     std::array<sc_core::sc_time, kNumPriorities> paused_until{};
@@ -248,7 +244,7 @@ struct Switch::Impl {
       : self(owner),
         name(owner.basename()),
         cfg(c),
-        wrr(c.scheduler == "wrr"),
+        wrr(c.scheduler == SwitchConfig::Scheduler::wrr),
         env(e),
         clock(c.clock.period_ps()),
         log(core::Log::channel("switch." + name)),
@@ -263,7 +259,7 @@ struct Switch::Impl {
       p.adapter.sw = this;
       p.adapter.index = i;
       p.ecn = c.ecn;
-      p.ecn_average = c.ecn.queue == "average";
+      p.ecn_average = c.ecn.queue == EcnConfig::Queue::average;
       const std::string pb = base + "port" + std::to_string(i) + ".";
       auto& st = env.stats;
       p.tx_packets =
@@ -662,7 +658,7 @@ struct Switch::Impl {
   Switch& self;
   const std::string name;
   const SwitchConfig cfg;
-  const bool wrr;  // cfg.scheduler == "wrr", decided once
+  const bool wrr;  // scheduler wrr, decided once
   core::SimEnv& env;
   core::ClockDomain clock;
   core::LogChannel& log;
@@ -768,7 +764,7 @@ void Switch::set_port_ecn(int port, const EcnConfig& ecn) {
   });
   Impl::Port& p = impl_->port(port);
   p.ecn = ecn;
-  p.ecn_average = ecn.queue == "average";
+  p.ecn_average = ecn.queue == EcnConfig::Queue::average;
   p.red_avg.fill(0.0);
 }
 

@@ -35,9 +35,10 @@ struct EcnConfig {
   core::Bytes kmin{20 * 1024};
   core::Bytes kmax{20 * 1024};
   double pmax = 1.0;
-  // "instantaneous" queue length, or "average": EWMA with weight `weight`
-  // updated at each enqueue.
-  std::string queue = "instantaneous";
+  // The queue length RED reads: the instantaneous one, or an EWMA with
+  // weight `weight` updated at each enqueue.
+  enum class Queue { instantaneous, average };
+  Queue queue = Queue::instantaneous;
   double weight = 0.002;
   void bind(core::Binder& b);
 };
@@ -64,7 +65,8 @@ struct SwitchConfig {
   // Lossy egress admission (Broadcom-style dynamic threshold): a queue may
   // grow while its length < alpha * free buffer.
   double dt_alpha = 1.0;
-  std::string scheduler = "strict";      // strict | wrr
+  enum class Scheduler { strict, wrr };  // strict priority, or weighted round robin
+  Scheduler scheduler = Scheduler::strict;
   std::vector<core::Bytes> wrr_weights;  // 8 weights (bytes per round), wrr only
   EcnConfig ecn;
   PfcConfig pfc;

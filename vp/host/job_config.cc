@@ -5,14 +5,28 @@
 
 #include "vp/host/flow_sizes.h"
 #include "vp/host/perftest.h"
+#include "vp/nic/transport/engine_registry.h"
 
 namespace mprdma::host {
 
+const std::vector<std::pair<const char*, JobConfig::App>>& JobConfig::apps() {
+  static const std::vector<std::pair<const char*, App>> a = {
+      {"write_bw", App::write_bw},   {"read_bw", App::read_bw},   {"send_bw", App::send_bw},
+      {"write_lat", App::write_lat}, {"read_lat", App::read_lat}, {"send_lat", App::send_lat},
+      {"atomic_bw", App::atomic_bw}, {"rpc_bw", App::rpc_bw},     {"write_flows", App::write_flows},
+  };
+  return a;
+}
+
+const char* JobConfig::app_name(App app) {
+  for (const auto& [name, value] : apps())
+    if (value == app) return name;
+  return "?";
+}
+
 void JobConfig::bind(core::Binder& b) {
   b.field("name", name, "Job name: results and metrics refer to it.");
-  b.choice("app", app,
-           {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_bw",
-            "rpc_bw", "write_flows"},
+  b.choice("app", app, apps(),
            "perftest-like application. write_flows: a flow workload, not a perftest: RDMA "
            "WRITE flows (one message each) whose sizes are drawn from flow_sizes (stream "
            "job.<name>[.qp<copy>].flow_sizes) and which arrive as a Poisson process offering "
@@ -41,7 +55,9 @@ void JobConfig::bind(core::Binder& b) {
   b.field("cq_mod", cq_mod, "Signal one request in cq_mod (bandwidth tests).", 1, 16384);
   b.field("inline_size", inline_size, "Messages up to this size are sent inline.", 0, 1000);
   b.field("mtu", mtu, "Path MTU of the QP (256..4096, at most the NIC's).", 256, 4096);
-  b.choice("atomic_op", atomic_op, {"fetch_add", "cmp_swap"}, "Atomic of atomic_bw.");
+  b.choice("atomic_op", atomic_op,
+           {{"fetch_add", AtomicOp::fetch_add}, {"cmp_swap", AtomicOp::cmp_swap}},
+           "Atomic of atomic_bw.");
   b.field("events", events,
           "Wait for completion events (interrupts) instead of busy polling the CQ.");
   b.field("start", start, "Earliest start time of the job.");
@@ -74,7 +90,7 @@ void JobConfig::bind(core::Binder& b) {
           "write_bw: fraction of the messages posted as synchronise messages, each chosen with "
           "this probability from the seeded stream job.<name>.sync (deterministic per seed).",
           0.0, 1.0);
-  b.choice("sync_mode", sync_mode, {"flag", "stop_wait"},
+  b.choice("sync_mode", sync_mode, {{"flag", SyncMode::flag}, {"stop_wait", SyncMode::stop_wait}},
            "How a synchronise message is sent: flag = the WRITE carries MPR_WQE_F_SYNC (MP-RDMA "
            "delays it by its synchronise interval; go-back-N ignores the flag); stop_wait = the "
            "application posts it only after every earlier message of the connection has "
@@ -92,13 +108,14 @@ void JobConfig::bind(core::Binder& b) {
   b.field("post_list", post_list,
           "Bandwidth tests: post this many WQEs behind one doorbell (perftest --post_list).", 1,
           4096, "WQEs");
-  b.choice("transport", transport, {"rc", "ud"},
+  b.choice("transport", transport, {{"rc", QpType::rc}, {"ud", QpType::ud}},
            "send_bw: rc = one RC connection per copy; ud = UD QPs, every SEND a datagram "
            "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first).");
-  b.choice("qp_transport", qp_transport, {"default", "gbn", "dcqcn", "mprdma", "irn"},
-           "RC: the transport engine of the job's QPs (CREATE_QP's transport): default is "
-           "the NICs' nic.transport; another must be offered by both NICs (nic.transport or "
-           "nic.qp_transports; dcqcn is go-back-N on NICs with congestion_control dcqcn).");
+  b.choice("qp_transport", qp_transport, nic::EngineRegistry::instance().qp_transport_names(),
+           "RC: the transport engine of the job's QPs (CREATE_QP's transport, by its name in "
+           "<mprdma/hw.h>): default is the NICs' nic.transport; another must be offered by "
+           "both NICs (nic.transport or nic.qp_transports; dcqcn is go-back-N paced by the "
+           "NICs' nic.congestion_control, which must not be none).");
   b.field("send_imm", send_imm,
           "send_bw: every SEND carries a 4-byte immediate, its message number, which the "
           "server checks in order (SEND with immediate; with size 0 a header-only SEND).");
@@ -124,7 +141,8 @@ void JobConfig::bind(core::Binder& b) {
           "atomic_bw: bytes between consecutive counters (a multiple of 8; 4096 puts them all "
           "on the same low 12 address bits).",
           8, uint64_t{1} << 20);
-  b.choice("counter_pick", counter_pick, {"round_robin", "random"},
+  b.choice("counter_pick", counter_pick,
+           {{"round_robin", CounterPick::round_robin}, {"random", CounterPick::random}},
            "atomic_bw: the counter of each atomic: round_robin = 0, 1, .., counters - 1, 0, ..; "
            "random = uniform over the counters, from the seeded stream "
            "job.<name>[.qp<copy>].counters (Kalia et al.'s clients pick at random).");
@@ -151,13 +169,13 @@ void JobConfig::bind(core::Binder& b) {
   if (b.reading()) {
     if (mtu.n & (mtu.n - 1)) b.error("mtu must be a power of two");
     if (rate.bps < 0) b.error("rate must not be negative");
-    if (rate.bps > 0 && app != "write_bw" && app != "read_bw" && app != "send_bw" &&
-        app != "write_flows")
+    if (rate.bps > 0 && app != App::write_bw && app != App::read_bw && app != App::send_bw &&
+        app != App::write_flows)
       b.error("rate applies to write_bw, read_bw, send_bw and write_flows only");
-    if (sync_ratio > 0 && app != "write_bw") b.error("sync_ratio applies to write_bw only");
-    if (duration.ps && app != "write_bw" && app != "read_bw" && app != "write_flows")
+    if (sync_ratio > 0 && app != App::write_bw) b.error("sync_ratio applies to write_bw only");
+    if (duration.ps && app != App::write_bw && app != App::read_bw && app != App::write_flows)
       b.error("duration applies to write_bw, read_bw and write_flows only");
-    if (app == "write_flows") {
+    if (app == App::write_flows) {
       if (!rate.bps) b.error("write_flows needs rate (the offered load)");
       if (!duration.ps) b.error("write_flows needs duration (how long flows arrive)");
       if (flow_group.empty() || flow_group.find_first_of(".,()|* ") != std::string::npos)
@@ -169,39 +187,40 @@ void JobConfig::bind(core::Binder& b) {
       if (std::find(builtin.begin(), builtin.end(), flow_sizes) != builtin.end())
         sizes = {core::Bytes{FlowSizes::named(flow_sizes).max_bytes()}};
       if (ideal_base.ps && !ideal_rate.bps) b.error("ideal_base needs ideal_rate");
-    } else if (flow_sizes != "web_search" || flow_group != "all" || ideal_rate.bps ||
-               ideal_base.ps) {
+    } else if (flow_sizes != JobConfig{}.flow_sizes || flow_group != JobConfig{}.flow_group ||
+               ideal_rate.bps || ideal_base.ps) {
       b.error("flow_sizes, flow_group, ideal_rate and ideal_base apply to write_flows only");
     }
     if (!via.empty() && udp_sport) b.error("give either via or udp_sport, not both");
-    if (qps > 1 && app != "write_bw" && app != "read_bw" && app != "send_bw" &&
-        app != "atomic_bw" && app != "rpc_bw" && app != "write_flows")
+    if (qps > 1 && app != App::write_bw && app != App::read_bw && app != App::send_bw &&
+        app != App::atomic_bw && app != App::rpc_bw && app != App::write_flows)
       b.error(
           "qps applies to the bandwidth tests only (write_bw, read_bw, send_bw, atomic_bw, "
           "rpc_bw)");
     if (qps > 1 && sizes.size() != 1) b.error("qps > 1 needs exactly one size");
-    if ((counters > 1 || counter_stride.n != 8 || counter_pick != "round_robin") &&
-        app != "atomic_bw")
+    if ((counters > 1 || counter_stride.n != 8 || counter_pick != CounterPick::round_robin) &&
+        app != App::atomic_bw)
       b.error("counters, counter_stride and counter_pick apply to atomic_bw only");
-    if (counters > 1 && atomic_op != "fetch_add") b.error("counters > 1 needs atomic_op fetch_add");
+    if (counters > 1 && atomic_op != AtomicOp::fetch_add)
+      b.error("counters > 1 needs atomic_op fetch_add");
     if (counter_stride.n % 8) b.error("counter_stride must be a multiple of 8");
-    if ((wqe_by_mmio || post_list > 1) && app != "write_bw" && app != "read_bw" &&
-        app != "send_bw" && app != "rpc_bw")
+    if ((wqe_by_mmio || post_list > 1) && app != App::write_bw && app != App::read_bw &&
+        app != App::send_bw && app != App::rpc_bw)
       b.error("wqe_by_mmio and post_list apply to write_bw, read_bw, send_bw and rpc_bw only");
-    if (wqe_by_mmio && app == "rpc_bw") b.error("rpc_bw posts by doorbell (post_list)");
+    if (wqe_by_mmio && app == App::rpc_bw) b.error("rpc_bw posts by doorbell (post_list)");
     if (wqe_by_mmio && post_list > 1) b.error("give either wqe_by_mmio or post_list, not both");
-    if (transport == "ud" && app != "send_bw" && app != "rpc_bw")
+    if (transport == QpType::ud && app != App::send_bw && app != App::rpc_bw)
       b.error("transport ud applies to send_bw and rpc_bw only");
-    if (app == "rpc_bw" && transport != "ud") b.error("rpc_bw needs transport ud");
-    if (app == "rpc_bw" && sizes.size() != 1) b.error("rpc_bw takes one size");
-    if (app == "rpc_bw")
+    if (app == App::rpc_bw && transport != QpType::ud) b.error("rpc_bw needs transport ud");
+    if (app == App::rpc_bw && sizes.size() != 1) b.error("rpc_bw takes one size");
+    if (app == App::rpc_bw)
       for (const core::Bytes& s : sizes)
         if (s.n > 24) b.error("rpc_bw requests carry at most 24 bytes");
-    if ((send_imm || recv_sges != 1) && app != "send_bw" && app != "rpc_bw")
+    if ((send_imm || recv_sges != 1) && app != App::send_bw && app != App::rpc_bw)
       b.error("send_imm and recv_sges apply to send_bw and rpc_bw only");
     if (cqe_size.n != 32 && cqe_size.n != 64 && cqe_size.n != 128)
       b.error("cqe_size must be 32, 64 or 128 bytes");
-    if (inline_recv && app != "send_bw") b.error("inline_recv applies to send_bw only");
+    if (inline_recv && app != App::send_bw) b.error("inline_recv applies to send_bw only");
     if (inline_recv && cqe_size.n < 64) b.error("inline_recv needs cqe_size 64 or 128");
     if (recv_sges == 0)
       for (const core::Bytes& s : sizes)
@@ -209,12 +228,12 @@ void JobConfig::bind(core::Binder& b) {
     // As perftest does: a signal must fall inside every window of tx_depth
     // requests, or the sender would wait for a completion never asked for.
     cq_mod = std::min(cq_mod, tx_depth);
-    if (app == "atomic_bw") sizes = {core::Bytes{8}};
+    if (app == App::atomic_bw) sizes = {core::Bytes{8}};
   }
 }
 
 bool JobConfig::is_latency() const {
-  return app == "write_lat" || app == "read_lat" || app == "send_lat";
+  return app == App::write_lat || app == App::read_lat || app == App::send_lat;
 }
 
 }  // namespace mprdma::host

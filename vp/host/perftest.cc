@@ -100,14 +100,18 @@ bool PerfTest::failed() const {
 uint64_t PerfTest::buffer_bytes(const JobConfig& cfg) {
   uint64_t m = 8;
   for (const core::Bytes& s : cfg.sizes) m = std::max(m, s.n);
-  if (cfg.app == "atomic_bw")
+  if (cfg.app == JobConfig::App::atomic_bw)
     m = std::max(m, static_cast<uint64_t>(cfg.counters - 1) * cfg.counter_stride.n + 8);
-  if (cfg.transport == "ud") m = std::max<uint64_t>(m, MPR_UD_GRH_BYTES);  // GRH space
-  if (cfg.app == "rpc_bw") m = std::max<uint64_t>(m, static_cast<uint64_t>(cfg.rx_depth) * 64);
+  if (cfg.transport == JobConfig::QpType::ud)
+    m = std::max<uint64_t>(m, MPR_UD_GRH_BYTES);  // GRH space
+  if (cfg.app == JobConfig::App::rpc_bw)
+    m = std::max<uint64_t>(m, static_cast<uint64_t>(cfg.rx_depth) * 64);
   return m;
 }
 
-int PerfTest::buffer_halves(const JobConfig& cfg) { return cfg.app == "write_flows" ? 1 : 2; }
+int PerfTest::buffer_halves(const JobConfig& cfg) {
+  return cfg.app == JobConfig::App::write_flows ? 1 : 2;
+}
 
 PerfTest::EndTables PerfTest::end_tables(const JobConfig& cfg) {
   EndTables t;
@@ -128,10 +132,10 @@ void PerfTest::setup() {
   caps.max_recv_wr = static_cast<uint32_t>(std::max<int64_t>(cfg_.rx_depth, 2));
   caps.max_inline = static_cast<uint32_t>(cfg_.inline_size.n);
   // rpc_bw answers carry their 8-byte number inline (unless header-only).
-  if (cfg_.app == "rpc_bw" && cfg_.recv_sges != 0)
+  if (cfg_.app == JobConfig::App::rpc_bw && cfg_.recv_sges != 0)
     caps.max_inline = std::max<uint32_t>(caps.max_inline, 8);
   caps.max_recv_sge = static_cast<uint32_t>(cfg_.recv_sges);
-  const bool ud = cfg_.transport == "ud";
+  const bool ud = cfg_.transport == JobConfig::QpType::ud;
   if (ud) caps.qp_type = MPR_QPT_UD;
   caps.transport = transport_kind(cfg_.qp_transport);
   for (Side* s : {client_.get(), server_.get()}) {
@@ -186,18 +190,18 @@ void PerfTest::run() {
     sc_core::wait(cfg_.run_at.sc() - sc_core::sc_time_stamp());
   for (const core::Bytes& size : cfg_.sizes) {
     SizeResult r;
-    if (cfg_.app == "write_lat")
+    if (cfg_.app == JobConfig::App::write_lat)
       r = run_write_lat(size.n);
-    else if (cfg_.app == "read_lat")
+    else if (cfg_.app == JobConfig::App::read_lat)
       r = run_read_lat(size.n);
-    else if (cfg_.app == "send_lat")
+    else if (cfg_.app == JobConfig::App::send_lat)
       r = run_send_lat(size.n);
-    else if (cfg_.app == "atomic_bw")
+    else if (cfg_.app == JobConfig::App::atomic_bw)
       r = run_atomic(size.n);
-    else if (cfg_.app == "write_flows")
+    else if (cfg_.app == JobConfig::App::write_flows)
       r = run_flows(size.n);
     else
-      r = cfg_.app == "rpc_bw" ? run_rpc(size.n) : run_bw(size.n);
+      r = cfg_.app == JobConfig::App::rpc_bw ? run_rpc(size.n) : run_bw(size.n);
     results_.push_back(r);
     if (!r.error.empty()) break;  // the QP is in ERR: later sizes cannot run
   }
@@ -239,8 +243,8 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   r.iterations = static_cast<uint64_t>(cfg_.iterations);
   Side& c = *client_;
   Side& s = *server_;
-  const bool read = cfg_.app == "read_bw";
-  const bool send = cfg_.app == "send_bw";
+  const bool read = cfg_.app == JobConfig::App::read_bw;
+  const bool send = cfg_.app == JobConfig::App::send_bw;
 
   // Source pattern on the side the data comes from; the destination starts
   // zeroed, so the check proves every byte was moved.
@@ -277,7 +281,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   wr.rkey = s.mr.key;
   wr.sg_list = &sge;
   wr.num_sge = size ? 1 : 0;  // a header-only SEND has no data segment
-  if (cfg_.transport == "ud") wr.ud = &c.peer;
+  if (cfg_.transport == JobConfig::QpType::ud) wr.ud = &c.peer;
   const bool inl = !read && size <= cfg_.inline_size.n && size > 0;
 
   const uint32_t ci0 = c.qp->dp.sq.ci;
@@ -298,7 +302,7 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   };
   // Synchronise messages: one draw per message posted, one ahead, so that
   // stop_wait can signal the message before a synchronise one.
-  const bool stop_wait = cfg_.sync_mode == "stop_wait";
+  const bool stop_wait = cfg_.sync_mode == JobConfig::SyncMode::stop_wait;
   core::RandomStream* sync_rng = cfg_.sync_ratio > 0 ? &stream("sync") : nullptr;
   auto draw_sync = [&] { return sync_rng != nullptr && sync_rng->bernoulli(cfg_.sync_ratio); };
   bool cur_sync = draw_sync();
@@ -398,7 +402,7 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
   Side& s = *server_;
   // UD: the datagram lands after 40 bytes of GRH, which take the end of
   // the (unused) send half, so the data still starts at buf + half.
-  const bool ud = cfg_.transport == "ud";
+  const bool ud = cfg_.transport == JobConfig::QpType::ud;
   const uint64_t grh = ud ? MPR_UD_GRH_BYTES : 0;
   mpr_sge sge{s.buf + s.half - grh, static_cast<uint32_t>(s.half + grh), s.mr.key};
   const bool header_only = cfg_.recv_sges == 0;
@@ -456,7 +460,7 @@ SizeResult PerfTest::run_atomic(uint64_t) {
   r.iterations = static_cast<uint64_t>(cfg_.iterations);
   Side& c = *client_;
   Side& s = *server_;
-  const bool cas = cfg_.atomic_op == "cmp_swap";
+  const bool cas = cfg_.atomic_op == JobConfig::AtomicOp::cmp_swap;
   const uint64_t zero = 0;
   const uint64_t counters = static_cast<uint64_t>(cfg_.counters);
   const uint64_t stride = cfg_.counter_stride.n;
@@ -468,7 +472,7 @@ SizeResult PerfTest::run_atomic(uint64_t) {
   wr.rkey = s.mr.key;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  const bool random_pick = cfg_.counter_pick == "random";
+  const bool random_pick = cfg_.counter_pick == JobConfig::CounterPick::random;
   core::RandomStream* pick = random_pick ? &stream("counters") : nullptr;
   std::vector<uint64_t> sent(counters, 0);  // atomics posted to each counter
   const uint32_t ci0 = c.qp->dp.sq.ci;

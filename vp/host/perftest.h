@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vp/core/config.h"
@@ -32,7 +33,21 @@ struct JobConfig {
   // false: checked like the others but not run (the scenario loader drops
   // it), so that a sweep can vary which jobs take part.
   bool enabled = true;
-  std::string app = "write_bw";
+  enum class App {
+    write_bw,
+    read_bw,
+    send_bw,
+    write_lat,
+    read_lat,
+    send_lat,
+    atomic_bw,
+    rpc_bw,
+    write_flows
+  };
+  // The scenario names of App's values (app_name() and the binder).
+  static const std::vector<std::pair<const char*, App>>& apps();
+  static const char* app_name(App a);
+  App app = App::write_bw;
   std::string client;
   std::string server;
   std::vector<core::Bytes> sizes{core::Bytes{65536}};
@@ -42,7 +57,8 @@ struct JobConfig {
   int64_t cq_mod = 100;        // signal one send in cq_mod
   core::Bytes inline_size{0};  // messages up to this size are sent inline
   core::Bytes mtu{1024};       // path MTU of the QP
-  std::string atomic_op = "fetch_add";
+  enum class AtomicOp { fetch_add, cmp_swap };
+  AtomicOp atomic_op = AtomicOp::fetch_add;
   bool events = false;         // wait on completion events instead of polling
   core::Duration start{0};     // not before this time...
   bool after_previous = true;  // ...and not before the previous job ended
@@ -71,7 +87,8 @@ struct JobConfig {
   // of the connection has completed (the message before it is signalled for
   // that) and does not set the flag (the paper's MP-RDMA (Stop-Wait)).
   double sync_ratio = 0;
-  std::string sync_mode = "flag";
+  enum class SyncMode { flag, stop_wait };
+  SyncMode sync_mode = SyncMode::flag;
   // Bandwidth tests: run as this many connections, each a copy of the test
   // with its own QPs, CQs, buffers and tx_depth (like that many perftest
   // processes): set up one after another, started together, results
@@ -91,7 +108,8 @@ struct JobConfig {
   // send_bw: "ud" runs it over UD QPs (datagram SENDs with the server's
   // address in every WQE, one packet per message, no ACKs; the server's
   // RECVs leave 40 bytes of GRH space before the data).
-  std::string transport = "rc";
+  enum class QpType { rc, ud };
+  QpType transport = QpType::rc;
   // RC: the QPs' transport engine (CREATE_QP's transport): "default" (the
   // NIC's nic.transport), gbn, dcqcn, mprdma or irn.
   std::string qp_transport = "default";
@@ -112,7 +130,8 @@ struct JobConfig {
   // atomic_bw: which counter each atomic targets: "round_robin" (0, 1, ..,
   // counters - 1, 0, ..) or "random" (uniform, drawn from the seeded stream
   // job.<name>[.qp<copy>].counters, as Kalia et al.'s clients pick them).
-  std::string counter_pick = "round_robin";
+  enum class CounterPick { round_robin, random };
+  CounterPick counter_pick = CounterPick::round_robin;
   // write_flows: flow sizes from this distribution (a built-in one,
   // FlowSizes::named, or one of the scenario's flow_size_cdfs), and the
   // group whose FCT histograms (flows.<group>.*) the job's flows join.

@@ -22,14 +22,10 @@ constexpr uint64_t kMiB = 1ull << 20;
 
 QemuHostConfig validated(QemuHostConfig c, const std::string& name) {
   std::vector<std::string> errors;
-  if (c.time_mode != "free" && c.time_mode != "sync")
-    errors.push_back("time_mode must be free or sync, not '" + c.time_mode + "'");
-  if (c.on_exit != "stop" && c.on_exit != "continue")
-    errors.push_back("on_exit must be stop or continue, not '" + c.on_exit + "'");
   if (c.memory.n % kMiB != 0 || c.memory.n < 64 * kMiB)
     errors.push_back("memory must be a whole number of MiB, at least 64 MiB");
   if (c.smp < 1) errors.push_back("smp must be >= 1");
-  if (c.time_mode == "sync" && c.smp != 1)
+  if (c.time_mode == QemuHostConfig::TimeMode::sync && c.smp != 1)
     errors.push_back("the synchronised time mode needs smp 1 (one instruction count)");
   if (c.ratio <= 0) errors.push_back("ratio must be > 0");
   if (c.quantum < 1) errors.push_back("quantum must be >= 1");
@@ -89,7 +85,7 @@ void QemuHostConfig::bind(core::Binder& b) {
   b.field("append", append,
           "Extra kernel parameters, after console=ttyS0 panic=-1 mprdma.ip mprdma.hostname "
           "[mprdma.share] (e.g. mprdma.run=/host/test.sh, idle=poll).");
-  b.choice("time_mode", time_mode, {"free", "sync"},
+  b.choice("time_mode", time_mode, {{"free", TimeMode::free}, {"sync", TimeMode::sync}},
            "free: SystemC time paced to ratio x wall time; sync: lock-step with the guest's "
            "instruction count (TCG plugin, -icount).");
   b.field("ratio", ratio, "free mode: SystemC time allowed per wall time.", 1e-6, 1e6);
@@ -104,7 +100,7 @@ void QemuHostConfig::bind(core::Binder& b) {
           "QEMU -netdev spec of the guest's IP network (virtio-net with the NIC's MAC); empty: "
           "none. Passed to QEMU as it is: a netdev can start programs (tap script=, "
           "downscript=) and open sockets to any address.");
-  b.choice("on_exit", on_exit, {"stop", "continue"},
+  b.choice("on_exit", on_exit, {{"stop", OnExit::stop}, {"continue", OnExit::continue_run}},
            "When QEMU exits before its run script ended (a crash, a kill): stop the simulation, "
            "or continue without this guest.");
   b.field("vectors", vectors, "MSI-X vectors of the ivshmem-doorbell function.", 1, 1024);
@@ -131,7 +127,7 @@ QemuHost::QemuHost(sc_core::sc_module_name name, const QemuHostConfig& cfg,
       rc_("rc", gate_, env, nic.name),
       link_("pcie", pcie, env, nic.name),
       nic_("nic", nic, env),
-      sync_(cfg_.time_mode == "sync"
+      sync_(cfg_.time_mode == QemuHostConfig::TimeMode::sync
                 ? std::make_unique<pcie::SyncClock>(
                       basename(), pcie::SyncClock::Config{static_cast<uint64_t>(cfg_.quantum),
                                                           static_cast<int>(cfg_.icount_shift)})
@@ -327,7 +323,7 @@ void QemuHost::on_exit(const std::string& report) {
   }
   // Powering off after the run script (MPRDMA-RUN-EXIT seen) is the
   // expected end of a guest, not a failure that should stop the others.
-  if (cfg_.on_exit == "stop" && !run_exit_) stop_requested_ = true;
+  if (cfg_.on_exit == QemuHostConfig::OnExit::stop && !run_exit_) stop_requested_ = true;
 }
 
 void QemuHost::service() {

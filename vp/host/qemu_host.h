@@ -66,7 +66,8 @@ struct QemuHostConfig {
   std::string append;
   // free: SystemC time paced to `ratio` x wall time. sync: lock-step with
   // the guest's instruction count (TCG plugin, -icount).
-  std::string time_mode = "free";
+  enum class TimeMode { free, sync };
+  TimeMode time_mode = TimeMode::free;
   double ratio = 1.0;
   int64_t quantum = 100000;  // instructions between synchronisations
   int64_t icount_shift = 0;  // one guest instruction = 2^shift ns
@@ -79,9 +80,11 @@ struct QemuHostConfig {
   // inet,local.host=127.0.0.1,local.port=5555,remote.type=inet,
   // remote.host=127.0.0.1,remote.port=5556"); empty: no network.
   std::string netdev;
-  std::string on_exit = "stop";  // stop | continue
-  int64_t vectors = 32;          // MSI-X vectors of the ivshmem function
-  bool paused = false;           // -S: no guest code runs (tests)
+  // stop: the guest's exit ends the simulation; continue: it runs on.
+  enum class OnExit { stop, continue_run };
+  OnExit on_exit = OnExit::stop;
+  int64_t vectors = 32;  // MSI-X vectors of the ivshmem function
+  bool paused = false;   // -S: no guest code runs (tests)
   // A NIC without Memory/Bus Master enabled (command register) cannot DMA
   // or send MSIs, as on real hardware: such accesses are refused and
   // counted.

@@ -20,8 +20,7 @@ uarch::SetAssocCacheParams params(const std::string& name, const CacheConfig& cf
   uint32_t index_bits = 0;
   while ((uint32_t{1} << index_bits) < p.sets) ++index_bits;
   p.key_bits = std::max(key_bits, index_bits);
-  p.replacement =
-      cfg.replacement == "random" ? uarch::Replacement::random : uarch::Replacement::lru;
+  p.replacement = cfg.replacement;
   return p;
 }
 
@@ -59,7 +58,9 @@ ContextCache::ContextCache(const std::string& name, uint32_t line_bytes, uint32_
       prefix_("nic." + nic_name + ".cache." + name + "."),
       log_(core::Log::channel("nic." + nic_name + ".cache")),
       cache_(params(name, cfg, line_bytes, key_bits),
-             cfg.replacement == "random" ? &env.random.stream(prefix_ + "replacement") : nullptr),
+             cfg.replacement == uarch::Replacement::random
+                 ? &env.random.stream(prefix_ + "replacement")
+                 : nullptr),
       hits_(env.stats.counter(prefix_ + "hits", "accesses", "Accesses that found the entry")),
       misses_(env.stats.counter(prefix_ + "misses", "accesses",
                                 "Accesses that had to fetch the entry from ICM")),

@@ -6,9 +6,7 @@
 #include "vp/net/cnp.h"
 #include "vp/net/mp_ext.h"
 #include "vp/nic/rc_opcodes.h"
-#include "vp/nic/transport/gbn/gbn_engine.h"
-#include "vp/nic/transport/irn/irn_engine.h"
-#include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
+#include "vp/nic/transport/engine_registry.h"
 #include "vp/nic/transport/transport_mux.h"
 #include "vp/nic/uarch/sram_budget.h"
 
@@ -16,56 +14,23 @@ namespace mprdma::nic {
 
 namespace {
 
-// One engine of kind `kind` (gbn, mprdma, irn) for the NIC.
-std::unique_ptr<TransportEngine> make_engine(const std::string& kind, const NicConfig& cfg,
-                                             core::SimEnv& env) {
-  auto cycles = [&cfg](const core::Duration& t) { return cfg.cycles(t); };
-  if (kind == "mprdma") {
-    const MpRdmaConfig& m = cfg.mprdma;
-    MpRdmaEngineParams p;
-    p.sender.iw = static_cast<uint32_t>(m.initial_window);
-    p.sender.delta = static_cast<uint32_t>(m.delta);
-    p.sender.ooo_control = m.ooo_control;
-    p.sender.probe_ppm = static_cast<uint32_t>(m.probe_probability * 1e6 + 0.5);
-    p.sender.max_per_ack = static_cast<uint32_t>(m.max_packets_per_ack);
-    p.sender.rtt_cycles = cycles(m.base_rtt);
-    p.sender.idle_rtts = static_cast<uint32_t>(m.idle_rtts);
-    p.sender.sync_alpha_milli = static_cast<uint32_t>(m.sync_alpha * 1000 + 0.5);
-    p.sender.rto_cycles = cycles(m.rto);
-    p.sender.vp_base = 0xC000;
-    p.sender.vp_mask = static_cast<uint16_t>(m.virtual_paths - 1);
-    p.bitmap_slots = static_cast<uint32_t>(m.bitmap_slots);
-    p.overflow_nack = m.overflow_nack == "once_per_head" ? MpOverflowNack::once_per_head
-                                                         : MpOverflowNack::every_drop;
-    p.sender.strict_recovery = m.recovery_new_data == "after_recovery";
-    p.sender.window_reduction = m.window_reduction;
-    // The NIC's path LFSR is seeded from the scenario's stream of this name.
-    p.rng_seed =
-        static_cast<uint32_t>(env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
-    return std::make_unique<MpRdmaEngine>(p, &env.stats, "nic." + cfg.name + ".transport.");
-  }
-  if (kind == "irn") {
-    IrnParams p;
-    p.bdp_packets = static_cast<uint32_t>(cfg.irn.bdp_packets);
-    p.bdp_fc = cfg.irn.bdp_fc;
-    p.rto_low_cycles = cycles(cfg.irn.rto_low);
-    p.rto_high_cycles = cycles(cfg.irn.rto_high);
-    p.rto_low_threshold = static_cast<uint32_t>(cfg.irn.rto_low_threshold);
-    p.read_acks = cfg.irn.read_acks;
-    return std::make_unique<IrnEngine>(p, &env.stats, "nic." + cfg.name + ".transport.");
-  }
-  return std::make_unique<GbnEngine>(cycles(cfg.gbn.go_back_delay));
-}
-
-// The NIC's engines: go-back-N, nic.transport and nic.qp_transports, each
-// QP routed to its own (TransportMux).
+// The NIC's engines: every registered engine it offers (nic.transport,
+// nic.qp_transports and the always-offered one), each QP routed to its own
+// (TransportMux).
 std::unique_ptr<TransportMux> make_transport(const NicConfig& cfg, core::SimEnv& env) {
-  auto offered = [&](const char* kind) {
-    return cfg.offers(kind) ? make_engine(kind, cfg, env) : nullptr;
-  };
+  const EngineRegistry& reg = EngineRegistry::instance();
+  std::vector<TransportMux::Offered> offered;
+  for (const EngineEntry& e : reg.entries()) {
+    if (!cfg.offers(e.name)) continue;
+    TransportMux::Offered o;
+    o.kinds = e.also_kinds;
+    o.kinds.insert(o.kinds.begin(), e.kind);
+    o.engine = reg.make(e.name, "model", cfg, env);
+    offered.push_back(std::move(o));
+  }
   return std::make_unique<TransportMux>(
-      offered("gbn"), offered("mprdma"), offered("irn"), NicConfig::transport_kind(cfg.transport),
-      ContextMemory::qpn_index_bits_for(cfg.limits, cfg.handles.qpn == "random"));
+      std::move(offered), NicConfig::transport_kind(cfg.transport),
+      ContextMemory::qpn_index_bits_for(cfg.limits, cfg.handles.qpn == QpnPolicy::random));
 }
 
 }  // namespace
@@ -79,7 +44,7 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       engine_(make_transport(cfg_, env)),
       contexts_(cfg_.limits, Icm::qpc_entry_bytes(engine_->state_bytes()),
                 HandlePolicy{static_cast<uint32_t>(cfg_.handles.key_random_bits),
-                             cfg_.handles.qpn == "random",
+                             cfg_.handles.qpn == QpnPolicy::random,
                              env.random.stream("nic." + cfg.name + ".handles").next_u64()}),
       translation_(contexts_),
       dma_port_("dma"),

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "vp/core/config.h"
+#include "vp/core/plugin_sections.h"
 #include "vp/core/units.h"
-#include "vp/nic/rate_control/timely/timely_config.h"
 #include "vp/nic/uarch_config.h"
 
 namespace mprdma::nic {
@@ -55,70 +55,12 @@ struct NicLimits {
   void bind(core::Binder& b);
 };
 
-// Go-back-N (RoCEv2 baseline) parameters.
-struct GbnConfig {
-  // From the event that sends the requester back (a sequence NAK, a timeout,
-  // a missing READ response) to its first resent packet; the QP sends
-  // nothing meanwhile. 0: a hardware go-back that turns around at once.
-  core::Duration go_back_delay{};
-  void bind(core::Binder& b);
-};
-
-// DCQCN (Zhu et al., SIGCOMM 2015) parameters; defaults are the paper's
-// where it gives one (sources in vp/nic/transport/transport.md, "DCQCN").
-struct DcqcnConfig {
-  // Notification point: at most one CNP per flow per this interval (N).
-  core::Duration min_cnp_interval = core::Duration::from_us(50);
-  // Reaction point.
-  double g = 1.0 / 256;                                                // alpha gain
-  double initial_alpha = 1.0;                                          // before the first CNP
-  core::Duration alpha_update_interval = core::Duration::from_us(55);  // K
-  core::Duration rate_increase_timer = core::Duration::from_us(55);    // T
-  core::Bytes byte_counter{10000000};                                  // B, 10 MB
-  int64_t fast_recovery_stages = 5;                                    // F
-  core::Bandwidth rate_ai{40e6};                                       // R_AI
-  core::Bandwidth rate_hai{400e6};                                     // R_HAI
-  core::Bandwidth min_rate{10e6};                                      // floor of Rc
-  void bind(core::Binder& b);
-};
-
-// MP-RDMA (NSDI'18 §3) parameters; the paper's values where it gives one
-// (Δ = 32, L = 64, at most two packets per ACK, restart after 3 idle RTTs),
-// our choices documented in bind().
-struct MpRdmaConfig {
-  int64_t initial_window = 64;  // IW, packets (the paper: one BDP)
-  int64_t delta = 32;           // Δ: target out-of-order degree, packets
-  int64_t bitmap_slots = 64;    // L: receive bitmap slots (power of two)
-  bool ooo_control = true;      // prune paths whose SACK is below snd_ool
-  // Loss-recovery readings the paper leaves open (transport.md):
-  std::string overflow_nack = "every_drop";                 // or once_per_head
-  std::string recovery_new_data = "after_retransmissions";  // or after_recovery
-  bool window_reduction = true;                             // use it or lose it (ablation: off)
-  double probe_probability = 0.01;                          // p: probe a new virtual path, per RTT
-  int64_t max_packets_per_ack = 2;                          // burst control
-  core::Duration base_rtt = core::Duration::from_us(16);
-  int64_t idle_rtts = 3;
-  double sync_alpha = 1.0;  // α of the synchronise delay
-  core::Duration rto = core::Duration::from_us(1000);
-  int64_t virtual_paths = 16384;  // UDP source ports 0xC000 + [0, N), power of two
-  void bind(core::Binder& b);
-};
-
-// IRN (SIGCOMM'18) parameters; RTO_low/RTO_high and N from the paper.
-struct IrnConfig {
-  int64_t bdp_packets = 64;  // BDP-FC cap and bitmap length (power of two)
-  bool bdp_fc = true;
-  core::Duration rto_low = core::Duration::from_us(100);
-  core::Duration rto_high = core::Duration::from_us(320);
-  int64_t rto_low_threshold = 3;  // N: RTO_low with at most N packets in flight
-  bool read_acks = true;          // explicit READ acknowledgements (responder recovers)
-  void bind(core::Binder& b);
-};
-
 // How the NIC names the objects it hands to software: memory keys and QP
 // numbers a peer must present. Random bits make them hard to guess for a
 // peer that was never told them (the scenario's seed stream
 // nic.<name>.handles, so runs stay reproducible).
+enum class QpnPolicy { lowest_free, random };
+
 struct HandlesConfig {
   // Bits of every lkey/rkey drawn at random at each registration, below the
   // MPT index (MPR_KEY_INDEX): a key kept after DEREG_MR never matches the
@@ -127,9 +69,14 @@ struct HandlesConfig {
   // lowest_free: QP numbers 2, 3, ... (readable traces; the default, see
   // nic.md); random: the QP's table index in the low bits, the rest of the
   // 24 drawn at random.
-  std::string qpn = "lowest_free";
+  QpnPolicy qpn = QpnPolicy::lowest_free;
   void bind(core::Binder& b);
 };
+
+// The registries' sections at their defaults (nic_config.cc).
+core::PluginSections default_rate_control_sections();
+core::PluginSections default_engine_sections();
+std::string default_transport();
 
 struct NicConfig {
   core::Frequency clock{250e6};
@@ -137,27 +84,32 @@ struct NicConfig {
   // Send every RoCEv2 packet ECN-capable (ECT(0)), as a NIC with RoCE ECN
   // enabled does, so switches mark CE instead of ignoring it.
   bool ecn = true;
-  std::string transport = "gbn";  // engine of QPs that do not choose
+  // Engine of QPs that do not choose: a name in the engine registry
+  // (vp/nic/transport/engine_registry.h); by default its always-offered one.
+  std::string transport = default_transport();
   // Further engines a QP may choose at CREATE_QP (mpr_cmd_create_qp.
-  // transport): gbn, mprdma, irn. Go-back-N and `transport` are always
-  // offered; every QPC line holds the largest offered engine's state.
+  // transport). The always-offered engine and `transport` are offered too;
+  // every QPC line holds the largest offered engine's state.
   std::vector<std::string> qp_transports;
-  // True when a QP may run `engine` (gbn, mprdma or irn).
-  bool offers(const std::string& engine) const;
-  // enum mpr_transport of an engine name (gbn, mprdma, irn).
-  static uint8_t transport_kind(const std::string& engine);
-  // Bit k set when a QP may choose enum mpr_transport k: the offered
-  // engines, and DCQCN (go-back-N under DCQCN) with congestion_control dcqcn.
+  // True when a QP may run engine `name`.
+  bool offers(const std::string& name) const;
+  // enum mpr_transport of a registered engine (std::invalid_argument if none).
+  static uint8_t transport_kind(const std::string& name);
+  // The id a QP asks for by an ABI name (mpr_transport_name(), "default"
+  // included); std::invalid_argument for another name.
+  static uint8_t qp_transport_kind(const std::string& name);
+  // Bit k set when a QP may choose id k: the offered engines, and the ids
+  // they run under rate control (MPR_TRANSPORT_DCQCN) when the NIC has one.
   uint32_t transport_kinds() const;
   // Per-QP rate control beside the transport engine (vp/nic/rate_control/):
-  // none, or a congestion control of rate_control.cc's table.
+  // none, or a congestion control of RateControlRegistry.
   static constexpr const char* kNoCongestionControl = "none";
   std::string congestion_control = kNoCongestionControl;
-  DcqcnConfig dcqcn;
-  TimelyConfig timely;
-  GbnConfig gbn;
-  MpRdmaConfig mprdma;
-  IrnConfig irn;
+  // Parameters of every registered congestion control (nic.<name>) and
+  // transport engine (nic.<name>), at their defaults unless a scenario sets
+  // them; get<DcqcnConfig>() and so on.
+  core::PluginSections rate_controls = default_rate_control_sections();
+  core::PluginSections engines = default_engine_sections();
   int64_t tx_pipeline_depth = 16;     // packets between scheduler and wire
   int64_t wqe_fetch_batch = 4;        // WQEs per DMA read of a send queue
   int64_t max_outstanding_wqes = 64;  // fetched, unacknowledged WQEs per QP

@@ -10,7 +10,8 @@ void CacheConfig::bind(core::Binder& b) {
           "sets");
   if (sets & (sets - 1)) b.error("sets must be a power of two");
   b.field("ways", ways, "Lines per set.", 1, 64, "lines");
-  b.choice("replacement", replacement, {"lru", "random"},
+  b.choice("replacement", replacement,
+           {{"lru", uarch::Replacement::lru}, {"random", uarch::Replacement::random}},
            "Victim of a miss in a full set: least recently used, or drawn from the seeded "
            "stream nic.<name>.cache.<cache>.replacement.");
 }

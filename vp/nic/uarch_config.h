@@ -8,6 +8,7 @@
 
 #include "vp/core/config.h"
 #include "vp/core/units.h"
+#include "vp/nic/uarch/set_assoc_cache.h"
 
 namespace mprdma::nic {
 
@@ -15,9 +16,9 @@ namespace mprdma::nic {
 // table; the line size follows from the entry (nic.md, "Caches").
 struct CacheConfig {
   bool enabled = true;
-  int64_t sets = 64;                // power of two
-  int64_t ways = 4;                 // lines per set
-  std::string replacement = "lru";  // lru | random
+  int64_t sets = 64;  // power of two
+  int64_t ways = 4;   // lines per set
+  uarch::Replacement replacement = uarch::Replacement::lru;
   void bind(core::Binder& b);
 };
 
@@ -32,12 +33,12 @@ struct CachesConfig {
   // pages on chip).
   CacheConfig cqc;
   CacheConfig mpt;
-  CacheConfig mtt{true, 128, 4, "lru"};
+  CacheConfig mtt{true, 128, 4, uarch::Replacement::lru};
   // Send WQEs on chip (NIC-wide, 64 B lines): filled by the WQE fetch, read
   // again when a READ response or atomic ACK arrives; a miss re-reads the
   // WQE from its send ring. Our choice: 256 WQEs, 16-way (with 4 ways the
   // windows of a few QPs already collide in a set long before 256 WQEs).
-  CacheConfig wqe{true, 16, 16, "lru"};
+  CacheConfig wqe{true, 16, 16, uarch::Replacement::lru};
   void bind(core::Binder& b);
 };
 

@@ -188,7 +188,7 @@ void JobGroup::bind(core::Binder& b) {
   if (!has_client && !has_server) b.error("name must contain {client} or {server}");
   if (!job.name.empty() || !job.client.empty() || !job.server.empty())
     b.error("job must not set name, client or server: the group sets them for each pair");
-  if (!ideal_base_by_switches.empty() && job.app != "write_flows")
+  if (!ideal_base_by_switches.empty() && job.app != host::JobConfig::App::write_flows)
     b.error("ideal_base_by_switches applies to write_flows jobs only");
   if (!ideal_base_by_switches.empty() && !job.ideal_rate.bps)
     b.error("ideal_base_by_switches needs job.ideal_rate (the slowdown's size term)");

@@ -17,10 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "vp/nic/transport/irn/irn_model.h"
-#include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
-#include "vp/nic/transport/mp_rdma/mp_rdma_receiver.h"
-#include "vp/nic/transport/mp_rdma/mp_rdma_sender.h"
+#include "vp/nic/transport/engine_registry.h"
 #include "vp/nic/transport/transport_mux.h"
 #include "vp/platform/series_metrics.h"
 
@@ -110,7 +107,7 @@ struct Platform::JobRunner : sc_core::sc_module {
     }
     // write_flows: the flow completion times of all connections.
     const core::Histogram* h = platform.env_.stats.find_histogram("flow." + cfg.name + ".fct_us");
-    if (h && cfg.app == "write_flows" && h->count()) {
+    if (h && cfg.app == host::JobConfig::App::write_flows && h->count()) {
       agg.t_min = h->min();
       agg.t_max = h->max();
       agg.t_avg = h->mean();
@@ -170,7 +167,7 @@ void check_job_memory(const std::vector<host::JobConfig>& jobs) {
     double bytes = 4.0 * double(host::PerfTest::buffer_bytes(j)) * copies;
     // write_flows writes the source pattern up to its largest flow, and the
     // destination as far: at most what the job offers in its duration.
-    if (j.app == "write_flows")
+    if (j.app == host::JobConfig::App::write_flows)
       bytes = 2.0 * copies *
               std::min(double(host::PerfTest::buffer_bytes(j)),
                        j.rate.bps / 8.0 * j.duration.sc().to_seconds() / copies);
@@ -420,18 +417,15 @@ Platform::Platform(const ScenarioConfig& cfg, core::SimEnv& env, const std::stri
       for (const char* d : {"upstream", "downstream"})
         sampler_->add("pcie." + h.name + "." + d + ".bytes", "pcie." + h.name + "." + d + ".gbps",
                       "Gb/s", kBytesPerGbit, "PCIe throughput including TLP overheads");
-      // MP-RDMA's windows over time (a connection's window collapsing, or
-      // connections stuck in recovery, show here without a packet trace).
+      // Levels the NIC's engines offer (MP-RDMA: windows and recovery), as
+      // nic.<host>.transport.<name>.
       const auto* mux = dynamic_cast<const nic::TransportMux*>(&host(h.name).nic().engine());
-      const auto* mp =
-          mux ? dynamic_cast<const nic::MpRdmaEngine*>(mux->find(MPR_TRANSPORT_MP_RDMA)) : nullptr;
-      if (mp) {
-        sampler_->add_gauge("nic." + h.name + ".transport.cwnd", "packets",
-                            "Congestion windows of the NIC's MP-RDMA connections, summed",
-                            [mp] { return mp->cwnd_sum(); });
-        sampler_->add_gauge("nic." + h.name + ".transport.recovering", "connections",
-                            "The NIC's MP-RDMA connections in recovery mode",
-                            [mp] { return double(mp->recovering()); });
+      for (const nic::EngineEntry& e : nic::EngineRegistry::instance().entries()) {
+        const nic::TransportEngine* engine = mux ? mux->find(e.kind) : nullptr;
+        if (!engine || !e.gauges) continue;
+        for (nic::EngineGauge& g : e.gauges(*engine))
+          sampler_->add_gauge("nic." + h.name + ".transport." + g.name, g.unit, g.doc,
+                              std::move(g.read));
       }
     }
     for (const std::string& c : rate_counters)
@@ -725,16 +719,11 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           found = true;
         }
       } else if (t.kind == MetricTerm::Kind::kModelState) {
-        // The golden models' field tables at their default sizes (bitmap
-        // L = 64 slots; IRN BDP = 64 packets): see vp/nic/transport/transport.md.
+        // The engine's field table at its section's defaults (see
+        // vp/nic/transport/transport.md).
+        const nic::EngineEntry* e = nic::EngineRegistry::instance().find(t.engine);
         std::vector<nic::StateField> fields;
-        if (t.engine == "mprdma") {
-          fields = nic::MpSender::extra_state();
-          for (const auto& f : nic::MpReceiver::extra_state(64)) fields.push_back(f);
-        } else {
-          fields = nic::IrnSender::extra_state(64);
-          for (const auto& f : nic::IrnReceiver::extra_state(64)) fields.push_back(f);
-        }
+        if (e && e->state_fields) fields = e->state_fields();
         for (const auto& f : fields) sum += f.bytes;
         found = true;
       } else if (t.kind == MetricTerm::Kind::kDeadlocks) {
@@ -913,7 +902,7 @@ nlohmann::json Platform::flows_json() const {
     const JobOutcome& o = outcomes_[i];
     const host::JobConfig& cfg = cfg_.jobs[i];
     nlohmann::json j;
-    j["app"] = cfg.app;
+    j["app"] = host::JobConfig::app_name(cfg.app);
     j["client"] = cfg.client;
     j["server"] = cfg.server;
     if (cfg.udp_sport) j["udp_sport"] = cfg.udp_sport;

@@ -33,9 +33,10 @@ void print_job_tables(std::ostream& os, const Platform& p) {
     const host::JobConfig& job = cfg.jobs[i];
     const JobOutcome& out = p.outcomes()[i];
     os << kRule << "\n"
-       << " " << job.app << "  job '" << job.name << "'  " << job.client << " -> " << job.server
-       << "   (" << (job.transport == "ud" ? "UD" : "RC") << ", MTU " << job.mtu.n << ", tx_depth "
-       << job.tx_depth << ", " << (job.events ? "events" : "polling") << ")\n"
+       << " " << host::JobConfig::app_name(job.app) << "  job '" << job.name << "'  " << job.client
+       << " -> " << job.server << "   ("
+       << (job.transport == host::JobConfig::QpType::ud ? "UD" : "RC") << ", MTU " << job.mtu.n
+       << ", tx_depth " << job.tx_depth << ", " << (job.events ? "events" : "polling") << ")\n"
        << kRule << "\n";
     char line[256];
     if (job.is_latency()) {
@@ -51,7 +52,7 @@ void print_job_tables(std::ostream& os, const Platform& p) {
                       r.t_avg, r.t_stdev, r.t_p99, r.t_p999);
         os << line;
       }
-    } else if (job.app == "write_flows") {
+    } else if (job.app == host::JobConfig::App::write_flows) {
       os << " #flows     payload[MB]    BW[Gb/sec]    FCT avg[usec]  p50[usec]    p99[usec]"
             "    p99.9[usec]\n";
       for (const host::SizeResult& r : out.results) {

@@ -1,5 +1,6 @@
 #include "vp/platform/scenario.h"
 
+#include <mprdma/hw.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "vp/nic/transport/engine_registry.h"
 #include "vp/platform/bottleneck.h"
 
 namespace mprdma::platform {
@@ -210,6 +212,14 @@ void parse_mean_term(const std::string& t, MetricTerm& m) {
   m.mean = true;
 }
 
+// model.<engine>.extra_state_bytes of a registered engine that adds state
+// over go-back-N: the engine's name, else "".
+std::string model_state_engine(const std::string& t) {
+  for (const nic::EngineEntry& e : nic::EngineRegistry::instance().entries())
+    if (e.state_fields && t == "model." + e.name + ".extra_state_bytes") return e.name;
+  return "";
+}
+
 }  // namespace
 
 std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr) {
@@ -263,9 +273,9 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
                                     "' is not a number (a factor is <number>*term)");
       t = t.substr(star + 1);
     }
-    if (t == "model.mprdma.extra_state_bytes" || t == "model.irn.extra_state_bytes") {
+    if (const std::string engine = model_state_engine(t); !engine.empty()) {
       m.kind = MetricTerm::Kind::kModelState;
-      m.engine = t.substr(6, t.find('.', 6) - 6);
+      m.engine = engine;
       terms.push_back(m);
       continue;
     }
@@ -495,7 +505,7 @@ void ScenarioConfig::resolve_flow_sizes(core::Binder& b) {
   const std::vector<std::string> builtin = host::FlowSizes::names();
   for (host::JobConfig& j : jobs) {
     j.flow_size_cdf.clear();
-    if (j.app != "write_flows") continue;
+    if (j.app != host::JobConfig::App::write_flows) continue;
     auto own =
         std::find_if(flow_size_cdfs.begin(), flow_size_cdfs.end(),
                      [&](const host::FlowSizeCdfConfig& c) { return c.name == j.flow_sizes; });
@@ -665,7 +675,8 @@ void ScenarioConfig::bind(core::Binder& b) {
     for (const HostEntry& h : all) fabric_hosts.insert(h.name);
     for (const HostEntry& h : hosts)
       if (!h.name.empty() && !fabric_hosts.count(h.name))
-        b.error("host '" + h.name + "' is not a host of the fabric (" + fabric.topology +
+        b.error("host '" + h.name + "' is not a host of the fabric (" +
+                fabric::FabricConfig::topology_name(fabric.topology) +
                 " names its hosts as in vp/fabric/fabric.md)");
     host_names = fabric_hosts;
     // QEMU guests reach each other over their own network (guest_netdevs)
@@ -725,24 +736,26 @@ void ScenarioConfig::bind(core::Binder& b) {
       if (j.mtu.n > nic_of(*h).mtu.n)
         b.error("job '" + j.name + "': mtu " + std::to_string(j.mtu.n) + " exceeds the NIC's mtu " +
                 std::to_string(nic_of(*h).mtu.n) + " (host '" + *h + "')");
-    if (j.qp_transport == "default") {
+    if (nic::NicConfig::qp_transport_kind(j.qp_transport) == MPR_TRANSPORT_DEFAULT) {
       if (nic_of(j.client).transport != nic_of(j.server).transport)
         b.error("job '" + j.name + "': client '" + j.client + "' uses transport " +
                 nic_of(j.client).transport + " but server '" + j.server + "' uses " +
                 nic_of(j.server).transport + " (the two ends of a QP need one transport)");
     } else {
-      // Both ends' NICs must offer the job's engine.
-      const bool dcqcn = j.qp_transport == "dcqcn";
+      // Both ends' NICs must offer the job's engine (an id the ABI gives
+      // an engine under rate control needs a NIC with one).
+      const uint8_t kind = nic::NicConfig::qp_transport_kind(j.qp_transport);
       for (const std::string* h : {&j.client, &j.server}) {
         const nic::NicConfig& n = nic_of(*h);
-        if (dcqcn ? n.congestion_control != "dcqcn" : !n.offers(j.qp_transport))
+        if (!(n.transport_kinds() >> kind & 1))
           b.error("job '" + j.name + "': qp_transport " + j.qp_transport + " is not offered by " +
                   "host '" + *h + "' (" +
-                  (dcqcn ? std::string("its nic.congestion_control is not dcqcn")
-                         : "add it to nic.qp_transports") +
+                  (nic::EngineRegistry::instance().find(j.qp_transport)
+                       ? "add it to nic.qp_transports"
+                       : "its nic.congestion_control is none") +
                   ")");
       }
-      if (j.transport == "ud")
+      if (j.transport == host::JobConfig::QpType::ud)
         b.error("job '" + j.name + "': qp_transport is for RC jobs (UD QPs have no engine)");
     }
     if (!j.via.empty()) {
@@ -868,7 +881,7 @@ void ScenarioConfig::bind(core::Binder& b) {
         } else if (group == "flows") {
           if (d2 == std::string::npos ||
               std::none_of(jobs.begin(), jobs.end(), [&](const host::JobConfig& j) {
-                return j.app == "write_flows" && j.flow_group == owner;
+                return j.app == host::JobConfig::App::write_flows && j.flow_group == owner;
               }))
             b.error("metric '" + metric + "' term names flow group '" + owner +
                     "', which no write_flows job has");

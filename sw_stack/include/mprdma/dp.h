@@ -157,9 +157,9 @@ int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr, int 
 /* Rings the RQ doorbell with the current producer index. */
 void mpr_dp_ring_rq(struct mpr_dp_qp *qp);
 
-/* The transport engine (enum mpr_transport) a name chooses: NULL, "" or
- * "default" the NIC's default; "gbn", "dcqcn", "mprdma", "irn". -1 for any
- * other name. One table for every user-space stack (the provider's
+/* The transport engine (enum mpr_transport) a name chooses: NULL or "" the
+ * NIC's default, else mpr_transport_name()'s names in <mprdma/hw.h>. -1 for
+ * any other name. One table for every user-space stack (the provider's
  * MPRDMA_QP_TRANSPORT, the modeled hosts' perftest key qp_transport). */
 int mpr_transport_of_name(const char *name);
 

@@ -470,7 +470,33 @@ enum mpr_transport {
 	MPR_TRANSPORT_MP_RDMA = 2,
 	MPR_TRANSPORT_DCQCN = 3,
 	MPR_TRANSPORT_IRN = 4,
+	/* Ids of engines the ABI does not name (under development, or a
+	 * test's): a NIC runs one only as its configured engine, QPs reach it
+	 * as MPR_TRANSPORT_DEFAULT and CAPS has no bit for it. */
+	MPR_TRANSPORT_EXPERIMENTAL_FIRST = 16,
+	MPR_TRANSPORT_EXPERIMENTAL_LAST = 31,
 };
+
+/* The name of an engine of the ABI: what scenarios, the provider's
+ * MPRDMA_TRANSPORT and the simulator's engine registry call it. NULL for an
+ * id the ABI does not name. */
+static inline const char *mpr_transport_name(unsigned int kind)
+{
+	switch (kind) {
+	case MPR_TRANSPORT_DEFAULT:
+		return "default";
+	case MPR_TRANSPORT_GBN:
+		return "gbn";
+	case MPR_TRANSPORT_MP_RDMA:
+		return "mprdma";
+	case MPR_TRANSPORT_DCQCN:
+		return "dcqcn";
+	case MPR_TRANSPORT_IRN:
+		return "irn";
+	default:
+		return 0;
+	}
+}
 
 struct mpr_cmd_create_qp {
 	uint64_t sq_base; /* physically contiguous rings */

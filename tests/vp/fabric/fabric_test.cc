@@ -180,7 +180,7 @@ TEST(FabricScenario, EcnOverridesLoadAndBadEntriesAreErrorsNamingTheEntry) {
   const EcnConfig e = cfg.fabric.ecn_overrides[0].apply(cfg.fabric.sw.ecn);
   EXPECT_EQ(e.kmin.n, 240000u);
   EXPECT_EQ(e.kmax.n, 240000u);
-  EXPECT_EQ(e.queue, "instantaneous");  // not given: the switch's
+  EXPECT_EQ(e.queue, EcnConfig::Queue::instantaneous);  // not given: the switch's
   EXPECT_FALSE(cfg.fabric.ecn_overrides[1].apply(cfg.fabric.sw.ecn).enabled);
 
   std::string err = error_of(with("    - {link: t0-s9, dir: a2b, kmin: 1KB}\n"));
@@ -320,14 +320,14 @@ TEST(FabricScenario, ShippedFabricScenariosValidate) {
   const char* src = std::getenv("MPRDMA_SOURCE_DIR");
   const ScenarioConfig cfg = platform::load_scenario(std::string(src ? src : ".") +
                                                      "/scenarios/fabric/testbed-permutation.yaml");
-  EXPECT_EQ(cfg.fabric.topology, "mp_rdma_testbed");
+  EXPECT_EQ(cfg.fabric.topology, FabricConfig::Kind::mp_rdma_testbed);
   for (const char* m : {"aggregate_goodput_gbps", "path_load_gbps.0", "path_load_gbps.1",
                         "path_load_gbps.2", "path_load_gbps.3"})
     EXPECT_TRUE(cfg.metrics.count(m)) << m;
   EXPECT_EQ(platform::parse_metric(cfg.metrics.at("aggregate_goodput_gbps")).size(), 5u);
   const ScenarioConfig d1 = platform::load_scenario(std::string(src ? src : ".") +
                                                     "/scenarios/fabric/clos-deadlock.yaml");
-  EXPECT_EQ(d1.fabric.topology, "leaf_spine");
+  EXPECT_EQ(d1.fabric.topology, FabricConfig::Kind::leaf_spine);
   EXPECT_EQ(d1.fabric.events.size(), 2u);
   EXPECT_TRUE(d1.fabric.reroute);
 }
@@ -343,7 +343,7 @@ class FabricModule : public test::SimTest {
   }
   static FabricConfig testbed() {
     FabricConfig c;
-    c.topology = "mp_rdma_testbed";
+    c.topology = FabricConfig::Kind::mp_rdma_testbed;
     return c;
   }
   // The spine each of the five permutation flows t0h<i> -> t1h<i> takes.
@@ -424,12 +424,12 @@ TEST_F(FabricModule, EventsAreScheduledOnTheirLinks) {
   LinkEventConfig down;
   down.at = core::Duration::from_us(10);
   down.link = "t0-s2";
-  down.action = "down";
-  down.dir = "a2b";
+  down.action = LinkEventConfig::Action::down;
+  down.dir = LinkEventConfig::Dir::a2b;
   LinkEventConfig slow;
   slow.at = core::Duration::from_us(20);
   slow.link = "t1-s3";
-  slow.action = "rate";
+  slow.action = LinkEventConfig::Action::rate;
   slow.value = "1Gbps";
   c.events = {down, slow};
   build(c);

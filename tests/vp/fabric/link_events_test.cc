@@ -140,7 +140,7 @@ TEST_F(LinkEvents, RateChangeAppliesToTheNextFrame) {
 TEST_F(LinkEvents, IpIdModuloDropsExactlyTheMultiplesInItsDirection) {
   LinkConfig cfg;
   cfg.loss_ip_id_modulo = 7;
-  cfg.loss_dir = "a2b";
+  cfg.loss_dir = LinkConfig::LossDir::a2b;
   make(cfg);
   stream(0, 50, [](size_t i) { return roce(static_cast<uint16_t>(i), i); });
   sc_core::sc_start();
@@ -156,7 +156,7 @@ TEST_F(LinkEvents, IpIdModuloDropsExactlyTheMultiplesInItsDirection) {
 TEST_F(LinkEvents, IpIdRuleSparesTheOtherDirectionAndNonIpFrames) {
   LinkConfig cfg;
   cfg.loss_ip_id_modulo = 2;
-  cfg.loss_dir = "a2b";
+  cfg.loss_dir = LinkConfig::LossDir::a2b;
   make(cfg);
   stream(1, 10, [](size_t i) { return roce(static_cast<uint16_t>(i), i); });
   sc_core::sc_start();
@@ -236,13 +236,6 @@ TEST_F(LinkEvents, LossModeKeysAreBoundApartAndChecked) {
   EXPECT_TRUE(b.keys.count("loss_ip_id_modulo"));
   EXPECT_TRUE(b.keys.count("loss_dir"));
   EXPECT_EQ(b.keys["loss_ip_id_modulo"].max, 65536.0);
-  cfg.loss_dir = "sideways";
-  try {
-    EthLink bad("bad", cfg, *env);
-    ADD_FAILURE() << "a bad loss_dir was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("loss_dir"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

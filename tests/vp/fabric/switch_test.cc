@@ -639,7 +639,7 @@ TEST_F(SwitchTest, APortOverrideIsValidatedNamingSwitchAndPort) {
 TEST_F(SwitchRedTest, AveragedQueueLagsTheInstantaneousOne) {
   EcnConfig e;
   e.kmin = e.kmax = core::Bytes{30000};
-  e.queue = "average";
+  e.queue = EcnConfig::Queue::average;
   e.weight = 0.01;
   const uint64_t level = 60, probes = 600;
   const RedRun r = Run(e, level, probes, 2);
@@ -658,7 +658,7 @@ TEST_F(SwitchRedTest, AveragedQueueLagsTheInstantaneousOne) {
   // average only about ln 2 / 0.01 = 69 frames later.
   const auto first = std::find(want.begin(), want.end(), true) - want.begin();
   EXPECT_GT(first, 90);
-  e.queue = "instantaneous";
+  e.queue = EcnConfig::Queue::instantaneous;
   const RedRun inst = Run(e, level, probes, 2);
   EXPECT_EQ(std::find(inst.marks.begin(), inst.marks.end(), true) - inst.marks.begin(), 30);
 }
@@ -897,7 +897,7 @@ TEST_F(SwitchTest, StrictPriorityServesTheHigherClassFirst) {
 
 TEST_F(SwitchTest, WeightedRoundRobinSharesBytesByWeight) {
   SwitchConfig c = Plain();
-  c.scheduler = "wrr";
+  c.scheduler = SwitchConfig::Scheduler::wrr;
   c.wrr_weights.assign(8, core::Bytes{1500});
   c.wrr_weights[1] = core::Bytes{3000};
   c.wrr_weights[5] = core::Bytes{1000};
@@ -966,11 +966,9 @@ TEST_F(SwitchTest, InvalidConfigurationsNameTheParameter) {
   c.pfc.xon = core::Bytes{200000};
   expect_error(c, 4, "pfc.xon");
   c = SwitchConfig();
-  c.scheduler = "wrr";
+  c.scheduler = SwitchConfig::Scheduler::wrr;
   c.wrr_weights.assign(7, core::Bytes{1500});
   expect_error(c, 4, "wrr_weights");
-  c.scheduler = "fifo";
-  expect_error(c, 4, "scheduler");
   expect_error(SwitchConfig(), 0, "ports");
   c = SwitchConfig();
   c.dt_alpha = 0;
@@ -1028,11 +1026,11 @@ pfc: {enabled: true, lossless_mask: 24, xoff: 100KiB, xon: 80KiB, headroom: 50Ki
   EXPECT_EQ(c.forwarding_cycles, 150);
   EXPECT_EQ(c.buffer.n, 9u << 20);
   EXPECT_EQ(c.dt_alpha, 0.5);
-  EXPECT_EQ(c.scheduler, "wrr");
+  EXPECT_EQ(c.scheduler, SwitchConfig::Scheduler::wrr);
   ASSERT_EQ(c.wrr_weights.size(), 8u);
   EXPECT_EQ(c.wrr_weights[7].n, 8192u);
   EXPECT_EQ(c.ecn.kmax.n, 200u * 1024);
-  EXPECT_EQ(c.ecn.queue, "average");
+  EXPECT_EQ(c.ecn.queue, EcnConfig::Queue::average);
   EXPECT_EQ(c.ecn.weight, 0.1);
   EXPECT_EQ(c.pfc.lossless_mask, 24);
   EXPECT_EQ(c.pfc.quanta, 1000);

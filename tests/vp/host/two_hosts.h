@@ -33,6 +33,7 @@
 #include "vp/host/modeled_host.h"
 #include "vp/host/verbs.h"
 #include "vp/nic/nic_config.h"
+#include "vp/nic/transport/gbn/gbn_config.h"
 #include "vp/pcie/pcie_config.h"
 
 namespace mprdma::test {
@@ -199,7 +200,7 @@ class TwoHosts {
       n.ip = 0x0A000000u + static_cast<uint32_t>(i + 1);
       n.mtu = core::Bytes{opt.nic_mtu};
       n.port_speed_mbps = static_cast<uint32_t>(opt.rate.bps / 1e6);
-      n.gbn.go_back_delay = opt.go_back_delay;
+      n.engines.get<nic::GbnConfig>().go_back_delay = opt.go_back_delay;
       // "dcqcn" is go-back-N under the NIC's DCQCN rate control.
       n.transport = opt.transport == "dcqcn" ? "gbn" : opt.transport;
       if (opt.transport == "dcqcn") n.congestion_control = "dcqcn";

@@ -226,7 +226,9 @@ TEST_F(TwoHostsTest, WriteWithImmConsumesRecvAndReportsWriteLength) {
 // 24 GiB in seconds and sent nothing).
 TEST_F(TwoHostsTest, MessagesLargerThanTheMttCacheReachComplete) {
   TwoHosts::Options opt;
-  opt.nic = [](nic::NicConfig& n) { n.cache.mtt = nic::CacheConfig{true, 1, 2, "lru"}; };
+  opt.nic = [](nic::NicConfig& n) {
+    n.cache.mtt = nic::CacheConfig{true, 1, 2, nic::uarch::Replacement::lru};
+  };
   Build(opt);
   Run(
       [&] {

@@ -51,7 +51,7 @@ class DcqcnIncast : public test::IncastTest {
     for (host::JobConfig& j : cfg.jobs) {
       j.iterations = 1000000;  // stream to the end
       if (read) {              // l0h0 fetches from the four
-        j.app = "read_bw";
+        j.app = host::JobConfig::App::read_bw;
         std::swap(j.client, j.server);
       }
     }

@@ -15,6 +15,7 @@
 
 #include "support/incast_window.h"
 #include "support/sim_test.h"
+#include "vp/nic/rate_control/timely/timely_config.h"
 #include "vp/platform/platform.h"
 #include "vp/platform/scenario.h"
 
@@ -37,7 +38,7 @@ class TimelyIncast : public test::IncastTest {
     ScenarioConfig cfg =
         load_scenario(std::string(src ? src : ".") + "/scenarios/mp-rdma/dcqcn-incast.yaml");
     cfg.nic.congestion_control = cc;
-    cfg.nic.timely.t_low = core::Duration{};
+    cfg.nic.rate_controls.get<nic::TimelyConfig>().t_low = core::Duration{};
     cfg.end_time = core::Duration::from_ps(kEndPs);
     for (host::JobConfig& j : cfg.jobs) j.iterations = 1000000;  // stream to the end
     Figures f;

@@ -44,12 +44,12 @@ TEST(PerftestSyncConfig, OptionsAreReadAndChecked) {
       "sync.yaml", scenario("rate: 29Gbps, sync_ratio: 0.4, sync_mode: stop_wait")));
   EXPECT_DOUBLE_EQ(cfg.jobs.at(0).rate.gbps(), 29.0);
   EXPECT_DOUBLE_EQ(cfg.jobs.at(0).sync_ratio, 0.4);
-  EXPECT_EQ(cfg.jobs.at(0).sync_mode, "stop_wait");
+  EXPECT_EQ(cfg.jobs.at(0).sync_mode, host::JobConfig::SyncMode::stop_wait);
   // Defaults: unpaced, no synchronise message, flag mode.
   const ScenarioConfig d = load_scenario(test::write_temp("sync.yaml", scenario("iterations: 4")));
   EXPECT_EQ(d.jobs.at(0).rate.bps, 0.0);
   EXPECT_EQ(d.jobs.at(0).sync_ratio, 0.0);
-  EXPECT_EQ(d.jobs.at(0).sync_mode, "flag");
+  EXPECT_EQ(d.jobs.at(0).sync_mode, host::JobConfig::SyncMode::flag);
 
   std::string e = error_of(scenario("sync_ratio: 1.5"));
   EXPECT_NE(e.find("sync_ratio"), std::string::npos) << e;

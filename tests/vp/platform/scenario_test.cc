@@ -12,6 +12,7 @@
 
 #include "support/files.h"
 #include "vp/core/config.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_config.h"
 
 namespace mprdma::platform {
 namespace {
@@ -401,7 +402,7 @@ TEST(Scenario, PerHostNicKeysApplyOverTheNicSection) {
   EXPECT_EQ(cfg.nic_of("t0h0").transport, "mprdma");
   EXPECT_EQ(cfg.nic_of("t0h1").transport, "gbn");
   EXPECT_EQ(cfg.nic_of("t0h1").congestion_control, "dcqcn");
-  EXPECT_EQ(cfg.nic_of("t0h1").mprdma.initial_window, 8);
+  EXPECT_EQ(cfg.nic_of("t0h1").engines.get<nic::MpRdmaConfig>().initial_window, 8);
   EXPECT_EQ(cfg.nic_of("t1h1").congestion_control, cfg.nic.congestion_control);
   EXPECT_EQ(cfg.nic_of("t1h1").mtu.n, cfg.nic.mtu.n);  // unnamed keys follow nic
   EXPECT_EQ(cfg.jobs.at(1).via, "t0-s3");

@@ -221,7 +221,7 @@ TEST_F(QemuGuestTest, FirmwareReadsTheNicThroughRealQemu) {
 TEST_F(QemuGuestTest, SeaBiosAssignsTheBarsAndASynchronisedGuestStopsPromptly) {
   QemuHostConfig cfg;
   cfg.memory.n = 128 * kMiB;
-  cfg.time_mode = "sync";
+  cfg.time_mode = QemuHostConfig::TimeMode::sync;
   cfg.quantum = 100000;
   launch(cfg);
   // QEMU's default firmware enumerates PCI and assigns memory to the BARs.
@@ -259,7 +259,7 @@ struct SyncRun {
 TEST_F(QemuGuestTest, SynchronisedModeFollowsTheInstructionCountDeterministically) {
   auto run = [&]() {
     QemuHostConfig cfg = firmware_config();
-    cfg.time_mode = "sync";
+    cfg.time_mode = QemuHostConfig::TimeMode::sync;
     cfg.quantum = 10000;
     cfg.icount_shift = 0;
     launch(cfg);

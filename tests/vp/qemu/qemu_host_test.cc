@@ -475,9 +475,9 @@ TEST(QemuHostConfig, BindsFromYamlWithChoicesChecked) {
   b.bind_root(c);
   EXPECT_EQ(c.image_dir, "/cache/guest");
   EXPECT_EQ(c.memory.n, 512 * kMiB);
-  EXPECT_EQ(c.time_mode, "sync");
+  EXPECT_EQ(c.time_mode, QemuHostConfig::TimeMode::sync);
   EXPECT_EQ(c.quantum, 20000);
-  EXPECT_EQ(c.on_exit, "continue");
+  EXPECT_EQ(c.on_exit, QemuHostConfig::OnExit::continue_run);
   QemuHostConfig d;
   core::YamlBinder bad(YAML::Load("time_mode: lockstep\n"), "h.yaml");
   EXPECT_THROW(bad.bind_root(d), core::ConfigError);
@@ -488,7 +488,7 @@ TEST(QemuHostConfig, BindsFromYamlWithChoicesChecked) {
 
 TEST_F(QemuHostTest, InvalidConfigurationsAreRefusedByName) {
   QemuHostConfig c;
-  c.time_mode = "sync";
+  c.time_mode = QemuHostConfig::TimeMode::sync;
   c.smp = 2;
   c.memory.n = 100 * kMiB + 1;
   try {

@@ -3,39 +3,62 @@
 #include <stdexcept>
 
 #include "vp/nic/nic_config.h"
-#include "vp/nic/rate_control/dcqcn/dcqcn_rate_control.h"
-#include "vp/nic/rate_control/timely/timely_rate_control.h"
 
 namespace mprdma::nic {
 
+RateControlEntry dcqcn_entry();   // dcqcn/dcqcn_rate_control.cc
+RateControlEntry timely_entry();  // timely/timely_rate_control.cc
+
 namespace {
 
-using Factory = std::unique_ptr<RateControlKind> (*)(const NicConfig&);
-
 // The table: a new congestion control is one folder and one line here.
-const std::vector<std::pair<std::string, Factory>>& table() {
-  static const std::vector<std::pair<std::string, Factory>> t = {
-      {"dcqcn", make_dcqcn_kind},
-      {"timely", make_timely_kind},
-  };
-  return t;
+void add_builtin_rate_controls(RateControlRegistry& r) {
+  r.add(dcqcn_entry());
+  r.add(timely_entry());
 }
 
 }  // namespace
 
-const std::vector<std::string>& rate_control_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& [name, make] : table()) n.push_back(name);
-    return n;
+RateControlRegistry& RateControlRegistry::instance() {
+  static RateControlRegistry* r = [] {
+    auto* reg = new RateControlRegistry;  // never destroyed, as the engine registry
+    add_builtin_rate_controls(*reg);
+    return reg;
   }();
-  return names;
+  return *r;
+}
+
+void RateControlRegistry::add(RateControlEntry e) {
+  if (e.name.empty() || !e.make)
+    throw std::invalid_argument("congestion control '" + e.name + "' needs a name and a factory");
+  if (e.name == NicConfig::kNoCongestionControl || find(e.name))
+    throw std::invalid_argument("congestion control '" + e.name + "' exists");
+  entries_.push_back(std::move(e));
+}
+
+const RateControlEntry* RateControlRegistry::find(const std::string& name) const {
+  for (const RateControlEntry& e : entries_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> RateControlRegistry::names() const {
+  std::vector<std::string> n;
+  for (const RateControlEntry& e : entries_) n.push_back(e.name);
+  return n;
+}
+
+core::PluginSections RateControlRegistry::default_sections() const {
+  core::PluginSections s;
+  for (const RateControlEntry& e : entries_)
+    if (e.make_section) s.set(e.name, e.make_section());
+  return s;
 }
 
 std::unique_ptr<RateControlKind> make_rate_control(const NicConfig& cfg) {
   if (cfg.congestion_control == NicConfig::kNoCongestionControl) return nullptr;
-  for (const auto& [name, make] : table())
-    if (name == cfg.congestion_control) return make(cfg);
+  if (const RateControlEntry* e = RateControlRegistry::instance().find(cfg.congestion_control))
+    return e->make(cfg);
   throw std::invalid_argument("unknown congestion control '" + cfg.congestion_control + "'");
 }
 

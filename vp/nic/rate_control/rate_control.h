@@ -3,7 +3,7 @@
 // at its rate, for its requests and its responder's READ responses alike).
 // A congestion control is one folder here (dcqcn/, timely/) with a golden
 // model in plain C++ and an adapter to this interface, plus one line in
-// rate_control.cc's table. Engines with their own window (MP-RDMA,
+// rate_control.cc's table (RateControlRegistry). Engines with their own window (MP-RDMA,
 // EngineTraits::own_congestion_control) are never paced.
 //
 // Signals a control may react to: CNPs (the receiver's notification point
@@ -13,9 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "vp/core/plugin_sections.h"
 
 namespace mprdma::nic {
 
@@ -56,9 +59,34 @@ class RateControlKind {
   virtual bool rtt_samples() const { return false; }
 };
 
-// The congestion controls the NIC offers (nic.congestion_control), besides
-// "none": the one table of them.
-const std::vector<std::string>& rate_control_names();
+// A congestion control in the NIC's table: its name (nic.congestion_control's
+// value and its section's key), docs, parameters and factory.
+struct RateControlEntry {
+  std::string name;
+  std::string doc;          // what it reacts to, for --help and the docs
+  std::string section_doc;  // its section's one line
+  std::function<std::unique_ptr<core::PluginSection>()> make_section;  // null: none
+  std::function<std::unique_ptr<RateControlKind>(const NicConfig&)> make;
+};
+
+// The congestion controls the NIC offers besides "none": a new one is a
+// folder here and one line in rate_control.cc (add_builtin_rate_controls),
+// or one add() before the scenario is bound.
+class RateControlRegistry {
+ public:
+  static RateControlRegistry& instance();
+  // std::invalid_argument when the name is taken or it has no factory.
+  void add(RateControlEntry entry);
+  const std::vector<RateControlEntry>& entries() const { return entries_; }
+  const RateControlEntry* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+  core::PluginSections default_sections() const;
+
+ private:
+  RateControlRegistry() = default;
+  std::vector<RateControlEntry> entries_;
+};
+
 // The NIC's congestion control; null for "none".
 std::unique_ptr<RateControlKind> make_rate_control(const NicConfig& cfg);
 

@@ -34,17 +34,21 @@ class NoConnection : public TransportEngine {
 
 }  // namespace
 
-TransportMux::TransportMux(std::unique_ptr<TransportEngine> gbn,
-                           std::unique_ptr<TransportEngine> mprdma,
-                           std::unique_ptr<TransportEngine> irn, uint8_t default_kind,
+TransportMux::TransportMux(std::vector<Offered> engines, uint8_t default_kind,
                            uint32_t qpn_index_bits)
-    : gbn_(std::move(gbn)),
-      mprdma_(std::move(mprdma)),
-      irn_(std::move(irn)),
-      default_(nullptr),
+    : default_(nullptr),
       unbound_(std::make_unique<NoConnection>()),
       index_mask_(qpn_index_bits >= 32 ? UINT32_MAX : (1u << qpn_index_bits) - 1) {
-  if (!gbn_) throw std::invalid_argument("TransportMux: go-back-N is always offered");
+  for (Offered& o : engines) {
+    if (!o.engine) continue;
+    for (uint8_t k : o.kinds) {
+      if (k == MPR_TRANSPORT_DEFAULT || k >= by_kind_.size() || by_kind_[k])
+        throw std::invalid_argument("TransportMux: transport id " + std::to_string(k) +
+                                    " is reserved, out of range or offered twice");
+      by_kind_[k] = o.engine.get();
+    }
+    engines_.push_back(std::move(o.engine));
+  }
   if (default_kind == MPR_TRANSPORT_DEFAULT || !find(default_kind))
     throw std::invalid_argument("TransportMux: the default engine is not offered");
   default_ = find(default_kind);
@@ -53,25 +57,13 @@ TransportMux::TransportMux(std::unique_ptr<TransportEngine> gbn,
 
 size_t TransportMux::state_bytes() const {
   size_t bytes = 0;
-  for (const TransportEngine* e : {gbn_.get(), mprdma_.get(), irn_.get()})
-    if (e) bytes = std::max(bytes, e->state_bytes());
+  for (const auto& e : engines_) bytes = std::max(bytes, e->state_bytes());
   return bytes;
 }
 
 TransportEngine* TransportMux::find(uint8_t kind) const {
-  switch (kind) {
-    case MPR_TRANSPORT_DEFAULT:
-      return default_;
-    case MPR_TRANSPORT_GBN:
-    case MPR_TRANSPORT_DCQCN:
-      return gbn_.get();
-    case MPR_TRANSPORT_MP_RDMA:
-      return mprdma_.get();
-    case MPR_TRANSPORT_IRN:
-      return irn_.get();
-    default:
-      return nullptr;
-  }
+  if (kind == MPR_TRANSPORT_DEFAULT) return default_;
+  return kind < by_kind_.size() ? by_kind_[kind] : nullptr;
 }
 
 TransportEngine& TransportMux::engine(uint8_t kind) const {

@@ -1,7 +1,7 @@
-// Per-QP transport engines: the NIC holds one engine of each kind
-// (go-back-N, MP-RDMA, IRN) and routes every call to the engine of the QP's
-// context (mpr_qpc.transport, set by CREATE_QP: enum mpr_transport, 0 = the
-// NIC's configured engine). The message layer asks per QP what it needs to
+// Per-QP transport engines: the NIC holds one engine of each kind it offers
+// (EngineRegistry) and routes every call to the engine of the QP's context
+// (mpr_qpc.transport, set by CREATE_QP: enum mpr_transport, 0 = the NIC's
+// configured engine). The message layer asks per QP what it needs to
 // know about the engine (traits_of(qpn), cached by the QP when it binds).
 //
 // Each engine keeps only its own QPs' state; the QPC line holds the largest
@@ -28,23 +28,25 @@ namespace mprdma::nic {
 
 class TransportMux : public TransportEngine {
  public:
-  // `default_kind`: the engine of MPR_TRANSPORT_DEFAULT QPs (GBN, MP_RDMA or
-  // IRN). MPR_TRANSPORT_DCQCN QPs run go-back-N (DCQCN is the NIC's rate
-  // control beside it). Engines the NIC does not offer are null (go-back-N
-  // is always there).
-  // `qpn_index_bits`: the low bits of a QP number that are its table index
-  // (ContextMemory::qpn_index_bits; 24 with lowest-free numbers).
-  TransportMux(std::unique_ptr<TransportEngine> gbn, std::unique_ptr<TransportEngine> mprdma,
-               std::unique_ptr<TransportEngine> irn, uint8_t default_kind,
-               uint32_t qpn_index_bits = 24);
+  // An engine and the ids (enum mpr_transport) it answers to.
+  struct Offered {
+    std::vector<uint8_t> kinds;
+    std::unique_ptr<TransportEngine> engine;
+  };
+  // `default_kind`: the engine of MPR_TRANSPORT_DEFAULT QPs, one of the
+  // offered. `qpn_index_bits`: the low bits of a QP number that are its
+  // table index (ContextMemory::qpn_index_bits; 24 with lowest-free
+  // numbers). std::invalid_argument when the default is not offered, an id
+  // is offered twice, or an id is beyond 31.
+  TransportMux(std::vector<Offered> engines, uint8_t default_kind, uint32_t qpn_index_bits = 24);
 
   // The default engine's name.
   const char* name() const override { return default_->name(); }
   // True when QP `qpn` has a connection in one of the engines.
   bool bound(uint32_t qpn) const { return slot(qpn) != nullptr; }
   size_t state_bytes() const override;
-  // The engine of a kind (enum mpr_transport; DEFAULT and DCQCN as above),
-  // null when the NIC does not offer it.
+  // The engine of a kind (enum mpr_transport; DEFAULT as above), null when
+  // the NIC does not offer it.
   TransportEngine* find(uint8_t kind) const;
   // find(), for a kind that must be offered (else std::invalid_argument).
   TransportEngine& engine(uint8_t kind) const;
@@ -110,7 +112,8 @@ class TransportMux : public TransportEngine {
   TransportEngine& route(uint32_t qpn) const;
   void bind(const ConnParams& params);
 
-  std::unique_ptr<TransportEngine> gbn_, mprdma_, irn_;
+  std::vector<std::unique_ptr<TransportEngine>> engines_;
+  std::array<TransportEngine*, 32> by_kind_{};  // indexed by enum mpr_transport
   TransportEngine* default_;
   // What unbound QPs are routed to (see the top of this file).
   std::unique_ptr<TransportEngine> unbound_;

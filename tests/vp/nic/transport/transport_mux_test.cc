@@ -80,7 +80,16 @@ class TransportMuxTest : public ::testing::Test {
     gbn = g.get();
     mp = m.get();
     irn = i.get();
-    mux = std::make_unique<TransportMux>(std::move(g), std::move(m), std::move(i), default_kind);
+    std::vector<TransportMux::Offered> offered;
+    offered.push_back({{MPR_TRANSPORT_GBN, MPR_TRANSPORT_DCQCN}, std::move(g)});
+    offered.push_back({{MPR_TRANSPORT_MP_RDMA}, std::move(m)});
+    offered.push_back({{MPR_TRANSPORT_IRN}, std::move(i)});  // a null engine is not offered
+    mux = std::make_unique<TransportMux>(std::move(offered), default_kind);
+  }
+  static std::vector<TransportMux::Offered> one(std::vector<uint8_t> kinds) {
+    std::vector<TransportMux::Offered> o;
+    o.push_back({std::move(kinds), std::make_unique<Probe>("gbn", 40, false)});
+    return o;
   }
   std::unique_ptr<TransportMux> mux;
   Probe *gbn = nullptr, *mp = nullptr, *irn = nullptr;
@@ -164,10 +173,24 @@ TEST_F(TransportMuxTest, StateIsTheLargestOfferedEngines) {
 }
 
 TEST_F(TransportMuxTest, RefusesADefaultThatIsNotOffered) {
-  EXPECT_THROW(
-      TransportMux(std::make_unique<Probe>("gbn", 40, false), nullptr, nullptr, MPR_TRANSPORT_IRN),
-      std::invalid_argument);
-  EXPECT_THROW(TransportMux(nullptr, nullptr, nullptr, MPR_TRANSPORT_GBN), std::invalid_argument);
+  EXPECT_THROW(TransportMux(one({MPR_TRANSPORT_GBN}), MPR_TRANSPORT_IRN), std::invalid_argument);
+  EXPECT_THROW(TransportMux({}, MPR_TRANSPORT_GBN), std::invalid_argument);
+  EXPECT_THROW(TransportMux(one({MPR_TRANSPORT_GBN}), MPR_TRANSPORT_DEFAULT),
+               std::invalid_argument);
+}
+
+// Ids are unique, below 32, and DEFAULT is no engine's own.
+TEST_F(TransportMuxTest, RefusesIdsItCannotRoute) {
+  EXPECT_THROW(TransportMux(one({MPR_TRANSPORT_GBN, MPR_TRANSPORT_GBN}), MPR_TRANSPORT_GBN),
+               std::invalid_argument);
+  EXPECT_THROW(TransportMux(one({MPR_TRANSPORT_GBN, 32}), MPR_TRANSPORT_GBN),
+               std::invalid_argument);
+  EXPECT_THROW(TransportMux(one({MPR_TRANSPORT_GBN, MPR_TRANSPORT_DEFAULT}), MPR_TRANSPORT_GBN),
+               std::invalid_argument);
+  // An experimental id routes like any other.
+  TransportMux mux(one({MPR_TRANSPORT_EXPERIMENTAL_FIRST}), MPR_TRANSPORT_EXPERIMENTAL_FIRST);
+  EXPECT_EQ(mux.find(MPR_TRANSPORT_DEFAULT), mux.find(MPR_TRANSPORT_EXPERIMENTAL_FIRST));
+  EXPECT_EQ(mux.find(MPR_TRANSPORT_GBN), nullptr);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "vp/nic/nic_config.h"
 #include "vp/nic/rate_control/dcqcn/dcqcn.h"
+#include "vp/nic/rate_control/dcqcn/dcqcn_config.h"
 
 namespace mprdma::nic {
 
@@ -31,7 +32,7 @@ class DcqcnRateControl final : public RateControl {
 class DcqcnKind final : public RateControlKind {
  public:
   explicit DcqcnKind(const NicConfig& cfg) {
-    const DcqcnConfig& d = cfg.dcqcn;
+    const DcqcnConfig& d = cfg.rate_controls.get<DcqcnConfig>();
     auto cycles = [&cfg](const core::Duration& t) { return cfg.cycles(t); };
     p_.cycles_per_second = 1e12 / static_cast<double>(cfg.period_ps());
     p_.line_rate_bps = static_cast<double>(cfg.port_speed_mbps) * 1e6;
@@ -46,7 +47,7 @@ class DcqcnKind final : public RateControlKind {
     p_.rate_hai_bps = d.rate_hai.bps;
     cnp_interval_ = cfg.cycles(d.min_cnp_interval, 0);
   }
-  const char* name() const override { return "dcqcn"; }
+  const char* name() const override { return DcqcnConfig::kName; }
   std::unique_ptr<RateControl> make() const override {
     return std::make_unique<DcqcnRateControl>(p_);
   }
@@ -59,8 +60,18 @@ class DcqcnKind final : public RateControlKind {
 
 }  // namespace
 
-std::unique_ptr<RateControlKind> make_dcqcn_kind(const NicConfig& cfg) {
-  return std::make_unique<DcqcnKind>(cfg);
+RateControlEntry dcqcn_entry() {
+  RateControlEntry e;
+  e.name = DcqcnConfig::kName;
+  e.doc =
+      "the receiver answers CE-marked requests with CNPs, the sender paces each QP at its DCQCN "
+      "rate (Zhu et al., SIGCOMM'15)";
+  e.section_doc = "DCQCN parameters (used with congestion_control: dcqcn).";
+  e.make_section = [] { return std::make_unique<core::PluginSectionOf<DcqcnConfig>>(); };
+  e.make = [](const NicConfig& cfg) -> std::unique_ptr<RateControlKind> {
+    return std::make_unique<DcqcnKind>(cfg);
+  };
+  return e;
 }
 
 }  // namespace mprdma::nic

@@ -8,6 +8,7 @@
 
 namespace mprdma::nic {
 
-std::unique_ptr<RateControlKind> make_dcqcn_kind(const NicConfig& cfg);
+// Its entry in the NIC's table of congestion controls (rate_control.cc).
+RateControlEntry dcqcn_entry();
 
 }  // namespace mprdma::nic

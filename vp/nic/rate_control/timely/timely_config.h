@@ -10,6 +10,8 @@
 namespace mprdma::nic {
 
 struct TimelyConfig {
+  // Its section: nic.timely (the registry names the plug-in after it).
+  static constexpr const char* kName = "timely";
   core::Duration t_low = core::Duration::from_us(50);    // T_low (§6)
   core::Duration t_high = core::Duration::from_us(500);  // T_high (§6)
   core::Duration min_rtt = core::Duration::from_us(20);  // normalises the gradient

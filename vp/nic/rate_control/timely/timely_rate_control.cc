@@ -4,6 +4,7 @@
 
 #include "vp/nic/nic_config.h"
 #include "vp/nic/rate_control/timely/timely.h"
+#include "vp/nic/rate_control/timely/timely_config.h"
 
 namespace mprdma::nic {
 
@@ -31,7 +32,7 @@ class TimelyRateControl final : public RateControl {
 class TimelyKind final : public RateControlKind {
  public:
   explicit TimelyKind(const NicConfig& cfg) {
-    const TimelyConfig& t = cfg.timely;
+    const TimelyConfig& t = cfg.rate_controls.get<TimelyConfig>();
     p_.cycles_per_second = 1e12 / static_cast<double>(cfg.period_ps());
     p_.line_rate_bps = static_cast<double>(cfg.port_speed_mbps) * 1e6;
     p_.min_rate_bps = t.min_rate.bps;
@@ -44,7 +45,7 @@ class TimelyKind final : public RateControlKind {
     p_.hai_threshold = static_cast<uint32_t>(t.hai_threshold);
     p_.hai_multiplier = static_cast<uint32_t>(t.hai_multiplier);
   }
-  const char* name() const override { return "timely"; }
+  const char* name() const override { return TimelyConfig::kName; }
   std::unique_ptr<RateControl> make() const override {
     return std::make_unique<TimelyRateControl>(p_);
   }
@@ -56,8 +57,18 @@ class TimelyKind final : public RateControlKind {
 
 }  // namespace
 
-std::unique_ptr<RateControlKind> make_timely_kind(const NicConfig& cfg) {
-  return std::make_unique<TimelyKind>(cfg);
+RateControlEntry timely_entry() {
+  RateControlEntry e;
+  e.name = TimelyConfig::kName;
+  e.doc =
+      "the sender paces each QP at a rate driven by the gradient of its RTT samples, no switch "
+      "support (Mittal et al., SIGCOMM'15)";
+  e.section_doc = "TIMELY parameters (used with congestion_control: timely).";
+  e.make_section = [] { return std::make_unique<core::PluginSectionOf<TimelyConfig>>(); };
+  e.make = [](const NicConfig& cfg) -> std::unique_ptr<RateControlKind> {
+    return std::make_unique<TimelyKind>(cfg);
+  };
+  return e;
 }
 
 }  // namespace mprdma::nic
