@@ -1,5 +1,5 @@
 // A QEMU-backed host: a stock QEMU 7.2 guest (TCG) drives the simulated
-// NIC through the bridge in vp/pcie. It mirrors ModeledHost: memory, root
+// NIC through the bridge in vp/qemu. It mirrors ModeledHost: memory, root
 // complex, PCIe link and NIC, with the guest's RAM in place of the sparse
 // memory and the guest's Linux driver in place of the driver model.
 //
