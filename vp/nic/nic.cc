@@ -42,6 +42,7 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       clock_(cfg.period_ps()),
       log_(core::Log::channel("nic." + cfg.name)),
       engine_(make_transport(cfg_, env)),
+      rate_control_(make_rate_control(cfg_)),
       contexts_(cfg_.limits, Icm::qpc_entry_bytes(engine_->state_bytes()),
                 HandlePolicy{static_cast<uint32_t>(cfg_.handles.key_random_bits),
                              cfg_.handles.qpn == QpnPolicy::random,
@@ -78,8 +79,8 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                                uint32_t{1} << q->sq_log_stride}};
           },
           dma_, env, cfg_.name, "qp", DmaPurpose::wqe),
-      core_{cfg_, env,      clock_, contexts_, translation_, dma_,
-            cq_,  *engine_, tx_,    pus_,      tcache_,      wqe_cache_},
+      core_{cfg_, env,  clock_,  contexts_,  translation_,       dma_, cq_, *engine_,
+            tx_,  pus_, tcache_, wqe_cache_, rate_control_.get()},
       tx_("tx", core_),
       requester_("requester", core_),
       responder_("responder", core_),

@@ -27,6 +27,7 @@
 #include "vp/nic/nic_config.h"
 #include "vp/nic/nic_core.h"
 #include "vp/nic/processing_units.h"
+#include "vp/nic/rate_control/rate_control.h"
 #include "vp/nic/requester.h"
 #include "vp/nic/responder.h"
 #include "vp/nic/translation.h"
@@ -96,7 +97,8 @@ class Nic : public sc_core::sc_module {
   core::ClockDomain clock_;
   core::LogChannel& log_;
   // Before the context memory: a QP context's ICM entry holds its state.
-  std::unique_ptr<TransportMux> engine_;  // nic.transport, nic.qp_transports
+  std::unique_ptr<TransportMux> engine_;           // nic.transport, nic.qp_transports
+  std::unique_ptr<RateControlKind> rate_control_;  // nic.congestion_control; null: none
   ContextMemory contexts_;
   Translation translation_;
   pcie::DmaInitiator dma_port_;

@@ -16,6 +16,7 @@ class ContextCache;
 class ContextMemory;
 class DmaEngine;
 class ProcessingUnits;
+class RateControlKind;
 class TransportEngine;
 class Translation;
 class TxScheduler;
@@ -34,6 +35,10 @@ struct NicCore {
   ProcessingUnits& pus;
   TranslationCache& tcache;  // MPT/MTT lines on chip
   ContextCache& wqe_cache;   // send WQEs on chip (see wqe_line())
+  // The NIC's congestion control (nic.congestion_control), made once: the
+  // requester's reaction points and the responder's notification point
+  // come from it. Null for none.
+  const RateControlKind* rate_control;
   // The WQE cache's line of send WQE `index` of QP `qpn`: the QPN above 16
   // bits of index + 0x9E37 x QPN (a multiplicative hash), so that the set
   // (the low bits) spreads one QP's WQEs and the same index of other QPs.

@@ -122,7 +122,7 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
       read_data_rx_(core.env.stats.counter(
           core.stat("requester.read_data_rx"), "packets",
           "READ responses placed from the peer's send stream (READ as data, MP-RDMA)")) {
-  if ((rc_ = make_rate_control(core.cfg))) {
+  if ((rc_ = core.rate_control)) {
     const std::string rc = rc_->name();
     if (rc_->cnp_interval_cycles() != RateControlKind::kNoCnp)
       cnp_rx_ = &core.env.stats.counter(core.stat(rc + ".cnp_rx"), "packets",
@@ -794,6 +794,12 @@ bool Requester::try_emit(uint32_t qpn) {
       f.ack_req = true;
       break;
   }
+  // The packet an RTT sample times asks for its ACK at once: behind a
+  // coalesced ACK the sample would include the pacing gaps of the packets
+  // sent after it, and a slowly paced QP's samples would only grow (TIMELY
+  // measures a segment's completion, not its neighbours').
+  const bool timed = rtt_samples_ && qp->rp && !qp->rtt_armed && !g.retransmit && !m->answers_read;
+  if (timed) f.ack_req = true;
   std::vector<uint8_t> trailer;
   if (qp->traits.trailer_bytes(f.opcode)) {
     build_ooo(*m, k, g.retransmit, trailer);
@@ -821,7 +827,7 @@ bool Requester::try_emit(uint32_t qpn) {
   core_.engine.on_sent(qpn, g.psn, npsn, now);
   if (qp->rp) {
     note_paced(*qp, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
-    if (!g.retransmit && !m->answers_read) sample_rtt_sent(*qp, g.psn, now);
+    if (timed) sample_rtt_sent(*qp, g.psn, now);
   }
   if (m->answers_read) {
     ++read_data_tx_;

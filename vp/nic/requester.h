@@ -328,7 +328,7 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   core::Counter& read_data_rx_;
   // The NIC's rate control (null with `none`, which then registers no
   // statistics of its own).
-  std::unique_ptr<RateControlKind> rc_;
+  const RateControlKind* rc_;  // core.rate_control
   core::Counter* cnp_rx_ = nullptr;
   core::Counter* rtt_samples_ = nullptr;
   core::Counter* rate_cuts_ = nullptr;

@@ -96,7 +96,7 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
           "MP-RDMA)")) {
   locks_ = uarch::AtomicLockTable(lock_params(core.cfg));
   // The notification point of a rate control that takes CNPs (DCQCN).
-  const std::unique_ptr<RateControlKind> rc = make_rate_control(core.cfg);
+  const RateControlKind* rc = core.rate_control;
   if (rc && rc->cnp_interval_cycles() != RateControlKind::kNoCnp) {
     np_.emplace(rc->cnp_interval_cycles());
     cnp_tx_ = &core.env.stats.counter(core.stat(std::string(rc->name()) + ".cnp_tx"), "packets",
