@@ -4,7 +4,7 @@ into one panel per stem (a quantity, one unit), stems with a published figure
 first; the figures `== <number>` checks compare with are marked; a row with no
 numeric measurement draws nothing; the summary table names the metrics a row
 is judged by (published or named by a check, on either side), in the results'
-order."""
+order; --rows keeps the other rows' summary lines and details sections."""
 import argparse
 import importlib.util
 import os
@@ -92,6 +92,21 @@ def main():
     res_text = {"metrics": {"bottleneck.a": {"measured": True, "value": "pcie"}}}
     check(not rep.plot_row("X2", res_text, empty) and not os.path.exists(empty),
           "a row with only text metrics draws nothing")
+
+    # --rows keeps every other row as the existing document has it.
+    doc = os.path.join(a.work, "existing.md")
+    with open(doc, "w", encoding="utf-8") as fh:
+        fh.write("\n".join([
+            "# Reproduction", "", "## Group", "", "| id | experiment | published | measured "
+            "| verdict |", "|---|---|---|---|---|", "| [A1](#a1) | e | p | m = 1 | match |",
+            "| B2 | e | p | - | not yet: issue 9 |", "", "## Details", "", "### A1", "",
+            "| metric | measured |", "|---|---|", "| m | 1 |", "", ""]))
+    kept = rep.existing_rows(doc)
+    check(sorted(kept) == ["A1", "B2", "id"], f"summary lines by id: {sorted(kept)}")
+    check(kept["A1"][0].endswith("| match |") and kept["A1"][1][0] == "### A1"
+          and kept["A1"][1][-2:] == ["| m | 1 |", ""],
+          f"a row's details section, one blank line after: {kept['A1'][1]}")
+    check(kept["B2"][1] == [], "a row without details keeps none")
 
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
