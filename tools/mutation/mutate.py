@@ -123,7 +123,7 @@ def main():
     ap.add_argument("--build", default="ninja -C build -j2", help="build command (run in ROOT)")
     # tools.mutations_apply is left out: a mutated file fails it by design.
     ap.add_argument("--test", default="MPRDMA_SOURCE_DIR=$PWD ctest --test-dir build -j2 "
-                    "-L 'unit|integration|scenario' -E '^tools[.]mutations_apply$' --timeout 600",
+                    "-L 'unit|integration|scenario|rtl' -E '^tools[.]mutations_apply$' --timeout 600",
                     help="test command (run in ROOT); non-zero exit = the mutation was caught")
     ap.add_argument("--work", default="/tmp/mprdma-mutation", help="directory for the logs")
     ap.add_argument("--no-baseline", action="store_true",

@@ -51,6 +51,23 @@ enum class MpOverflowNack {
   once_per_head,  // one NACK per rcv_nxt; later drops vanish silently
 };
 
+// A connection's receiver state, field by field: what the RTL engine keeps
+// in its context row (vp/nic/rtl/), compared after every operation in
+// lockstep. Slots are indexed absolutely (PSN mod L), as both store them.
+struct MpReceiverContext {
+  std::vector<MpSlot> slots;
+  uint32_t rcv_nxt = 0;
+  bool sync_nacked = false;
+  uint32_t sync_nacked_for = 0;
+  bool overflow_nacked = false;
+  uint32_t overflow_nacked_for = 0;
+  bool operator==(const MpReceiverContext& o) const {
+    return slots == o.slots && rcv_nxt == o.rcv_nxt && sync_nacked == o.sync_nacked &&
+           sync_nacked_for == o.sync_nacked_for && overflow_nacked == o.overflow_nacked &&
+           overflow_nacked_for == o.overflow_nacked_for;
+  }
+};
+
 class MpReceiver {
  public:
   // `slots`: the bitmap length L (> 0).
@@ -70,6 +87,9 @@ class MpReceiver {
     uint32_t max_ood = 0;  // largest psn - rcv_nxt seen (out-of-order degree)
   };
   const Counters& counters() const { return counters_; }
+  MpReceiverContext context() const {
+    return {map_, nxt_, sync_nacked_, sync_nacked_for_, overflow_nacked_, overflow_nacked_for_};
+  }
 
   // Per-connection state over a RoCEv2 responder, field by field.
   static std::vector<StateField> extra_state(

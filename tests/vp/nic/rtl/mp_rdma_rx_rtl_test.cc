@@ -1,0 +1,270 @@
+// The Verilated MP-RDMA receiver engine against its golden model
+// (MpReceiver), in lockstep: seeded random operation sequences over several
+// connections (back-to-back operations on one row, PSN and bitmap wrap,
+// duplicates, overflow and synchronise drops), directed cases, and fault
+// injection that lockstep must name.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "mprdma/rtl_params.h"
+#include "vp/nic/rtl/mp_rdma_rx_lockstep.h"
+
+namespace mprdma::nic::rtl {
+namespace {
+
+namespace p = mprdma::rtl;
+
+// Operations per random run: MPRDMA_RTL_OPS, else 500,000 (two runs, one
+// per overflow-NACK mode, give CI its million).
+uint64_t ops_per_run() {
+  const char* env = std::getenv("MPRDMA_RTL_OPS");
+  return env ? std::strtoull(env, nullptr, 10) : 500000;
+}
+
+struct Coverage {
+  uint64_t place = 0, duplicate = 0, overflow_drop = 0, sync_drop = 0, silent_drop = 0;
+  uint64_t completions = 0, back_to_back = 0, psn_wraps = 0, head_runs_over_8 = 0, reads = 0;
+};
+
+class RandomOps {
+ public:
+  RandomOps(uint64_t seed, uint32_t rows) : gen_(seed), rows_(rows) {}
+
+  // The next operation, from the golden model's state (what a sender
+  // around it would plausibly send, and some of what it would not).
+  RxOp next(const MpRxLockstep& ls, uint32_t last_row) {
+    RxOp op;
+    // Half the time the same row as the operation before: back to back.
+    op.row = pick(2) == 0 ? last_row : static_cast<uint32_t>(pick(rows_));
+    const MpReceiver* g = ls.golden(op.row);
+    if (!g || pick(20000) == 0) {
+      op.kind = RxOpKind::init;
+      // A third start just below the PSN wrap.
+      op.data.psn = pick(3) == 0 ? kPsnMask - static_cast<uint32_t>(pick(3 * p::RX_SLOTS))
+                                 : static_cast<uint32_t>(pick(kPsnMask + 1));
+      return op;
+    }
+    if (pick(100) == 0) {
+      op.kind = RxOpKind::read;
+      return op;
+    }
+    MpData& d = op.data;
+    const uint32_t L = p::RX_SLOTS;
+    const uint64_t where = pick(100);
+    int64_t off;
+    if (where < 70)
+      off = static_cast<int64_t>(pick(L / 4));  // near the head: in-order runs form
+    else if (where < 85)
+      off = static_cast<int64_t>(pick(L));  // anywhere in the bitmap
+    else if (where < 92)
+      off = static_cast<int64_t>(L + pick(8));  // just beyond it
+    else if (where < 97)
+      off = -1 - static_cast<int64_t>(pick(8));  // behind the head
+    else
+      off = static_cast<int64_t>(pick(kPsnMask + 1));  // anywhere at all
+    d.psn = psn_add(g->rcv_nxt(), off);
+    d.vp = static_cast<uint16_t>(pick(1u << 16));
+    d.ce = pick(4) == 0;
+    d.retx = pick(8) == 0;
+    d.tail = pick(3) == 0;
+    d.completion = d.tail && pick(2) == 0;
+    d.sync = pick(10) == 0;
+    d.ipsn = d.sync ? static_cast<uint32_t>(pick(4)) : static_cast<uint32_t>(pick(2));
+    return op;
+  }
+
+ private:
+  uint64_t pick(uint64_t n) { return gen_() % n; }
+  std::mt19937_64 gen_;
+  uint32_t rows_;
+};
+
+void run_random(MpOverflowNack mode, uint64_t seed) {
+  MpRxLockstep ls(mode);
+  RandomOps gen(seed, 6);
+  Coverage cov;
+  uint32_t last_row = 0;
+  const uint64_t n = ops_per_run();
+  for (uint64_t i = 0; i < n; ++i) {
+    const RxOp op = gen.next(ls, last_row);
+    if (op.row == last_row && i) ++cov.back_to_back;
+    last_row = op.row;
+    const MpReceiver* g = ls.golden(op.row);
+    const uint32_t before = g && op.kind == RxOpKind::data ? g->rcv_nxt() : 0;
+    const auto c = g ? g->counters() : MpReceiver::Counters{};
+    auto diverged = ls.step(&op);
+    ASSERT_FALSE(diverged) << "seed " << seed << "\n" << *diverged;
+    if (op.kind == RxOpKind::read) ++cov.reads;
+    if (op.kind != RxOpKind::data) continue;
+    g = ls.golden(op.row);
+    const auto& c2 = g->counters();
+    cov.place += c2.placed - c.placed;
+    cov.duplicate += c2.duplicates - c.duplicates;
+    cov.overflow_drop += c2.overflow_drops - c.overflow_drops;
+    cov.sync_drop += c2.sync_drops - c.sync_drops;
+    cov.silent_drop += (c2.overflow_drops + c2.sync_drops - c.overflow_drops - c.sync_drops) -
+                       (c2.nacks - c.nacks);
+    cov.completions += c2.completions - c.completions;
+    if (g->rcv_nxt() < before) ++cov.psn_wraps;
+    if (psn_diff(g->rcv_nxt(), before) > 8) ++cov.head_runs_over_8;
+  }
+  auto diverged = ls.drain();
+  ASSERT_FALSE(diverged) << *diverged;
+  EXPECT_EQ(ls.compared(), n);
+  // The run reached what it is meant to test.
+  EXPECT_GT(cov.place, n / 4);
+  EXPECT_GT(cov.duplicate, n / 100);
+  EXPECT_GT(cov.overflow_drop, n / 100);
+  EXPECT_GT(cov.sync_drop, n / 1000);
+  EXPECT_GT(cov.completions, n / 100);
+  EXPECT_GT(cov.back_to_back, n / 3);
+  EXPECT_GT(cov.reads, n / 200);
+  if (n >= 100000) {
+    EXPECT_GT(cov.psn_wraps, 0u);
+    EXPECT_GT(cov.head_runs_over_8, 0u);
+  }
+  if (mode == MpOverflowNack::once_per_head) {
+    EXPECT_GT(cov.silent_drop, 0u) << "once_per_head leaves later overflow drops un-NACKed";
+  }
+  std::printf(
+      "%llu operations in %llu RTL cycles: %llu placed, %llu duplicates, %llu overflow "
+      "drops, %llu synchronise drops, %llu completions, %llu back to back, %llu PSN "
+      "wraps\n",
+      static_cast<unsigned long long>(n), static_cast<unsigned long long>(ls.rtl().cycles()),
+      static_cast<unsigned long long>(cov.place), static_cast<unsigned long long>(cov.duplicate),
+      static_cast<unsigned long long>(cov.overflow_drop),
+      static_cast<unsigned long long>(cov.sync_drop),
+      static_cast<unsigned long long>(cov.completions),
+      static_cast<unsigned long long>(cov.back_to_back),
+      static_cast<unsigned long long>(cov.psn_wraps));
+}
+
+TEST(MpRxRtl, RandomOperationsAgreeEveryDrop) { run_random(MpOverflowNack::every_drop, 1); }
+
+TEST(MpRxRtl, RandomOperationsAgreeOncePerHead) { run_random(MpOverflowNack::once_per_head, 2); }
+
+RxOp init(uint32_t row, uint32_t epsn) {
+  RxOp op;
+  op.kind = RxOpKind::init;
+  op.row = row;
+  op.data.psn = epsn;
+  return op;
+}
+
+RxOp data(uint32_t row, uint32_t psn, bool tail = false, bool completion = false) {
+  RxOp op;
+  op.row = row;
+  op.data.psn = psn;
+  op.data.tail = tail;
+  op.data.completion = completion;
+  return op;
+}
+
+// Back-to-back packets of one connection, one per cycle, each depending on
+// the one before: forwarding around the context RAM.
+TEST(MpRxRtl, BackToBackOnOneRowForward) {
+  MpRxLockstep ls(MpOverflowNack::every_drop);
+  const uint32_t epsn = kPsnMask - 2;  // crosses the PSN wrap
+  RxOp ops[] = {init(5, epsn), data(5, epsn), data(5, epsn + 1, true),
+                data(5, psn_add(epsn, 2), true, true), data(5, psn_add(epsn, 3))};
+  for (auto& op : ops) {
+    auto d = ls.step(&op);
+    ASSERT_FALSE(d) << *d;
+  }
+  auto d = ls.drain();
+  ASSERT_FALSE(d) << *d;
+  EXPECT_EQ(ls.golden(5)->rcv_nxt(), psn_add(epsn, 4));
+  EXPECT_EQ(ls.golden(5)->counters().completions, 1u);
+  EXPECT_EQ(ls.golden(5)->counters().messages, 2u);
+  EXPECT_EQ(ls.rtl().cycles(), std::size(ops) + 1);  // one cycle of latency
+}
+
+// The head's whole bitmap completes at once: L - 1 packets out of order,
+// then the head-of-line one.
+TEST(MpRxRtl, FullBitmapRunCompletesEveryMessage) {
+  MpRxLockstep ls(MpOverflowNack::every_drop);
+  RxOp op = init(1, 1000);
+  ASSERT_FALSE(ls.step(&op));
+  for (uint32_t i = p::RX_SLOTS - 1; i >= 1; --i) {
+    op = data(1, 1000 + i, true, i % 2 == 0);
+    auto d = ls.step(&op);
+    ASSERT_FALSE(d) << *d;
+  }
+  op = data(1, 1000, true);
+  auto d = ls.step(&op);
+  ASSERT_FALSE(d) << *d;
+  d = ls.drain();
+  ASSERT_FALSE(d) << *d;
+  EXPECT_EQ(ls.golden(1)->rcv_nxt(), 1000 + p::RX_SLOTS);
+  EXPECT_EQ(ls.golden(1)->counters().messages, p::RX_SLOTS);
+}
+
+// One bit of one field of a row, flipped in the RTL's RAM, must stop
+// lockstep at the next operation on that row, naming the field.
+struct Flip {
+  const char* field;  // as the report names it
+  uint32_t bit;
+};
+
+class FaultInjection : public ::testing::TestWithParam<Flip> {};
+
+TEST_P(FaultInjection, LockstepNamesTheFlippedField) {
+  const Flip f = GetParam();
+  MpRxLockstep ls(MpOverflowNack::once_per_head);
+  std::mt19937_64 gen(7);
+  RxOp op = init(2, 500);
+  ASSERT_FALSE(ls.step(&op));
+  RxOp other = init(3, 9000);
+  ASSERT_FALSE(ls.step(&other));
+  for (int i = 0; i < 200; ++i) {
+    op = data(2 + i % 2, psn_add(ls.golden(2 + i % 2)->rcv_nxt(), gen() % 8), gen() % 3 == 0);
+    auto d = ls.step(&op);
+    ASSERT_FALSE(d) << *d;
+  }
+  ASSERT_FALSE(ls.drain());
+  ls.rtl().flip_context_bit(2, f.bit);
+  // Another row first: the flip touches row 2 only.
+  op = data(3, ls.golden(3)->rcv_nxt());
+  ASSERT_FALSE(ls.step(&op));
+  ASSERT_FALSE(ls.drain());
+  op.kind = RxOpKind::read;
+  op.row = 2;
+  ASSERT_FALSE(ls.step(&op));
+  auto d = ls.drain();
+  ASSERT_TRUE(d) << "a flipped bit of " << f.field << " went unnoticed";
+  EXPECT_NE(d->find(std::string("[context ") + f.field + "]"), std::string::npos) << *d;
+  EXPECT_NE(d->find("read row 2"), std::string::npos) << *d;
+  EXPECT_NE(d->find("earlier operations on row 2"), std::string::npos) << *d;
+  EXPECT_THROW(ls.step(nullptr), std::logic_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, FaultInjection,
+    ::testing::Values(Flip{"rcv_nxt", p::RX_CTX_RCV_NXT_LSB + 3},
+                      Flip{"bitmap slot 17", p::RX_CTX_BITMAP_LSB + 2 * 17 + 1},
+                      Flip{"sync_nacked", p::RX_CTX_SYNC_NACKED_LSB},
+                      Flip{"sync_nacked_for", p::RX_CTX_SYNC_NACKED_FOR_LSB + 23},
+                      Flip{"overflow_nacked", p::RX_CTX_OVERFLOW_NACKED_LSB},
+                      Flip{"overflow_nacked_for", p::RX_CTX_OVERFLOW_NACKED_FOR_LSB}),
+    [](const ::testing::TestParamInfo<Flip>& param_info) {
+      std::string s = param_info.param.field;
+      for (auto& ch : s)
+        if (ch == ' ') ch = '_';
+      return s;
+    });
+
+TEST(MpRxRtl, OperationOnARowNeverStartedIsTheCallersError) {
+  MpRxLockstep ls(MpOverflowNack::every_drop);
+  RxOp op = data(4, 1);
+  EXPECT_THROW(ls.step(&op), std::logic_error);
+  // Two engines on one thread, the second destroyed first.
+  MpRxRtl rtl(MpOverflowNack::every_drop);
+  op.row = MpRxRtl::rows();
+  EXPECT_THROW(rtl.clock(&op), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace mprdma::nic::rtl

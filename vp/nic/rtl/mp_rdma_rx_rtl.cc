@@ -1,0 +1,171 @@
+#include "vp/nic/rtl/mp_rdma_rx_rtl.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "Vmp_rdma_rx_engine.h"
+#include "Vmp_rdma_rx_engine___024root.h"
+#include "mprdma/rtl_params.h"
+#include "verilated.h"
+
+namespace mprdma::nic::rtl {
+
+namespace {
+
+namespace p = mprdma::rtl;
+
+static_assert(p::PSN_W == 24, "the golden models' PSNs are 24 bits (kPsnMask)");
+static_assert(p::RX_SLOTS <= 64, "out_tails and out_cmpls are read as one 64-bit word");
+
+// Bits [lsb, lsb + width) of a Verilated wide value (32-bit words, LSB first).
+uint64_t bits(const uint32_t* words, uint32_t lsb, uint32_t width) {
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < width; ++i) {
+    const uint32_t b = lsb + i;
+    v |= uint64_t{(words[b / 32] >> (b % 32)) & 1u} << i;
+  }
+  return v;
+}
+
+MpReceiverContext decode_context(const uint32_t* row) {
+  MpReceiverContext c;
+  c.slots.resize(p::RX_SLOTS);
+  for (uint32_t i = 0; i < p::RX_SLOTS; ++i)
+    c.slots[i] = static_cast<MpSlot>(bits(row, p::RX_CTX_BITMAP_LSB + 2 * i, 2));
+  c.rcv_nxt = static_cast<uint32_t>(bits(row, p::RX_CTX_RCV_NXT_LSB, p::PSN_W));
+  c.sync_nacked = bits(row, p::RX_CTX_SYNC_NACKED_LSB, 1) != 0;
+  c.sync_nacked_for = static_cast<uint32_t>(bits(row, p::RX_CTX_SYNC_NACKED_FOR_LSB, p::PSN_W));
+  c.overflow_nacked = bits(row, p::RX_CTX_OVERFLOW_NACKED_LSB, 1) != 0;
+  c.overflow_nacked_for =
+      static_cast<uint32_t>(bits(row, p::RX_CTX_OVERFLOW_NACKED_FOR_LSB, p::PSN_W));
+  return c;
+}
+
+uint32_t op_code(RxOpKind k) {
+  switch (k) {
+    case RxOpKind::init:
+      return p::RX_OP_INIT;
+    case RxOpKind::data:
+      return p::RX_OP_DATA;
+    case RxOpKind::read:
+      return p::RX_OP_READ;
+  }
+  return p::RX_OP_READ;
+}
+
+RxOpKind op_kind(uint32_t code) {
+  if (code == p::RX_OP_INIT) return RxOpKind::init;
+  if (code == p::RX_OP_DATA) return RxOpKind::data;
+  return RxOpKind::read;
+}
+
+}  // namespace
+
+const char* rx_op_name(RxOpKind k) {
+  switch (k) {
+    case RxOpKind::init:
+      return "init";
+    case RxOpKind::data:
+      return "data";
+    case RxOpKind::read:
+      return "read";
+  }
+  return "?";
+}
+
+MpRxRtl::MpRxRtl(MpOverflowNack overflow_nack)
+    : vctx_(std::make_unique<VerilatedContext>()),
+      top_(std::make_unique<Vmp_rdma_rx_engine>(vctx_.get(), "mp_rdma_rx_engine")) {
+  top_->cfg_overflow_nack_once = overflow_nack == MpOverflowNack::once_per_head;
+  top_->in_valid = 0;
+  top_->rst_n = 0;
+  for (int i = 0; i < 2; ++i) {
+    top_->clk = 1;
+    top_->eval();
+    top_->clk = 0;
+    top_->eval();
+  }
+  top_->rst_n = 1;
+}
+
+MpRxRtl::~MpRxRtl() {
+  // A Verilated model's scopes unregister from the thread's current
+  // context, which is the last one made on this thread, not necessarily
+  // theirs (Verilator 5.006): with several engines per thread (one per
+  // NIC), point it at ours, or a model outliving another context would
+  // reach into freed memory.
+  Verilated::threadContextp(vctx_.get());
+  top_->final();
+  top_.reset();
+}
+
+uint32_t MpRxRtl::rows() { return 1u << p::QP_IDX_W; }
+uint32_t MpRxRtl::slots() { return p::RX_SLOTS; }
+uint32_t MpRxRtl::context_bits() { return p::RX_CTX_W; }
+
+std::optional<RxOutcome> MpRxRtl::clock(const RxOp* op) {
+  auto& t = *top_;
+  t.in_valid = op != nullptr;
+  if (op) {
+    if (op->row >= rows())
+      throw std::out_of_range("MpRxRtl: context row " + std::to_string(op->row) +
+                              " is beyond the RTL's " + std::to_string(rows()));
+    const MpData& d = op->data;
+    t.in_op = op_code(op->kind);
+    t.in_qp = op->row;
+    t.in_psn = d.psn & kPsnMask;
+    t.in_vp = d.vp;
+    t.in_ce = d.ce;
+    t.in_retx = d.retx;
+    t.in_tail = d.tail;
+    t.in_cmpl = d.completion;
+    t.in_sync = d.sync;
+    t.in_ipsn = d.ipsn & kPsnMask;
+  }
+  t.clk = 1;
+  t.eval();
+  ++cycles_;
+  std::optional<RxOutcome> out;
+  if (t.out_valid) {
+    RxOutcome o;
+    o.kind = op_kind(t.out_op);
+    o.row = t.out_qp;
+    o.context = decode_context(t.out_ctx.data());
+    if (o.kind == RxOpKind::data) {
+      MpRxResult& r = o.result;
+      r.verdict = t.out_verdict == p::RX_VERDICT_PLACE       ? MpRxResult::Verdict::place
+                  : t.out_verdict == p::RX_VERDICT_DUPLICATE ? MpRxResult::Verdict::duplicate
+                                                             : MpRxResult::Verdict::drop;
+      o.sync_drop = t.out_sync_drop;
+      o.ood = t.out_ood;
+      r.send_ack = t.out_ack;
+      if (r.send_ack) {
+        r.ack.vp = t.out_ack_vp;
+        r.ack.sack = t.out_ack_sack;
+        r.ack.aack = t.out_ack_aack;
+        r.ack.ece = t.out_ack_ece;
+        r.ack.retx = t.out_ack_retx;
+        r.ack.nack = t.out_nack;
+      }
+      // The completion stage: one message per tail the head passed.
+      const uint64_t tails = t.out_tails, cmpls = t.out_cmpls;
+      for (uint32_t i = 0; i < t.out_advance && i < p::RX_SLOTS; ++i)
+        if ((tails >> i) & 1u)
+          r.completed.emplace_back(psn_add(t.out_head_from, i), ((cmpls >> i) & 1u) != 0);
+    }
+    out = std::move(o);
+  }
+  t.clk = 0;
+  t.eval();
+  return out;
+}
+
+void MpRxRtl::flip_context_bit(uint32_t row, uint32_t bit) {
+  if (row >= rows() || bit >= p::RX_CTX_W)
+    throw std::out_of_range("MpRxRtl: no bit " + std::to_string(bit) + " of row " +
+                            std::to_string(row));
+  auto& mem = top_->rootp->mp_rdma_rx_engine__DOT__ctx_ram__DOT__mem;
+  mem[row][bit / 32] ^= 1u << (bit % 32);
+}
+
+}  // namespace mprdma::nic::rtl
