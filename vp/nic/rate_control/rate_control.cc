@@ -36,25 +36,6 @@ void RateControlRegistry::add(RateControlEntry e) {
   entries_.push_back(std::move(e));
 }
 
-const RateControlEntry* RateControlRegistry::find(const std::string& name) const {
-  for (const RateControlEntry& e : entries_)
-    if (e.name == name) return &e;
-  return nullptr;
-}
-
-std::vector<std::string> RateControlRegistry::names() const {
-  std::vector<std::string> n;
-  for (const RateControlEntry& e : entries_) n.push_back(e.name);
-  return n;
-}
-
-core::PluginSections RateControlRegistry::default_sections() const {
-  core::PluginSections s;
-  for (const RateControlEntry& e : entries_)
-    if (e.make_section) s.set(e.name, e.make_section());
-  return s;
-}
-
 std::unique_ptr<RateControlKind> make_rate_control(const NicConfig& cfg) {
   if (cfg.congestion_control == NicConfig::kNoCongestionControl) return nullptr;
   if (const RateControlEntry* e = RateControlRegistry::instance().find(cfg.congestion_control))

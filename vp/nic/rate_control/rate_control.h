@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "vp/core/plugin_registry.h"
 #include "vp/core/plugin_sections.h"
 
 namespace mprdma::nic {
@@ -72,19 +73,14 @@ struct RateControlEntry {
 // The congestion controls the NIC offers besides "none": a new one is a
 // folder here and one line in rate_control.cc (add_builtin_rate_controls),
 // or one add() before the scenario is bound.
-class RateControlRegistry {
+class RateControlRegistry : public core::PluginRegistry<RateControlEntry> {
  public:
   static RateControlRegistry& instance();
   // std::invalid_argument when the name is taken or it has no factory.
   void add(RateControlEntry entry);
-  const std::vector<RateControlEntry>& entries() const { return entries_; }
-  const RateControlEntry* find(const std::string& name) const;
-  std::vector<std::string> names() const;
-  core::PluginSections default_sections() const;
 
  private:
   RateControlRegistry() = default;
-  std::vector<RateControlEntry> entries_;
 };
 
 // The NIC's congestion control; null for "none".

@@ -51,12 +51,6 @@ void EngineRegistry::add(EngineEntry e) {
   entries_.push_back(std::move(e));
 }
 
-const EngineEntry* EngineRegistry::find(const std::string& name) const {
-  for (const EngineEntry& e : entries_)
-    if (e.name == name) return &e;
-  return nullptr;
-}
-
 const EngineEntry* EngineRegistry::find_kind(uint8_t kind) const {
   for (const EngineEntry& e : entries_) {
     if (e.kind == kind) return &e;
@@ -66,12 +60,6 @@ const EngineEntry* EngineRegistry::find_kind(uint8_t kind) const {
   return nullptr;
 }
 
-std::vector<std::string> EngineRegistry::names() const {
-  std::vector<std::string> n;
-  for (const EngineEntry& e : entries_) n.push_back(e.name);
-  return n;
-}
-
 std::vector<std::string> EngineRegistry::qp_transport_names() const {
   std::vector<std::string> n{mpr_transport_name(MPR_TRANSPORT_DEFAULT)};
   // In the ABI's order, so the list reads as enum mpr_transport does.
@@ -79,13 +67,6 @@ std::vector<std::string> EngineRegistry::qp_transport_names() const {
     if (mpr_transport_name(k) && find_kind(static_cast<uint8_t>(k)))
       n.emplace_back(mpr_transport_name(k));
   return n;
-}
-
-core::PluginSections EngineRegistry::default_sections() const {
-  core::PluginSections s;
-  for (const EngineEntry& e : entries_)
-    if (e.make_section) s.set(e.name, e.make_section());
-  return s;
 }
 
 std::unique_ptr<TransportEngine> EngineRegistry::make(const std::string& name,

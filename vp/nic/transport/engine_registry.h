@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "vp/core/plugin_registry.h"
 #include "vp/core/plugin_sections.h"
 #include "vp/core/sim_env.h"
 #include "vp/nic/transport/transport_engine.h"
@@ -71,7 +72,7 @@ struct EngineEntry {
   std::function<std::vector<EngineGauge>(const TransportEngine&)> gauges;
 };
 
-class EngineRegistry {
+class EngineRegistry : public core::PluginRegistry<EngineEntry> {
  public:
   // The registry, with the built-in engines (builtin_engines.cc) added on
   // first use.
@@ -81,17 +82,11 @@ class EngineRegistry {
   // an ABI id whose name in <mprdma/hw.h> differs, or it has no
   // implementation.
   void add(EngineEntry entry);
-  const std::vector<EngineEntry>& entries() const { return entries_; }
-  const EngineEntry* find(const std::string& name) const;
   // The engine of an id (its own or one of also_kinds); null if none.
   const EngineEntry* find_kind(uint8_t kind) const;
-  // The names of the engines, in registration order.
-  std::vector<std::string> names() const;
   // The names a QP may ask for (job qp_transport): "default", every engine
   // the ABI names, and the ABI's names of also_kinds.
   std::vector<std::string> qp_transport_names() const;
-  // Every engine's section, at its defaults.
-  core::PluginSections default_sections() const;
 
   // Builds the NIC's engine `name` (implementation `impl`).
   std::unique_ptr<TransportEngine> make(const std::string& name, const std::string& impl,
@@ -99,7 +94,6 @@ class EngineRegistry {
 
  private:
   EngineRegistry() = default;
-  std::vector<EngineEntry> entries_;
 };
 
 // builtin_engines.cc: the engines of this tree, one line each.
