@@ -256,6 +256,17 @@ INSTANTIATE_TEST_SUITE_P(
       return s;
     });
 
+// The golden model's field table (the SRAM budget's accounting, row M1)
+// and the RTL's row describe the same state: the row is the table's bytes
+// over RoCEv2, plus RoCEv2's own expected PSN (3 B), plus the two NACK flags
+// the table counts inside their PSNs' bytes.
+TEST(MpRxRtl, ContextRowMatchesTheGoldenFieldTable) {
+  uint32_t bytes = 0;
+  for (const StateField& f : MpReceiver::extra_state(p::RX_SLOTS, MpOverflowNack::once_per_head))
+    bytes += f.bytes;
+  EXPECT_EQ(MpRxRtl::context_bits(), (bytes + 3) * 8 + 2);
+}
+
 TEST(MpRxRtl, OperationOnARowNeverStartedIsTheCallersError) {
   MpRxLockstep ls(MpOverflowNack::every_drop);
   RxOp op = data(4, 1);
