@@ -1,12 +1,18 @@
 #include "vp/nic/rtl/mp_rdma_rx_rtl.h"
 
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
+#include "mprdma/rtl_params.h"
+// Verilator's headers and the code it generates are not ours to fix.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
 #include "Vmp_rdma_rx_engine.h"
 #include "Vmp_rdma_rx_engine___024root.h"
-#include "mprdma/rtl_params.h"
 #include "verilated.h"
+#include "verilated_fst_c.h"
+#pragma GCC diagnostic pop
 
 namespace mprdma::nic::rtl {
 
@@ -73,9 +79,12 @@ const char* rx_op_name(RxOpKind k) {
   return "?";
 }
 
-MpRxRtl::MpRxRtl(MpOverflowNack overflow_nack)
+MpRxRtl::MpRxRtl(MpOverflowNack overflow_nack, bool traceable)
     : vctx_(std::make_unique<VerilatedContext>()),
-      top_(std::make_unique<Vmp_rdma_rx_engine>(vctx_.get(), "mp_rdma_rx_engine")) {
+      // Before the model is made: it decides what the model can trace.
+      top_((vctx_->traceEverOn(traceable),
+            std::make_unique<Vmp_rdma_rx_engine>(vctx_.get(), "mp_rdma_rx_engine"))),
+      traceable_(traceable) {
   top_->cfg_overflow_nack_once = overflow_nack == MpOverflowNack::once_per_head;
   top_->in_valid = 0;
   top_->rst_n = 0;
@@ -95,8 +104,29 @@ MpRxRtl::~MpRxRtl() {
   // NIC), point it at ours, or a model outliving another context would
   // reach into freed memory.
   Verilated::threadContextp(vctx_.get());
+  close_trace();
   top_->final();
   top_.reset();
+}
+
+void MpRxRtl::trace_fst(const std::string& path, uint64_t period_ps) {
+  if (!traceable_) throw std::logic_error("MpRxRtl: waveforms need an engine made traceable");
+  close_trace();
+  {
+    // VerilatedFstC reports an unwritable file on stderr only: check first.
+    std::ofstream probe(path, std::ios::binary | std::ios::trunc);
+    if (!probe) throw std::runtime_error("MpRxRtl: cannot write the waveform file '" + path + "'");
+  }
+  period_ps_ = period_ps ? period_ps : 1;
+  trace_ = std::make_unique<VerilatedFstC>();
+  top_->trace(trace_.get(), 99);
+  trace_->open(path.c_str());
+}
+
+void MpRxRtl::close_trace() {
+  if (!trace_) return;
+  trace_->close();
+  trace_.reset();
 }
 
 uint32_t MpRxRtl::rows() { return 1u << p::QP_IDX_W; }
@@ -124,6 +154,7 @@ std::optional<RxOutcome> MpRxRtl::clock(const RxOp* op) {
   }
   t.clk = 1;
   t.eval();
+  if (trace_) trace_->dump(cycles_ * period_ps_);
   ++cycles_;
   std::optional<RxOutcome> out;
   if (t.out_valid) {
@@ -157,6 +188,7 @@ std::optional<RxOutcome> MpRxRtl::clock(const RxOp* op) {
   }
   t.clk = 0;
   t.eval();
+  if (trace_) trace_->dump(cycles_ * period_ps_ - period_ps_ / 2);
   return out;
 }
 

@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "vp/nic/transport/mp_rdma/mp_rdma_receiver.h"
 
 class VerilatedContext;
+class VerilatedFstC;
 class Vmp_rdma_rx_engine;
 
 namespace mprdma::nic::rtl {
@@ -39,7 +41,9 @@ struct RxOutcome {
 
 class MpRxRtl {
  public:
-  explicit MpRxRtl(MpOverflowNack overflow_nack);
+  // `traceable`: the model keeps what waveforms need (trace_fst); off, it
+  // saves that work on every cycle.
+  explicit MpRxRtl(MpOverflowNack overflow_nack, bool traceable = false);
   ~MpRxRtl();
   MpRxRtl(const MpRxRtl&) = delete;
   MpRxRtl& operator=(const MpRxRtl&) = delete;
@@ -59,9 +63,21 @@ class MpRxRtl {
   // Fault injection: inverts bit `bit` of context row `row` in the RAM.
   void flip_context_bit(uint32_t row, uint32_t bit);
 
+  // Waveforms: every signal of the engine, from the next cycle on, into an
+  // FST file (GTKWave opens it), one clock period `period_ps` long (the
+  // NIC's clock; 4 ns = 250 MHz by default). Closed by close_trace() or
+  // the destructor. std::runtime_error when the file cannot be written,
+  // std::logic_error when the engine was not made traceable.
+  void trace_fst(const std::string& path, uint64_t period_ps = 4000);
+  void close_trace();
+  bool tracing() const { return trace_ != nullptr; }
+
  private:
   std::unique_ptr<VerilatedContext> vctx_;
   std::unique_ptr<Vmp_rdma_rx_engine> top_;
+  std::unique_ptr<VerilatedFstC> trace_;
+  bool traceable_;
+  uint64_t period_ps_ = 4000;
   uint64_t cycles_ = 0;
 };
 

@@ -4,8 +4,12 @@
 // duplicates, overflow and synchronise drops), directed cases, and fault
 // injection that lockstep must name.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -275,6 +279,109 @@ TEST(MpRxRtl, OperationOnARowNeverStartedIsTheCallersError) {
   MpRxRtl rtl(MpOverflowNack::every_drop);
   op.row = MpRxRtl::rows();
   EXPECT_THROW(rtl.clock(&op), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace mprdma::nic::rtl
+
+namespace mprdma::nic::rtl {
+namespace {
+
+// Big-endian integer of n bytes.
+uint64_t be(const std::string& s, size_t at, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = v << 8 | static_cast<uint8_t>(s.at(at + i));
+  return v;
+}
+
+// One LZ4 block (the format's sequences: a token, literals, a match
+// offset and length); empty when malformed.
+std::string lz4_block(const std::string& in, size_t at, size_t end, size_t plain) {
+  std::string out;
+  auto more = [&](size_t n) {  // a length of 15 continues in 255s
+    if (n != 15) return n;
+    for (uint8_t b = 255; b == 255 && at < end; n += b) b = static_cast<uint8_t>(in[at++]);
+    return n;
+  };
+  while (at < end) {
+    const uint8_t token = static_cast<uint8_t>(in[at++]);
+    const size_t lit = more(token >> 4);
+    if (at + lit > end) return "";
+    out.append(in, at, lit);
+    at += lit;
+    if (at >= end) break;  // the last sequence has literals only
+    if (at + 2 > end) return "";
+    const size_t offset = static_cast<uint8_t>(in[at]) | static_cast<uint8_t>(in[at + 1]) << 8;
+    at += 2;
+    const size_t len = more(token & 15) + 4;
+    if (offset == 0 || offset > out.size()) return "";
+    for (size_t i = 0; i < len; ++i) out.push_back(out[out.size() - offset]);
+  }
+  return out.size() == plain ? out : "";
+}
+
+// The FST file's hierarchy (scopes and signal names), uncompressed: its
+// block is type 4 (gzip) or 6 (LZ4, what Verilator 5.006 writes), after a
+// 1-byte type and an 8-byte length, then the plain length.
+std::string fst_hierarchy(const std::string& file) {
+  size_t at = 0;
+  while (at + 17 <= file.size()) {
+    const uint8_t type = static_cast<uint8_t>(file[at]);
+    const uint64_t len = be(file, at + 1, 8);  // counts itself, not the type byte
+    if (len < 8 || at + 1 + len > file.size()) break;
+    const uint64_t plain = be(file, at + 9, 8);
+    if (type == 6) return lz4_block(file, at + 17, at + 1 + len, plain);
+    if (type == 4) {
+      std::string out(plain, '\0');
+      z_stream z{};
+      if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return "";
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(file.data() + at + 17));
+      z.avail_in = static_cast<uInt>(len - 16);
+      z.next_out = reinterpret_cast<Bytef*>(out.data());
+      z.avail_out = static_cast<uInt>(plain);
+      const int rc = inflate(&z, Z_FINISH);
+      inflateEnd(&z);
+      return rc == Z_STREAM_END ? out : "";
+    }
+    at += 1 + len;
+  }
+  return "";
+}
+
+// Waveforms: an FST whose hierarchy names the engine's ports and the
+// context RAM, as a designer looks for them in GTKWave.
+TEST(MpRxRtl, WritesAnFstWithTheEnginesSignals) {
+  const std::string path = ::testing::TempDir() + "/mp_rdma_rx_engine.fst";
+  std::remove(path.c_str());
+  MpRxRtl rtl(MpOverflowNack::every_drop, /*traceable=*/true);
+  rtl.trace_fst(path);
+  ASSERT_TRUE(rtl.tracing());
+  RxOp op = init(0, 100);
+  rtl.clock(&op);
+  for (uint32_t i = 0; i < 40; ++i) {
+    op = data(0, 100 + (i ^ 1), i % 4 == 3);
+    rtl.clock(&op);
+  }
+  rtl.clock(nullptr);
+  rtl.close_trace();
+  EXPECT_FALSE(rtl.tracing());
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path;
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(file.size(), 100u);
+  EXPECT_EQ(file[0], 0) << "an FST starts with its header block";
+  const std::string hier = fst_hierarchy(file);
+  ASSERT_FALSE(hier.empty()) << "no readable hierarchy block in " << path;
+  for (const char* name : {"mp_rdma_rx_engine", "in_psn", "out_ack_sack", "out_advance",
+                           "cur_rcv_nxt", "ctx_ram", "wb_row"})
+    EXPECT_NE(hier.find(name), std::string::npos) << name;
+}
+
+TEST(MpRxRtl, WaveformsNeedATraceableEngine) {
+  MpRxRtl rtl(MpOverflowNack::every_drop);
+  EXPECT_THROW(rtl.trace_fst(::testing::TempDir() + "/never.fst"), std::logic_error);
+  MpRxRtl traceable(MpOverflowNack::every_drop, true);
+  EXPECT_THROW(traceable.trace_fst("/nonexistent-dir/x.fst"), std::runtime_error);
 }
 
 }  // namespace
