@@ -25,7 +25,7 @@ std::unique_ptr<TransportMux> make_transport(const NicConfig& cfg, core::SimEnv&
     TransportMux::Offered o;
     o.kinds = e.also_kinds;
     o.kinds.insert(o.kinds.begin(), e.kind);
-    o.engine = reg.make(e.name, "model", cfg, env);
+    o.engine = reg.make(e.name, e.name == cfg.transport ? cfg.transport_impl : "model", cfg, env);
     offered.push_back(std::move(o));
   }
   return std::make_unique<TransportMux>(

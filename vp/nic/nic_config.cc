@@ -2,6 +2,7 @@
 
 #include <mprdma/hw.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "vp/nic/rate_control/rate_control.h"
@@ -153,6 +154,28 @@ void NicConfig::bind(core::Binder& b) {
   for (const EngineEntry& e : engines_reg.entries()) doc += " " + e.name + ", " + e.doc + ";";
   doc.back() = '.';
   b.choice("transport", transport, engines_reg.names(), doc.c_str());
+  {
+    // Every implementation some engine has; the chosen transport must have it.
+    std::vector<std::string> impls;
+    std::string impl_doc =
+        "How `transport` runs (its implementations in the engine registry; the NIC's other "
+        "engines run as their models):";
+    for (const EngineEntry& e : engines_reg.entries())
+      for (const EngineImpl& i : e.impls) {
+        if (std::find(impls.begin(), impls.end(), i.name) == impls.end()) impls.push_back(i.name);
+        if (i.name != "model") impl_doc += " " + i.name + " (" + e.name + ": " + i.doc + ");";
+      }
+    impl_doc.insert(impl_doc.find(':') + 1, " model, the C++ golden model;");
+    impl_doc.back() = '.';
+    b.choice("transport_impl", transport_impl, impls, impl_doc.c_str());
+    if (const EngineEntry* e = engines_reg.find(transport)) {
+      std::vector<std::string> own;
+      for (const EngineImpl& i : e->impls) own.push_back(i.name);
+      if (std::find(own.begin(), own.end(), transport_impl) == own.end())
+        b.error("transport_impl " + transport_impl + ": transport " + transport +
+                " has no such implementation (it has " + one_of(own) + ")");
+    }
+  }
   std::vector<std::string> controls{kNoCongestionControl};
   std::string cc_doc = "Per-QP rate control beside the transport engine: none";
   for (const RateControlEntry& e : rc_reg.entries()) {

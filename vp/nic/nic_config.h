@@ -87,6 +87,10 @@ struct NicConfig {
   // Engine of QPs that do not choose: a name in the engine registry
   // (vp/nic/transport/engine_registry.h); by default its always-offered one.
   std::string transport = default_transport();
+  // How `transport` runs: one of its implementations in the registry
+  // (model: the C++ golden model; rtl, lockstep: on the Verilated RTL,
+  // where the engine has one). The other offered engines run as models.
+  std::string transport_impl = "model";
   // Further engines a QP may choose at CREATE_QP (mpr_cmd_create_qp.
   // transport). The always-offered engine and `transport` are offered too;
   // every QPC line holds the largest offered engine's state.

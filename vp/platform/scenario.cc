@@ -1055,6 +1055,11 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
 ScenarioConfig load_scenario(const std::string& path) { return load_scenario(path, {}); }
 
 ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  return load_scenario(path, overrides, nullptr);
+}
+
+ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                             std::vector<std::string>* point_errors) {
   YAML::Node root = core::load_yaml_file(path);
   for (const std::string& o : overrides) apply_override(root, o);
   ScenarioConfig cfg;
@@ -1078,7 +1083,10 @@ ScenarioConfig load_scenario(const std::string& path, const std::vector<std::str
         for (const std::string& line : e.errors()) errors.push_back(what + line);
       }
     }
-    if (!errors.empty()) throw core::ConfigError(errors);
+    if (point_errors)
+      *point_errors = std::move(errors);
+    else if (!errors.empty())
+      throw core::ConfigError(errors);
   }
   // Disabled jobs were checked with the rest; the run never sees them.
   cfg.jobs.erase(std::remove_if(cfg.jobs.begin(), cfg.jobs.end(),

@@ -238,6 +238,12 @@ ScenarioConfig load_scenario(const std::string& path);
 // A malformed override throws core::ConfigError naming it; an unknown key
 // is reported like one in the file.
 ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides);
+// The same for a caller that runs the base scenario only (`run`, `bench`):
+// with `point_errors` given, the errors of sweep points go there instead of
+// being thrown (an override such as nic.transport_impl=rtl may suit the
+// base scenario and not a point that picks another transport).
+ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                             std::vector<std::string>* point_errors);
 // Applies one override to `root`; throws core::ConfigError naming it.
 void apply_override(YAML::Node& root, const std::string& assignment);
 

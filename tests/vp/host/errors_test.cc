@@ -414,8 +414,8 @@ TEST_F(TwoHostsTest, RecvBufferFailingItsLkeyCheckNamesTheReason) {
 // ready"): the same verbs outcome, and no retransmission timeout on the way.
 class RnrTest : public PerTransportTest {
  protected:
-  bool mprdma() const { return GetParam() == "mprdma"; }
-  bool out_of_order() const { return GetParam() != "gbn"; }
+  bool mprdma() const { return BaseTransport(GetParam()) == "mprdma"; }
+  bool out_of_order() const { return BaseTransport(GetParam()) != "gbn"; }
   uint64_t timeouts() const {
     return bench->counter("nic.h0.requester.timeouts") +
            (mprdma() ? bench->counter("nic.h0.transport.rtos") : 0);
@@ -495,7 +495,8 @@ TEST_P(RnrTest, InfiniteRnrRetryWaitsForTheRecv) {
   EXPECT_EQ(timeouts(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transport, RnrTest, ::testing::Values("gbn", "mprdma", "irn"),
+INSTANTIATE_TEST_SUITE_P(Transport, RnrTest,
+                         ::testing::Values("gbn", "mprdma", "irn", "mprdma_lockstep"),
                          TransportName);
 
 class DeadPeerTest : public TwoHostsTest, public ::testing::WithParamInterface<bool> {};

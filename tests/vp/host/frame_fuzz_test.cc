@@ -307,7 +307,8 @@ TEST_P(FrameFuzzTest, ForgedFramesOfEveryKindToEveryQpStateChangeNothingElse) {
       Ms(200));
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, FrameFuzzTest, ::testing::Values("gbn", "dcqcn", "mprdma", "irn"),
+INSTANTIATE_TEST_SUITE_P(Engines, FrameFuzzTest,
+                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn", "mprdma_lockstep"),
                          TransportName);
 
 }  // namespace

@@ -273,15 +273,15 @@ TEST_P(HostilePeerPerTransport, DuplicateReadFloodIsBoundedByTheAcceptedReads) {
     // addresses (valid re-requests of a tail of it).
     const uint32_t first = p.a.psn;
     // The READ's PSNs: its responses' (64), or MP-RDMA's one (READ as data).
-    const uint32_t read_psns = GetParam() == "mprdma" ? 1 : 64;
+    const uint32_t read_psns = BaseTransport(GetParam()) == "mprdma" ? 1 : 64;
     for (uint32_t i = 0; i < 400; ++i) {
       const uint32_t k = i % read_psns;
       const bool genuine = i >= 200;
       const uint32_t psn = genuine ? first + k : first - 200 + i;  // ascending
       const uint64_t va = genuine ? p.b.va(uint64_t{k} * 1024) : p.b.va(0);
       const uint32_t len = genuine ? kLen - k * 1024 : kLen;
-      bench->relay().inject(0,
-                            ForgeRead(GetParam(), p.b.qpn(), psn & 0xffffff, va, p.b.mr.key, len));
+      bench->relay().inject(
+          0, ForgeRead(BaseTransport(GetParam()), p.b.qpn(), psn & 0xffffff, va, p.b.mr.key, len));
     }
     sc_core::wait(Ms(3));
     const uint64_t sent = bench->counter("nic.h1.mac.tx_bytes") - sent_before;
@@ -326,7 +326,8 @@ TEST_P(HostilePeerPerTransport, NakFloodFailsAQpOnceAtMost) {
       x.sack = n.psn;
       x.aack = (n.psn - 1) & 0xffffff;
       x.nack = rng() % 2;
-      bench->relay().inject(0, GetParam() == "gbn" ? Forge(n) : Forge(n, {}, AckTrailer(x)));
+      bench->relay().inject(
+          0, BaseTransport(GetParam()) == "gbn" ? Forge(n) : Forge(n, {}, AckTrailer(x)));
       if (i % 64 == 0) sc_core::wait(Us(1));
     }
     sc_core::wait(Ms(1));
@@ -373,10 +374,10 @@ TEST_P(HostilePeerPerTransport, HugeReadCostsWhatIsInFlight) {
     const host::CommandResult r = p.b.host->driver().execute(cmd, pages.data(), pages.size() * 8);
     ASSERT_TRUE(r.ok()) << "REG_MR status " << int(r.status);
     const UnbackedMr big{cmd.u.reg_mr.iova, r.out0};
-    bench->relay().inject(
-        0, ForgeRead(GetParam(), p.b.qpn(), p.a.psn, big.iova, big.key, MPR_MAX_MSG_SIZE / 2));
+    bench->relay().inject(0, ForgeRead(BaseTransport(GetParam()), p.b.qpn(), p.a.psn, big.iova,
+                                       big.key, MPR_MAX_MSG_SIZE / 2));
     sc_core::wait(Us(200));
-    if (GetParam() == "irn") {
+    if (BaseTransport(GetParam()) == "irn") {
       auto& irn = dynamic_cast<nic::IrnEngine&>(
           *dynamic_cast<nic::TransportMux&>(bench->h1().nic().engine()).find(MPR_TRANSPORT_IRN));
       const nic::IrnReadResponder* rd = irn.read_responder(p.b.qpn());
@@ -387,13 +388,14 @@ TEST_P(HostilePeerPerTransport, HugeReadCostsWhatIsInFlight) {
     // Answered: MP-RDMA's responses are ACK-clocked (an initial window of
     // 64; the forger's QP, which asked nothing, answers none), the others
     // stream them.
-    EXPECT_GT(bench->counter("nic.h1.mac.tx_packets"), GetParam() == "mprdma" ? 60u : 1000u)
+    EXPECT_GT(bench->counter("nic.h1.mac.tx_packets"),
+              BaseTransport(GetParam()) == "mprdma" ? 60u : 1000u)
         << "the READ is being answered";
     // A READ one byte longer than the largest message is refused.
     QpPair q = bench->make_pair(o);
     const uint64_t fatal = bench->counter("nic.h1.responder.fatal_naks");
-    bench->relay().inject(
-        0, ForgeRead(GetParam(), q.b.qpn(), q.a.psn, big.iova, big.key, MPR_MAX_MSG_SIZE + 1));
+    bench->relay().inject(0, ForgeRead(BaseTransport(GetParam()), q.b.qpn(), q.a.psn, big.iova,
+                                       big.key, MPR_MAX_MSG_SIZE + 1));
     sc_core::wait(Us(20));
     EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), fatal + 1);
     EXPECT_EQ(q.b.query().qp_state, MPR_QPS_ERR);
@@ -410,8 +412,8 @@ TEST_P(HostilePeerPerTransport, HugeReadCostsWhatIsInFlight) {
     // 2^31 bytes at MTU 256: 2^23 responses, PSNs a 24-bit window cannot
     // tell from ones behind.
     QpPair half = bench->make_pair(o);
-    bench->relay().inject(
-        0, ForgeRead(GetParam(), half.b.qpn(), half.a.psn, big.iova, big.key, MPR_MAX_MSG_SIZE));
+    bench->relay().inject(0, ForgeRead(BaseTransport(GetParam()), half.b.qpn(), half.a.psn,
+                                       big.iova, big.key, MPR_MAX_MSG_SIZE));
     sc_core::wait(Us(20));
     EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), fatal + 2);
     EXPECT_EQ(half.b.query().qp_state, MPR_QPS_ERR);
@@ -429,10 +431,11 @@ TEST_P(HostilePeerPerTransport, ReadsBeyondMaxDestRdAtomicAreInvalidRequests) {
     QpPair p = bench->make_pair(o);
     const uint64_t fatal = bench->counter("nic.h1.responder.fatal_naks");
     // Each READ covers its responses' PSNs (MP-RDMA: one, READ as data).
-    const uint32_t step = GetParam() == "mprdma" ? 1 : 64;
+    const uint32_t step = BaseTransport(GetParam()) == "mprdma" ? 1 : 64;
     for (uint32_t i = 0; i < 5; ++i)
-      bench->relay().inject(0, ForgeRead(GetParam(), p.b.qpn(), (p.a.psn + i * step) & 0xffffff,
-                                         p.b.va(0), p.b.mr.key, 64 << 10));
+      bench->relay().inject(
+          0, ForgeRead(BaseTransport(GetParam()), p.b.qpn(), (p.a.psn + i * step) & 0xffffff,
+                       p.b.va(0), p.b.mr.key, 64 << 10));
     sc_core::wait(Us(30));
     EXPECT_EQ(bench->counter("nic.h1.responder.fatal_naks"), fatal + 1);
     EXPECT_EQ(p.b.query().qp_state, MPR_QPS_ERR);
@@ -440,7 +443,8 @@ TEST_P(HostilePeerPerTransport, ReadsBeyondMaxDestRdAtomicAreInvalidRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, HostilePeerPerTransport,
-                         ::testing::Values("gbn", "mprdma", "irn"), TransportName);
+                         ::testing::Values("gbn", "mprdma", "irn", "mprdma_lockstep"),
+                         TransportName);
 
 }  // namespace
 }  // namespace mprdma::test

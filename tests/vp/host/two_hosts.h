@@ -174,6 +174,17 @@ inline void ExpectRawCqeClean(const mpr_cqe& c) {
   EXPECT_EQ(c.owner & ~1u, 0u);
 }
 
+// A test parameter naming a transport, and after '_' an implementation of
+// it other than the golden model ("mprdma_lockstep"): the transport, and
+// the implementation ("model" when none is named).
+inline std::string BaseTransport(const std::string& param) {
+  return param.substr(0, param.find('_'));
+}
+inline std::string TransportImpl(const std::string& param) {
+  const size_t u = param.find('_');
+  return u == std::string::npos ? "model" : param.substr(u + 1);
+}
+
 class TwoHosts {
  public:
   struct Options {
@@ -181,7 +192,10 @@ class TwoHosts {
     uint64_t nic_mtu = 1024;
     core::Duration go_back_delay{};  // nic.gbn.go_back_delay of both NICs
     core::Bandwidth rate{40e9};
-    std::string transport = "gbn";  // nic.transport of both NICs, or dcqcn (gbn + DCQCN)
+    // nic.transport of both NICs, or dcqcn (gbn + DCQCN); "<transport>_<impl>"
+    // also sets nic.transport_impl (mprdma_lockstep: the RTL receiver in
+    // lockstep with the golden model).
+    std::string transport = "gbn";
     // Two links with a Relay between them instead of one cable (relay.h).
     bool relay = false;
     // Applied to both NICs' configurations last (e.g. smaller caches).
@@ -202,8 +216,10 @@ class TwoHosts {
       n.port_speed_mbps = static_cast<uint32_t>(opt.rate.bps / 1e6);
       n.engines.get<nic::GbnConfig>().go_back_delay = opt.go_back_delay;
       // "dcqcn" is go-back-N under the NIC's DCQCN rate control.
-      n.transport = opt.transport == "dcqcn" ? "gbn" : opt.transport;
-      if (opt.transport == "dcqcn") n.congestion_control = "dcqcn";
+      const std::string base = BaseTransport(opt.transport);
+      n.transport = base == "dcqcn" ? "gbn" : base;
+      if (base == "dcqcn") n.congestion_control = "dcqcn";
+      n.transport_impl = TransportImpl(opt.transport);
       if (opt.nic) opt.nic(n);
     }
     for (int i = 0; i < 2; ++i)

@@ -466,7 +466,7 @@ TEST_P(WireFuzzTest, ReadTurnedIntoAWriteNeverHangs) {
     EXPECT_EQ(wcs[1].status, MPR_CQE_WR_FLUSH_ERR);
     // MP-RDMA waits for the answers for its whole budget, 4 tries of
     // 1.05 ms; the others count a retry at each ACK past the missing answer.
-    if (GetParam() == "mprdma") {
+    if (BaseTransport(GetParam()) == "mprdma") {
       EXPECT_GE(sc_core::sc_time_stamp() - t0, Us(4 * 1048.576));
     }
     // The failed READ's buffer is undefined (IRN's one-response requests
@@ -525,7 +525,8 @@ TEST_P(WireFuzzTest, MalformedRequestOutsideTheWindowIsDropped) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, WireFuzzTest,
-                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn"), TransportName);
+                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn", "mprdma_lockstep"),
+                         TransportName);
 
 }  // namespace
 }  // namespace mprdma::test

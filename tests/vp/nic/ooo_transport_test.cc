@@ -55,7 +55,12 @@ std::string scenario_text(const std::string& transport, const std::string& jobs,
          "nic:\n"
          "  mtu: 1024\n"
          "  transport: " +
-         transport + "\n" + extra_nic +
+         transport.substr(0, transport.find('_')) + "\n" +
+         // "mprdma_lockstep": MP-RDMA with the RTL receiver in lockstep.
+         (transport.find('_') == std::string::npos
+              ? std::string()
+              : "  transport_impl: " + transport.substr(transport.find('_') + 1) + "\n") +
+         extra_nic +
          "fabric:\n"
          "  topology: mp_rdma_testbed\n"
          "  leaves: 2\n"
@@ -179,9 +184,18 @@ TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
   EXPECT_EQ(sent, packets + retx) << "every packet beyond the first copies is a retransmission";
   RecordProperty("retransmits", std::to_string(retx));
 
-  if (transport == "mprdma") {
+  if (transport.rfind("mprdma", 0) == 0) {
     const std::string tx = "nic.t0h0.transport.";
     const std::string rx = "nic.t1h0.transport.";
+    if (transport == "mprdma_lockstep") {
+      // Every decision went through the RTL receiver (and matched the
+      // golden model's, or the run would have stopped), which was clocked
+      // only while an operation was in it: two cycles each.
+      const uint64_t decided = counter(rx + "rx_placed") + counter(rx + "rx_duplicates") +
+                               counter(rx + "rx_overflow_drops") + counter(rx + "rx_sync_drops");
+      EXPECT_GT(counter(rx + "rtl.operations"), decided);
+      EXPECT_EQ(counter(rx + "rtl.cycles"), 2 * counter(rx + "rtl.operations"));
+    }
     EXPECT_GT(
         counter(tx + "retransmits") + counter(tx + "early_retransmits") + counter(tx + "rtos"), 0u);
     EXPECT_GT(counter(tx + "recoveries") + counter(tx + "rtos"), 0u);
@@ -224,7 +238,8 @@ TEST_P(OooTransportLoss, WriteAndSendCompleteWithCorrectDataDespiteLoss) {
     EXPECT_EQ(log.count(": RTO,"), counter("nic.t0h0.transport.rtos"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, OooTransportLoss, ::testing::Values("mprdma", "irn"),
+INSTANTIATE_TEST_SUITE_P(Engines, OooTransportLoss,
+                         ::testing::Values("mprdma", "irn", "mprdma_lockstep"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // SEND packets whose RECV is not posted yet are dropped and counted, and

@@ -437,6 +437,36 @@ TEST(Scenario, PerHostNicKeysViaAndDurationAreChecked) {
   EXPECT_NE(e.find("no fabric"), std::string::npos) << e;
 }
 
+// nic.transport_impl, per scenario and per host: an implementation the
+// transport has is taken; one it lacks is an error naming both.
+TEST(Scenario, TransportImplIsCheckedAgainstTheTransport) {
+  auto sub = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  std::string text = sub(kFabric, "nic: {transport: mprdma}",
+                         "nic: {transport: mprdma, transport_impl: lockstep}");
+  text = sub(text, "{name: t1h1, nic: {transport: gbn}}",
+             "{name: t1h1, nic: {transport: mprdma, transport_impl: rtl}}");
+  text = sub(text, "{transport: gbn, congestion_control: dcqcn, mprdma.initial_window: 8}",
+             "{transport_impl: model}");
+  const ScenarioConfig cfg = load_scenario(write_temp("impl.yaml", text));
+  EXPECT_EQ(cfg.nic_of("t0h0").transport_impl, "lockstep");
+  EXPECT_EQ(cfg.nic_of("t0h1").transport_impl, "model");
+  EXPECT_EQ(cfg.nic_of("t1h1").transport_impl, "rtl");
+  const std::string e = error_of(sub(kFabric, "{name: t1h1, nic: {transport: gbn}}",
+                                     "{name: t1h1, nic: {transport: gbn, transport_impl: rtl}}"));
+  EXPECT_NE(e.find("host 't1h1': nic:"), std::string::npos) << e;
+  EXPECT_NE(e.find("transport_impl rtl: transport gbn has no such implementation (it has model)"),
+            std::string::npos)
+      << e;
+  const std::string bad = error_of(
+      sub(kFabric, "nic: {transport: mprdma}", "nic: {transport: mprdma, transport_impl: fpga}"));
+  EXPECT_NE(bad.find("'fpga' is not allowed; expected one of 'model', 'rtl', 'lockstep'"),
+            std::string::npos)
+      << bad;
+}
+
 TEST(Scenario, EveryShippedScenarioValidates) {
   int seen = 0;
   for (const auto& entry :

@@ -49,7 +49,7 @@ std::string describe_outcome(const RxOutcome& o) {
   std::ostringstream s;
   if (o.kind != RxOpKind::data) return "(no decision)";
   const MpRxResult& r = o.result;
-  s << verdict_name(r.verdict) << (o.sync_drop ? " (synchronise)" : "") << ", ood " << o.ood;
+  s << verdict_name(r.verdict) << (r.sync_drop ? " (synchronise)" : "") << ", ood " << o.ood;
   if (r.send_ack)
     s << ", " << (r.ack.nack ? "NACK" : "ACK") << " vp 0x" << std::hex << r.ack.vp << std::dec
       << " sack " << r.ack.sack << " aack " << r.ack.aack << (r.ack.ece ? " ece" : "")
@@ -81,8 +81,8 @@ std::vector<std::string> context_diff(const MpReceiverContext& g, const MpReceiv
   return d;
 }
 
-MpRxLockstep::MpRxLockstep(MpOverflowNack overflow_nack, size_t history)
-    : mode_(overflow_nack), history_(history), rtl_(overflow_nack) {}
+MpRxLockstep::MpRxLockstep(MpOverflowNack overflow_nack, size_t history, bool traceable)
+    : mode_(overflow_nack), history_(history), rtl_(overflow_nack, traceable) {}
 
 const MpReceiver* MpRxLockstep::golden(uint32_t row) const {
   auto it = golden_.find(row);
@@ -104,10 +104,8 @@ RxOutcome MpRxLockstep::run_golden(const RxOp& op) {
                            ", which no init operation started");
   MpReceiver& g = it->second;
   if (op.kind == RxOpKind::data) {
-    const uint32_t sync_drops = static_cast<uint32_t>(g.counters().sync_drops);
     o.ood = (op.data.psn - g.rcv_nxt()) & kPsnMask;
     o.result = g.on_data(op.data);
-    o.sync_drop = g.counters().sync_drops != sync_drops;
   }
   o.context = g.context();
   return o;
@@ -118,7 +116,7 @@ std::optional<std::string> MpRxLockstep::step(const RxOp* op) {
   if (op) {
     RxOp in = *op;
     in.data.psn &= kPsnMask;
-    pending_.push_back({issued_++, in, run_golden(in)});
+    pending_.push_back({issued_++, in, run_golden(in), rtl_.cycles()});
   }
   const std::optional<RxOutcome> out = rtl_.clock(op);
   if (!out) return std::nullopt;
@@ -130,12 +128,43 @@ std::optional<std::string> MpRxLockstep::step(const RxOp* op) {
   const Pending p = pending_.front();
   pending_.pop_front();
   auto r = compare(p, *out);
+  auto before = rtl_rows_.find(p.op.row);
+  replay_.push_back({p, before == rtl_rows_.end()
+                            ? std::nullopt
+                            : std::optional<MpReceiverContext>(before->second)});
+  if (replay_.size() > kReplayOps) replay_.pop_front();
+  rtl_rows_[p.op.row] = out->context;
+  last_ = out;
   auto& recent = recent_[p.op.row];
   recent.push_back(p);
   if (recent.size() > history_) recent.pop_front();
   ++compared_;
   if (r) diverged_ = true;
   return r;
+}
+
+size_t MpRxLockstep::replay_fst(const std::string& path, uint64_t period_ps) const {
+  if (!diverged_) throw std::logic_error("MpRxLockstep: replay_fst() before a divergence");
+  MpRxRtl e(mode_, true);
+  // Each row from its state before its first replayed operation.
+  std::map<uint32_t, bool> loaded;
+  for (const Replayable& r : replay_) {
+    if (loaded.count(r.p.op.row)) continue;
+    loaded[r.p.op.row] = true;
+    if (r.before) e.load_context(r.p.op.row, *r.before);
+  }
+  if (!replay_.empty()) e.advance_to(replay_.front().p.cycle);
+  e.trace_fst(path, period_ps);
+  // Back-to-back operations stay back to back (the forwarding path is
+  // what they exercise); between the others the engine drains and idles.
+  for (size_t i = 0; i < replay_.size(); ++i) {
+    e.advance_to(replay_[i].p.cycle);
+    e.clock(&replay_[i].p.op);
+    if (i + 1 == replay_.size() || replay_[i + 1].p.cycle > e.cycles()) e.clock(nullptr);
+  }
+  e.clock(nullptr);
+  e.close_trace();
+  return replay_.size();
 }
 
 std::optional<std::string> MpRxLockstep::drain() {
@@ -153,7 +182,7 @@ std::optional<std::string> MpRxLockstep::compare(const Pending& p, const RxOutco
   if (g.kind == RxOpKind::data) {
     const MpRxResult &a = g.result, &b = rtl.result;
     if (a.verdict != b.verdict) why.push_back("verdict");
-    if (a.verdict == MpRxResult::Verdict::drop && g.sync_drop != rtl.sync_drop)
+    if (a.verdict == MpRxResult::Verdict::drop && a.sync_drop != b.sync_drop)
       why.push_back("drop reason");
     if (g.ood != rtl.ood) why.push_back("ood");
     if (a.send_ack != b.send_ack) why.push_back("ACK sent");

@@ -23,14 +23,21 @@ namespace p = mprdma::rtl;
 static_assert(p::PSN_W == 24, "the golden models' PSNs are 24 bits (kPsnMask)");
 static_assert(p::RX_SLOTS <= 64, "out_tails and out_cmpls are read as one 64-bit word");
 
-// Bits [lsb, lsb + width) of a Verilated wide value (32-bit words, LSB first).
+// Bits [lsb, lsb + width) of a Verilated wide value (32-bit words, LSB
+// first), width <= 32: at most two words.
 uint64_t bits(const uint32_t* words, uint32_t lsb, uint32_t width) {
-  uint64_t v = 0;
+  const uint32_t w = lsb / 32, sh = lsb % 32;
+  uint64_t v = words[w] >> sh;
+  if (sh + width > 32) v |= uint64_t{words[w + 1]} << (32 - sh);
+  return v & ((uint64_t{1} << width) - 1);
+}
+
+void set_bits(uint32_t* words, uint32_t lsb, uint32_t width, uint64_t v) {
   for (uint32_t i = 0; i < width; ++i) {
     const uint32_t b = lsb + i;
-    v |= uint64_t{(words[b / 32] >> (b % 32)) & 1u} << i;
+    const uint32_t m = 1u << (b % 32);
+    words[b / 32] = ((v >> i) & 1u) ? words[b / 32] | m : words[b / 32] & ~m;
   }
-  return v;
 }
 
 MpReceiverContext decode_context(const uint32_t* row) {
@@ -57,6 +64,16 @@ uint32_t op_code(RxOpKind k) {
       return p::RX_OP_READ;
   }
   return p::RX_OP_READ;
+}
+
+void encode_context(const MpReceiverContext& c, uint32_t* row) {
+  for (uint32_t i = 0; i < p::RX_SLOTS; ++i)
+    set_bits(row, p::RX_CTX_BITMAP_LSB + 2 * i, 2, static_cast<uint64_t>(c.slots[i]));
+  set_bits(row, p::RX_CTX_RCV_NXT_LSB, p::PSN_W, c.rcv_nxt);
+  set_bits(row, p::RX_CTX_SYNC_NACKED_LSB, 1, c.sync_nacked);
+  set_bits(row, p::RX_CTX_SYNC_NACKED_FOR_LSB, p::PSN_W, c.sync_nacked_for);
+  set_bits(row, p::RX_CTX_OVERFLOW_NACKED_LSB, 1, c.overflow_nacked);
+  set_bits(row, p::RX_CTX_OVERFLOW_NACKED_FOR_LSB, p::PSN_W, c.overflow_nacked_for);
 }
 
 RxOpKind op_kind(uint32_t code) {
@@ -167,7 +184,7 @@ std::optional<RxOutcome> MpRxRtl::clock(const RxOp* op) {
       r.verdict = t.out_verdict == p::RX_VERDICT_PLACE       ? MpRxResult::Verdict::place
                   : t.out_verdict == p::RX_VERDICT_DUPLICATE ? MpRxResult::Verdict::duplicate
                                                              : MpRxResult::Verdict::drop;
-      o.sync_drop = t.out_sync_drop;
+      r.sync_drop = t.out_sync_drop;
       o.ood = t.out_ood;
       r.send_ack = t.out_ack;
       if (r.send_ack) {
@@ -198,6 +215,15 @@ void MpRxRtl::flip_context_bit(uint32_t row, uint32_t bit) {
                             std::to_string(row));
   auto& mem = top_->rootp->mp_rdma_rx_engine__DOT__ctx_ram__DOT__mem;
   mem[row][bit / 32] ^= 1u << (bit % 32);
+}
+
+void MpRxRtl::load_context(uint32_t row, const MpReceiverContext& ctx) {
+  if (row >= rows()) throw std::out_of_range("MpRxRtl: no context row " + std::to_string(row));
+  if (ctx.slots.size() != p::RX_SLOTS)
+    throw std::invalid_argument("MpRxRtl: a context of " + std::to_string(ctx.slots.size()) +
+                                " bitmap slots for an engine of " + std::to_string(p::RX_SLOTS));
+  auto& mem = top_->rootp->mp_rdma_rx_engine__DOT__ctx_ram__DOT__mem;
+  encode_context(ctx, mem[row].data());
 }
 
 }  // namespace mprdma::nic::rtl

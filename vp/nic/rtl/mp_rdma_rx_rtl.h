@@ -33,8 +33,7 @@ struct RxOp {
 struct RxOutcome {
   RxOpKind kind = RxOpKind::data;
   uint32_t row = 0;
-  MpRxResult result;          // verdict, ACK, completed messages
-  bool sync_drop = false;     // a drop of an early synchronise message (else overflow)
+  MpRxResult result;          // verdict, drop reason, ACK, completed messages
   uint32_t ood = 0;           // psn - rcv_nxt on arrival, 24 bits
   MpReceiverContext context;  // the row as written back (read: as it is)
 };
@@ -58,10 +57,22 @@ class MpRxRtl {
   // earlier (the engine's latency is one cycle, its throughput one
   // operation per cycle).
   std::optional<RxOutcome> clock(const RxOp* op);
+  // The engine's cycle count: cycles clocked, plus the idle ones skipped
+  // by advance_to().
   uint64_t cycles() const { return cycles_; }
+  // Idle until `cycle` (the NIC's clock): nothing is clocked, only the
+  // count, and so the waveform's time, moves on. No effect if it is not
+  // ahead.
+  void advance_to(uint64_t cycle) {
+    if (cycle > cycles_) cycles_ = cycle;
+  }
 
   // Fault injection: inverts bit `bit` of context row `row` in the RAM.
   void flip_context_bit(uint32_t row, uint32_t bit);
+  // Writes a whole context row into the RAM, as a debugger would (to
+  // replay operations from a known state): no cycle passes.
+  // std::invalid_argument when the context's bitmap is not slots() long.
+  void load_context(uint32_t row, const MpReceiverContext& ctx);
 
   // Waveforms: every signal of the engine, from the next cycle on, into an
   // FST file (GTKWave opens it), one clock period `period_ps` long (the

@@ -206,87 +206,6 @@ TEST(MpRxRtl, FullBitmapRunCompletesEveryMessage) {
   EXPECT_EQ(ls.golden(1)->counters().messages, p::RX_SLOTS);
 }
 
-// One bit of one field of a row, flipped in the RTL's RAM, must stop
-// lockstep at the next operation on that row, naming the field.
-struct Flip {
-  const char* field;  // as the report names it
-  uint32_t bit;
-};
-
-class FaultInjection : public ::testing::TestWithParam<Flip> {};
-
-TEST_P(FaultInjection, LockstepNamesTheFlippedField) {
-  const Flip f = GetParam();
-  MpRxLockstep ls(MpOverflowNack::once_per_head);
-  std::mt19937_64 gen(7);
-  RxOp op = init(2, 500);
-  ASSERT_FALSE(ls.step(&op));
-  RxOp other = init(3, 9000);
-  ASSERT_FALSE(ls.step(&other));
-  for (int i = 0; i < 200; ++i) {
-    op = data(2 + i % 2, psn_add(ls.golden(2 + i % 2)->rcv_nxt(), gen() % 8), gen() % 3 == 0);
-    auto d = ls.step(&op);
-    ASSERT_FALSE(d) << *d;
-  }
-  ASSERT_FALSE(ls.drain());
-  ls.rtl().flip_context_bit(2, f.bit);
-  // Another row first: the flip touches row 2 only.
-  op = data(3, ls.golden(3)->rcv_nxt());
-  ASSERT_FALSE(ls.step(&op));
-  ASSERT_FALSE(ls.drain());
-  op.kind = RxOpKind::read;
-  op.row = 2;
-  ASSERT_FALSE(ls.step(&op));
-  auto d = ls.drain();
-  ASSERT_TRUE(d) << "a flipped bit of " << f.field << " went unnoticed";
-  EXPECT_NE(d->find(std::string("[context ") + f.field + "]"), std::string::npos) << *d;
-  EXPECT_NE(d->find("read row 2"), std::string::npos) << *d;
-  EXPECT_NE(d->find("earlier operations on row 2"), std::string::npos) << *d;
-  EXPECT_THROW(ls.step(nullptr), std::logic_error);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Fields, FaultInjection,
-    ::testing::Values(Flip{"rcv_nxt", p::RX_CTX_RCV_NXT_LSB + 3},
-                      Flip{"bitmap slot 17", p::RX_CTX_BITMAP_LSB + 2 * 17 + 1},
-                      Flip{"sync_nacked", p::RX_CTX_SYNC_NACKED_LSB},
-                      Flip{"sync_nacked_for", p::RX_CTX_SYNC_NACKED_FOR_LSB + 23},
-                      Flip{"overflow_nacked", p::RX_CTX_OVERFLOW_NACKED_LSB},
-                      Flip{"overflow_nacked_for", p::RX_CTX_OVERFLOW_NACKED_FOR_LSB}),
-    [](const ::testing::TestParamInfo<Flip>& param_info) {
-      std::string s = param_info.param.field;
-      for (auto& ch : s)
-        if (ch == ' ') ch = '_';
-      return s;
-    });
-
-// The golden model's field table (the SRAM budget's accounting, row M1)
-// and the RTL's row describe the same state: the row is the table's bytes
-// over RoCEv2, plus RoCEv2's own expected PSN (3 B), plus the two NACK flags
-// the table counts inside their PSNs' bytes.
-TEST(MpRxRtl, ContextRowMatchesTheGoldenFieldTable) {
-  uint32_t bytes = 0;
-  for (const StateField& f : MpReceiver::extra_state(p::RX_SLOTS, MpOverflowNack::once_per_head))
-    bytes += f.bytes;
-  EXPECT_EQ(MpRxRtl::context_bits(), (bytes + 3) * 8 + 2);
-}
-
-TEST(MpRxRtl, OperationOnARowNeverStartedIsTheCallersError) {
-  MpRxLockstep ls(MpOverflowNack::every_drop);
-  RxOp op = data(4, 1);
-  EXPECT_THROW(ls.step(&op), std::logic_error);
-  // Two engines on one thread, the second destroyed first.
-  MpRxRtl rtl(MpOverflowNack::every_drop);
-  op.row = MpRxRtl::rows();
-  EXPECT_THROW(rtl.clock(&op), std::out_of_range);
-}
-
-}  // namespace
-}  // namespace mprdma::nic::rtl
-
-namespace mprdma::nic::rtl {
-namespace {
-
 // Big-endian integer of n bytes.
 uint64_t be(const std::string& s, size_t at, size_t n) {
   uint64_t v = 0;
@@ -347,6 +266,128 @@ std::string fst_hierarchy(const std::string& file) {
   }
   return "";
 }
+
+// One bit of one field of a row, flipped in the RTL's RAM, must stop
+// lockstep at the next operation on that row, naming the field.
+struct Flip {
+  const char* field;  // as the report names it
+  uint32_t bit;
+};
+
+class FaultInjection : public ::testing::TestWithParam<Flip> {};
+
+TEST_P(FaultInjection, LockstepNamesTheFlippedField) {
+  const Flip f = GetParam();
+  MpRxLockstep ls(MpOverflowNack::once_per_head);
+  std::mt19937_64 gen(7);
+  RxOp op = init(2, 500);
+  ASSERT_FALSE(ls.step(&op));
+  RxOp other = init(3, 9000);
+  ASSERT_FALSE(ls.step(&other));
+  for (int i = 0; i < 200; ++i) {
+    op = data(2 + i % 2, psn_add(ls.golden(2 + i % 2)->rcv_nxt(), gen() % 8), gen() % 3 == 0);
+    auto d = ls.step(&op);
+    ASSERT_FALSE(d) << *d;
+  }
+  ASSERT_FALSE(ls.drain());
+  ls.rtl().flip_context_bit(2, f.bit);
+  // Another row first: the flip touches row 2 only.
+  op = data(3, ls.golden(3)->rcv_nxt());
+  ASSERT_FALSE(ls.step(&op));
+  ASSERT_FALSE(ls.drain());
+  op.kind = RxOpKind::read;
+  op.row = 2;
+  ASSERT_FALSE(ls.step(&op));
+  auto d = ls.drain();
+  ASSERT_TRUE(d) << "a flipped bit of " << f.field << " went unnoticed";
+  EXPECT_NE(d->find(std::string("[context ") + f.field + "]"), std::string::npos) << *d;
+  EXPECT_NE(d->find("read row 2"), std::string::npos) << *d;
+  EXPECT_NE(d->find("earlier operations on row 2"), std::string::npos) << *d;
+  EXPECT_THROW(ls.step(nullptr), std::logic_error);
+  // The waveform of the last operations, replayed from the RTL's contexts.
+  const std::string path = ::testing::TempDir() + "/lockstep-replay.fst";
+  std::remove(path.c_str());
+  EXPECT_EQ(ls.replay_fst(path), 16u);
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path;
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(fst_hierarchy(file).find("cur_rcv_nxt"), std::string::npos);
+}
+
+TEST(MpRxLockstep, ReplayIsForAfterADivergence) {
+  MpRxLockstep ls(MpOverflowNack::every_drop);
+  EXPECT_THROW(ls.replay_fst(::testing::TempDir() + "/never.fst"), std::logic_error);
+}
+
+// A context written into the RAM as a debugger would is what the engine
+// then reads: every field survives the encoding.
+TEST(MpRxRtl, LoadedContextReadsBack) {
+  MpRxRtl rtl(MpOverflowNack::once_per_head);
+  std::mt19937_64 gen(11);
+  for (int i = 0; i < 50; ++i) {
+    MpReceiverContext c;
+    for (uint32_t k = 0; k < p::RX_SLOTS; ++k) c.slots.push_back(static_cast<MpSlot>(gen() % 4));
+    c.rcv_nxt = gen() & kPsnMask;
+    c.sync_nacked = gen() % 2;
+    c.sync_nacked_for = gen() & kPsnMask;
+    c.overflow_nacked = gen() % 2;
+    c.overflow_nacked_for = gen() & kPsnMask;
+    const uint32_t row = static_cast<uint32_t>(gen() % MpRxRtl::rows());
+    rtl.load_context(row, c);
+    RxOp op;
+    op.kind = RxOpKind::read;
+    op.row = row;
+    rtl.clock(&op);
+    auto out = rtl.clock(nullptr);
+    ASSERT_TRUE(out);
+    EXPECT_TRUE(out->context == c) << "row " << row;
+  }
+  MpReceiverContext shorter;
+  shorter.slots.resize(p::RX_SLOTS / 2);
+  EXPECT_THROW(rtl.load_context(0, shorter), std::invalid_argument);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, FaultInjection,
+    ::testing::Values(Flip{"rcv_nxt", p::RX_CTX_RCV_NXT_LSB + 3},
+                      Flip{"bitmap slot 17", p::RX_CTX_BITMAP_LSB + 2 * 17 + 1},
+                      Flip{"sync_nacked", p::RX_CTX_SYNC_NACKED_LSB},
+                      Flip{"sync_nacked_for", p::RX_CTX_SYNC_NACKED_FOR_LSB + 23},
+                      Flip{"overflow_nacked", p::RX_CTX_OVERFLOW_NACKED_LSB},
+                      Flip{"overflow_nacked_for", p::RX_CTX_OVERFLOW_NACKED_FOR_LSB}),
+    [](const ::testing::TestParamInfo<Flip>& param_info) {
+      std::string s = param_info.param.field;
+      for (auto& ch : s)
+        if (ch == ' ') ch = '_';
+      return s;
+    });
+
+// The golden model's field table (the SRAM budget's accounting, row M1)
+// and the RTL's row describe the same state: the row is the table's bytes
+// over RoCEv2, plus RoCEv2's own expected PSN (3 B), plus the two NACK flags
+// the table counts inside their PSNs' bytes.
+TEST(MpRxRtl, ContextRowMatchesTheGoldenFieldTable) {
+  uint32_t bytes = 0;
+  for (const StateField& f : MpReceiver::extra_state(p::RX_SLOTS, MpOverflowNack::once_per_head))
+    bytes += f.bytes;
+  EXPECT_EQ(MpRxRtl::context_bits(), (bytes + 3) * 8 + 2);
+}
+
+TEST(MpRxRtl, OperationOnARowNeverStartedIsTheCallersError) {
+  MpRxLockstep ls(MpOverflowNack::every_drop);
+  RxOp op = data(4, 1);
+  EXPECT_THROW(ls.step(&op), std::logic_error);
+  // Two engines on one thread, the second destroyed first.
+  MpRxRtl rtl(MpOverflowNack::every_drop);
+  op.row = MpRxRtl::rows();
+  EXPECT_THROW(rtl.clock(&op), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace mprdma::nic::rtl
+
+namespace mprdma::nic::rtl {
+namespace {
 
 // Waveforms: an FST whose hierarchy names the engine's ports and the
 // context RAM, as a designer looks for them in GTKWave.

@@ -119,9 +119,10 @@ std::string packets(const std::vector<MpTx>& txs) {
 }  // namespace
 
 MpRdmaEngine::MpRdmaEngine(const MpRdmaEngineParams& params, core::StatsRegistry* stats,
-                           const std::string& prefix)
+                           const std::string& prefix, std::unique_ptr<MpRxImpl> rx_impl)
     : TransportEngine(traits_for(params)),
       p_(params),
+      rx_impl_(std::move(rx_impl)),
       stats_(stats),
       prefix_(prefix),
       log_(core::Log::channel(engine_log_channel(prefix, "mprdma.transport"))),
@@ -240,7 +241,12 @@ void MpRdmaEngine::open(const ConnParams& params) {
   close(params.qpn);
   Conn& c = conns_[params.qpn];
   c.params = params;
-  c.rx.emplace(p_.bitmap_slots, params.rq_psn, p_.overflow_nack);
+  if (rx_impl_) {
+    rx_impl_->open(params.qpn, params.rq_psn);
+    c.rx_open = true;
+  } else {
+    c.rx.emplace(p_.bitmap_slots, params.rq_psn, p_.overflow_nack);
+  }
 }
 
 void MpRdmaEngine::set_requester(const ConnParams& params) {
@@ -263,6 +269,7 @@ void MpRdmaEngine::close(uint32_t qpn) {
   auto it = conns_.find(qpn);
   if (it == conns_.end()) return;
   uncount(it->second);
+  if (it->second.rx_open) rx_impl_->close(qpn);
   conns_.erase(it);
 }
 
@@ -407,9 +414,12 @@ AckDecision MpRdmaEngine::commit(uint32_t, uint32_t, bool, bool, uint64_t) {
   throw std::logic_error("mprdma: commit() on an out-of-order engine");
 }
 
-uint32_t MpRdmaEngine::epsn(uint32_t qpn) const { return conn(qpn).rx->rcv_nxt(); }
+uint32_t MpRdmaEngine::epsn(uint32_t qpn) const {
+  const Conn& c = conn(qpn);
+  return c.rx_open ? rx_impl_->rcv_nxt(qpn) : c.rx->rcv_nxt();
+}
 
-RxOutcome MpRdmaEngine::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*now*/) {
+RxOutcome MpRdmaEngine::on_data(uint32_t qpn, const RxPacket& p, uint64_t now) {
   Conn& c = conn(qpn);
   MpData d;
   d.psn = p.psn;
@@ -420,10 +430,18 @@ RxOutcome MpRdmaEngine::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*now*
   d.completion = p.completion;
   d.sync = p.sync;
   d.ipsn = p.ipsn;
-  const MpReceiver::Counters before = c.rx->counters();
-  const int32_t ood = psn_diff(p.psn & kPsnMask, c.rx->rcv_nxt());
-  MpRxResult m = c.rx->on_data(d);
-  account(qpn, c, before, c.rx->counters());
+  const int32_t ood = psn_diff(p.psn & kPsnMask, epsn(qpn));
+  MpRxResult m;
+  if (c.rx_open) {
+    const MpReceiver::Counters before = c.rx_counts;
+    m = rx_impl_->on_data(qpn, d, now);
+    MpReceiver::count(c.rx_counts, m, ood);
+    account(qpn, c, before, c.rx_counts);
+  } else {
+    const MpReceiver::Counters before = c.rx->counters();
+    m = c.rx->on_data(d);
+    account(qpn, c, before, c.rx->counters());
+  }
   // The packets rx_max_ood looks at: every one but duplicates (which
   // include every PSN below rcv_nxt).
   if (ood_ && ood >= 0 && m.verdict != MpRxResult::Verdict::duplicate) ood_->record(ood);
@@ -434,7 +452,7 @@ RxOutcome MpRdmaEngine::on_data(uint32_t qpn, const RxPacket& p, uint64_t /*now*
     std::ostringstream o;
     o << "qp " << qpn << " data psn " << (p.psn & kPsnMask) << " vp 0x" << std::hex << p.vp
       << std::dec << (p.retx ? " ReTx" : "") << (p.ce ? " CE" : "") << " ood " << ood << ": " << v
-      << ", rcv_nxt " << c.rx->rcv_nxt();
+      << ", rcv_nxt " << epsn(qpn);
     if (m.send_ack)
       o << (m.ack.nack ? "; NACK" : "; ACK") << " sack " << m.ack.sack << " aack " << m.ack.aack;
     log_.write(core::LogLevel::trace, o.str());
@@ -470,6 +488,13 @@ const MpSender* MpRdmaEngine::sender(uint32_t qpn) const {
 const MpReceiver* MpRdmaEngine::receiver(uint32_t qpn) const {
   auto it = conns_.find(qpn);
   return it == conns_.end() || !it->second.rx ? nullptr : &*it->second.rx;
+}
+
+const MpReceiver::Counters* MpRdmaEngine::receiver_counters(uint32_t qpn) const {
+  auto it = conns_.find(qpn);
+  if (it == conns_.end()) return nullptr;
+  const Conn& c = it->second;
+  return c.rx ? &c.rx->counters() : c.rx_open ? &c.rx_counts : nullptr;
 }
 
 }  // namespace mprdma::nic

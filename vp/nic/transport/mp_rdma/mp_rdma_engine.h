@@ -16,6 +16,7 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -24,6 +25,7 @@
 #include "vp/core/log.h"
 #include "vp/core/stats.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_receiver.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_rx_impl.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_sender.h"
 #include "vp/nic/transport/transport_engine.h"
 
@@ -39,9 +41,10 @@ struct MpRdmaEngineParams {
 class MpRdmaEngine : public TransportEngine {
  public:
   // `stats`: where the NIC-wide sums of the models' counters go, under
-  // `prefix` (null: nowhere).
+  // `prefix` (null: nowhere). `rx_impl`: where the receivers decide (null:
+  // the golden models, one MpReceiver per connection).
   MpRdmaEngine(const MpRdmaEngineParams& params, core::StatsRegistry* stats = nullptr,
-               const std::string& prefix = "");
+               const std::string& prefix = "", std::unique_ptr<MpRxImpl> rx_impl = nullptr);
 
   const char* name() const override { return "mprdma"; }
   // Go-back-N's 28 bytes plus the sender's and receiver's extra fields.
@@ -82,17 +85,21 @@ class MpRdmaEngine : public TransportEngine {
   uint32_t recovering() const { return recovering_total_; }
 
   // For counters and tests: the QPs that have a connection here (ascending)
-  // and the models of a connection (null if none).
+  // and the models of a connection (null if none; the receiver also when
+  // another implementation decides for it).
   std::vector<uint32_t> qpns() const;
   const MpSender* sender(uint32_t qpn) const;
   const MpReceiver* receiver(uint32_t qpn) const;
+  const MpReceiver::Counters* receiver_counters(uint32_t qpn) const;
 
  private:
   struct Conn {
     ConnParams params;
     std::optional<MpSender> tx;
-    std::optional<MpReceiver> rx;
-    std::deque<MpTx> fifo;  // clocked out, waiting for the TX scheduler
+    std::optional<MpReceiver> rx;    // golden model (no rx_impl_)
+    bool rx_open = false;            // rx_impl_ holds this connection's receiver
+    MpReceiver::Counters rx_counts;  // rx_impl_'s decisions, counted
+    std::deque<MpTx> fifo;           // clocked out, waiting for the TX scheduler
     uint8_t retry_left = 0;
     uint8_t rnr_left = 0;  // RNR waits left (rnr_retry 7: for ever)
     uint64_t rtos_seen = 0;
@@ -124,6 +131,7 @@ class MpRdmaEngine : public TransportEngine {
               bool was_recovering, const std::string& detail) const;
 
   MpRdmaEngineParams p_;
+  std::unique_ptr<MpRxImpl> rx_impl_;
   core::StatsRegistry* stats_;
   std::string prefix_;
   core::LogChannel& log_;

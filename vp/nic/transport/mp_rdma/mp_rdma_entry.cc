@@ -1,7 +1,10 @@
 // MP-RDMA in the engine registry.
 #include <mprdma/hw.h>
 
+#include <optional>
+
 #include "vp/nic/nic_config.h"
+#include "vp/nic/rtl/mp_rdma_rx_nic.h"
 #include "vp/nic/transport/engine_registry.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_config.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
@@ -10,7 +13,9 @@ namespace mprdma::nic {
 
 namespace {
 
-std::unique_ptr<TransportEngine> make_model(const NicConfig& cfg, core::SimEnv& env) {
+// `rx`: the receivers' implementation (null: the golden models).
+std::unique_ptr<TransportEngine> make_engine(const NicConfig& cfg, core::SimEnv& env,
+                                             std::optional<rtl::RxImplMode> rx) {
   const MpRdmaConfig& m = cfg.engines.get<MpRdmaConfig>();
   auto cycles = [&cfg](const core::Duration& t) { return cfg.cycles(t); };
   MpRdmaEngineParams p;
@@ -32,7 +37,12 @@ std::unique_ptr<TransportEngine> make_model(const NicConfig& cfg, core::SimEnv& 
   // The NIC's path LFSR is seeded from the scenario's stream of this name.
   p.rng_seed =
       static_cast<uint32_t>(env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
-  return std::make_unique<MpRdmaEngine>(p, &env.stats, "nic." + cfg.name + ".transport.");
+  std::unique_ptr<MpRxImpl> rx_impl;
+  if (rx)
+    rx_impl =
+        rtl::make_rx_impl(*rx, MpRdmaConfig::kName, p.bitmap_slots, p.overflow_nack, cfg.name, env);
+  return std::make_unique<MpRdmaEngine>(p, &env.stats, "nic." + cfg.name + ".transport.",
+                                        std::move(rx_impl));
 }
 
 }  // namespace
@@ -48,7 +58,22 @@ EngineEntry mp_rdma_entry() {
   e.section_doc = "MP-RDMA parameters (transport: mprdma).";
   e.own_congestion_control = true;
   e.make_section = [] { return std::make_unique<core::PluginSectionOf<MpRdmaConfig>>(); };
-  e.impls.push_back({"model", "C++ golden model (vp/nic/transport/mp_rdma/)", make_model});
+  e.impls.push_back(
+      {"model", "C++ golden model (vp/nic/transport/mp_rdma/)",
+       [](const NicConfig& c, core::SimEnv& env) { return make_engine(c, env, std::nullopt); }});
+  // The sender stays the golden model under both until its RTL lands.
+  e.impls.push_back({"rtl",
+                     "receivers on the Verilated RTL engine (vp/nic/rtl/), senders on the golden "
+                     "model",
+                     [](const NicConfig& c, core::SimEnv& env) {
+                       return make_engine(c, env, rtl::RxImplMode::rtl);
+                     }});
+  e.impls.push_back({"lockstep",
+                     "rtl, with every receiver decision also made by the golden model and "
+                     "compared; the first divergence stops the run with a report",
+                     [](const NicConfig& c, core::SimEnv& env) {
+                       return make_engine(c, env, rtl::RxImplMode::lockstep);
+                     }});
   e.state_fields = [] {
     const MpRdmaConfig defaults;
     std::vector<StateField> f = MpSender::extra_state();

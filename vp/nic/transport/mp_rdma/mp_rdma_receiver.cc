@@ -32,6 +32,31 @@ MpSlot MpReceiver::slot(uint32_t psn) const {
 }
 
 MpRxResult MpReceiver::on_data(const MpData& d) {
+  const int32_t ood = psn_diff(d.psn & kPsnMask, nxt_);
+  MpRxResult r = decide(d);
+  count(counters_, r, ood);
+  return r;
+}
+
+void MpReceiver::count(Counters& c, const MpRxResult& r, int32_t ood) {
+  if (r.verdict == MpRxResult::Verdict::duplicate) {
+    ++c.duplicates;
+    return;
+  }
+  if (ood > 0 && static_cast<uint32_t>(ood) > c.max_ood) c.max_ood = static_cast<uint32_t>(ood);
+  if (r.send_ack && r.ack.nack) ++c.nacks;
+  if (r.verdict == MpRxResult::Verdict::drop) {
+    ++(r.sync_drop ? c.sync_drops : c.overflow_drops);
+    return;
+  }
+  ++c.placed;
+  for (const auto& m : r.completed) {
+    ++c.messages;
+    if (m.second) ++c.completions;
+  }
+}
+
+MpRxResult MpReceiver::decide(const MpData& d) {
   MpRxResult r;
   const uint32_t psn = d.psn & kPsnMask;
   const int32_t ood = psn_diff(psn, nxt_);
@@ -46,13 +71,10 @@ MpRxResult MpReceiver::on_data(const MpData& d) {
   };
   if (ood < 0 || (static_cast<uint32_t>(ood) < map_.size() && at(psn) != MpSlot::empty)) {
     // Already here: ACK again so the sender's clock keeps going.
-    ++counters_.duplicates;
     r.verdict = MpRxResult::Verdict::duplicate;
     ack_for(psn, false);
     return r;
   }
-  if (static_cast<uint32_t>(ood) > counters_.max_ood)
-    counters_.max_ood = static_cast<uint32_t>(ood);
   if (static_cast<uint32_t>(ood) >= map_.size()) {
     // Beyond the bitmap: the head-of-line packet is most likely lost. By
     // default every such drop is answered with a NACK naming rcv_nxt: the
@@ -61,14 +83,12 @@ MpRxResult MpReceiver::on_data(const MpData& d) {
     // only). once_per_head NACKs the first drop per rcv_nxt: the paths of
     // the others lose their clock, and what they carried waits for the
     // burst timer or the RTO.
-    ++counters_.overflow_drops;
     r.verdict = MpRxResult::Verdict::drop;
     if (overflow_nack_ == MpOverflowNack::once_per_head) {
       if (overflow_nacked_ && overflow_nacked_for_ == nxt_) return r;
       overflow_nacked_ = true;
       overflow_nacked_for_ = nxt_;
     }
-    ++counters_.nacks;
     ack_for(nxt_, true);
     return r;
   }
@@ -78,19 +98,17 @@ MpRxResult MpReceiver::on_data(const MpData& d) {
     // (retransmissions may overtake again; NACKing every copy would rewind
     // the sender over and over). Later ones are recovered by the overflow
     // NACK or the RTO.
-    ++counters_.sync_drops;
     r.verdict = MpRxResult::Verdict::drop;
+    r.sync_drop = true;
     const uint32_t start = psn_add(psn, -static_cast<int64_t>(d.ipsn));
     if (!sync_nacked_ || sync_nacked_for_ != nxt_) {
       sync_nacked_ = true;
       sync_nacked_for_ = nxt_;
-      ++counters_.nacks;
       ack_for(start, true);
     }
     return r;
   }
   at(psn) = !d.tail ? MpSlot::received : d.completion ? MpSlot::tail_completion : MpSlot::tail;
-  ++counters_.placed;
   r.verdict = MpRxResult::Verdict::place;
   complete_head(r);
   ack_for(psn, false);
@@ -112,8 +130,6 @@ void MpReceiver::complete_head(MpRxResult& r) {
     if (s != MpSlot::received) {
       const bool completion = s == MpSlot::tail_completion;
       r.completed.emplace_back(nxt_, completion);
-      ++counters_.messages;
-      if (completion) ++counters_.completions;
     }
     s = MpSlot::empty;
     nxt_ = psn_add(nxt_, 1);

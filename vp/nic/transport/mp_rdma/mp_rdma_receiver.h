@@ -35,6 +35,7 @@ struct MpData {
 struct MpRxResult {
   enum class Verdict { place, duplicate, drop };
   Verdict verdict = Verdict::drop;
+  bool sync_drop = false;  // drop: a synchronise message overtook (else: beyond the bitmap)
   bool send_ack = false;
   MpAck ack;
   // Messages this packet completed, oldest first: tail PSN and whether the
@@ -87,6 +88,11 @@ class MpReceiver {
     uint32_t max_ood = 0;  // largest psn - rcv_nxt seen (out-of-order degree)
   };
   const Counters& counters() const { return counters_; }
+  // What one decision adds to the counters, from its result and the
+  // packet's distance from rcv_nxt on arrival (psn - rcv_nxt): the one
+  // definition of the counters, for the golden model and for any other
+  // implementation of the receiver (the RTL) alike.
+  static void count(Counters& c, const MpRxResult& r, int32_t ood);
   MpReceiverContext context() const {
     return {map_, nxt_, sync_nacked_, sync_nacked_for_, overflow_nacked_, overflow_nacked_for_};
   }
@@ -97,6 +103,7 @@ class MpReceiver {
 
  private:
   MpSlot& at(uint32_t psn) { return map_[psn % map_.size()]; }
+  MpRxResult decide(const MpData& d);
   void complete_head(MpRxResult& r);
 
   std::vector<MpSlot> map_;
