@@ -11,7 +11,7 @@ runs `mprdma-vp-sim run SCENARIO --out DIR` and asserts on its exit status,
 results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
 checks): devinfo, rc_pingpong, perftest, integrity, badlkey, reload,
-peer_death, qp_transport, wqe_by_mmio,
+peer_death, qp_transport, rtl, wqe_by_mmio,
 inline_recv, hw_counters, transport_mismatch. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
 
 Every run has its own output directory (a fresh mkdtemp under --work), so
@@ -93,8 +93,9 @@ class Run:
         self.wall = None
 
     # ---- set-up ----
-    def scenario(self, hosts, qemu=None, links=None, extra=""):
-        """hosts: list of (name, kind, run script or None). Writes the YAML."""
+    def scenario(self, hosts, qemu=None, links=None, extra="", fabric=None):
+        """hosts: list of (name, kind, run script or None); fabric: a fabric
+        section (YAML, one line) instead of links. Writes the YAML."""
         q = {"memory": "512MiB", "time_mode": "free"}
         q.update(qemu or {})
         lines = [f"name: guest-{self.name}", "seed: 1",
@@ -111,9 +112,12 @@ class Run:
                 script = PROLOGUE + "(\n" + textwrap.dedent(run).strip("\n") + "\n)\n" + EPILOGUE
                 lines.append("    run: |")
                 lines += ["      " + l if l else "" for l in script.splitlines()]
-        lines.append("links:")
-        for a, b in links or [(hosts[0][0], hosts[1][0])]:
-            lines.append(f"  - {{name: wire, a: {a}, b: {b}, rate: 40Gbps}}")
+        if fabric:
+            lines.append(f"fabric: {fabric}")
+        else:
+            lines.append("links:")
+            for a, b in links or [(hosts[0][0], hosts[1][0])]:
+                lines.append(f"  - {{name: wire, a: {a}, b: {b}, rate: 40Gbps}}")
         if extra:
             lines.append(extra)
         self.yaml = os.path.join(self.out, "scenario.yaml")
@@ -850,6 +854,44 @@ def test_qp_transport(r):
                 f"nic {g}: no message completed by the MP-RDMA receiver")
 
 
+def test_rtl(r):
+    """Guests on the RTL: two guests across the two-ToR testbed fabric (four
+    paths), MP-RDMA on both NICs with nic.transport_impl lockstep, so every
+    receiver decision is the Verilated engine's, checked against the golden
+    model (a divergence would stop the run). ibv_rc_pingpong, ib_write_bw
+    and rdma_check write (every byte verified) must pass; the RTL must have
+    decided every data packet each receiver saw."""
+    r.share_rdma_check("t0h0", "t1h0")
+    pp = "ibv_rc_pingpong -d mprdma_0 -g 3 -c -s 4096 -n 200 -p 18651"
+    bw = "ib_write_bw -d mprdma_0 -x 3 -F -s 65536 -n 1000 -p 18652"
+    check = "./rdma_check write -p 18653 -S 21"
+    server = f"{pp} || exit 1\n{bw} || exit 1\n{check} || exit 1\n"
+    client = (f"retry_connect {pp} 10.0.0.2 || exit 1\n"
+              f"retry_connect {bw} 10.0.0.2 || exit 1\n{check} 10.0.0.2 || exit 1\n")
+    r.scenario([("t0h0", "qemu", client), ("t1h0", "qemu", server)],
+               fabric="{topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 1}",
+               extra="nic: {transport: mprdma, transport_impl: lockstep}")
+    r.run()
+    for g in ("t0h0", "t1h0"):
+        r.expect_exit(g)
+        r.check(not r.find(g, r"invalid data"), f"{g}: ibv_rc_pingpong saw invalid data")
+    r.find("t0h0", rf"^{2 * 4096 * 200} bytes in [\d.]+ seconds", "the pingpong's byte count")
+    r.find("t0h0", r"^\s*65536\s+1000\s+[\d.]+\s+[\d.]+", "ib_write_bw's result row")
+    got = rdma_check_results(r, "t0h0", "write")
+    r.check(got and all(v == "ok" for v in got.values()), f"rdma_check write on the RTL: {got}")
+    for g in ("t0h0", "t1h0"):
+        st = r.nic(g)
+        decided = sum(st.get("transport." + k) or 0 for k in
+                      ("rx_placed", "rx_duplicates", "rx_overflow_drops", "rx_sync_drops"))
+        ops = st.get("transport.rtl.operations") or 0
+        print(f"nic {g}: RTL operations {ops}, receiver decisions {decided}, cycles "
+              f"{st.get('transport.rtl.cycles')}")
+        r.check(decided > 0, f"nic {g}: its MP-RDMA receiver decided nothing")
+        r.check(ops > decided, f"nic {g}: {decided} decisions but {ops} RTL operations")
+        r.check(st.get("transport.rtl.cycles") == 2 * ops,
+                f"nic {g}: the RTL was clocked beyond its operations")
+
+
 def test_wqe_by_mmio(r):
     """WQE by MMIO from a guest (MPRDMA_WQE_BY_MMIO=1): each lone post goes
     to the UAR page's window as 8-byte stores, which QEMU forwards one by
@@ -1017,6 +1059,7 @@ TESTS = {
     "reload": test_reload,
     "peer_death": test_peer_death,
     "qp_transport": test_qp_transport,
+    "rtl": test_rtl,
     "wqe_by_mmio": test_wqe_by_mmio,
     "inline_recv": test_inline_recv,
     "hw_counters": test_hw_counters,

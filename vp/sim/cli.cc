@@ -5,6 +5,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "vp/core/progress.h"
 #include "vp/core/results.h"
 #include "vp/core/sim_env.h"
+#include "vp/core/units.h"
 #include "vp/nic/rate_control/rate_control.h"
 #include "vp/nic/transport/engine_registry.h"
 #include "vp/platform/platform.h"
@@ -35,6 +38,7 @@ namespace {
 const char* kUsage =
     "usage: mprdma-vp-sim run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE]... [--log SPEC] "
     "[--quiet]\n"
+    "                     [--trace-rtl HOST[@FROM-TO]]...\n"
     "       mprdma-vp-sim boot SCENARIO [--shell HOST] [--out DIR] [--set KEY=VALUE]... [--log "
     "SPEC]\n"
     "       mprdma-vp-sim bench SCENARIO... [--set KEY=VALUE]... [--log SPEC]\n"
@@ -48,6 +52,9 @@ const char* kUsage =
     "reproduce runs every sweep point x seed of the scenario whose row: is ROW (searched in\n"
     "--scenarios, default ./scenarios) as a child `run`, at most --jobs (2) at a time, and\n"
     "writes DIR/results.json (default DIR: out/reproduce/ROW); --sim: the simulator to run.\n"
+    "--trace-rtl writes the RTL engine of HOST's NIC (nic.transport_impl rtl or lockstep) as\n"
+    "DIR/rtl-HOST.fst (GTKWave), from simulated time FROM to TO (e.g. t1h0@1ms-1.01ms; either\n"
+    "may be left out: the start or the end of the run).\n"
     "config prints the effective scenario as JSON: every key with its value or default, the\n"
     "--set overrides applied and job_groups expanded into jobs (results.json's \"config\").\n";
 
@@ -63,7 +70,67 @@ struct Options {
   int jobs = 2;                         // reproduce: children at a time
   std::string sim;                      // reproduce: simulator executable
   std::string scenarios = "scenarios";  // reproduce: where rows are looked up
+  std::map<std::string, core::SimEnv::TraceWindow> rtl_traces;  // --trace-rtl
 };
+
+// HOST[@FROM-TO] of --trace-rtl.
+bool parse_trace_rtl(const std::string& v, Options& o) {
+  const size_t at = v.find('@');
+  const std::string host = v.substr(0, at);
+  core::SimEnv::TraceWindow w;
+  if (host.empty()) {
+    std::cerr << "error: --trace-rtl needs HOST[@FROM-TO], got '" << v << "'\n";
+    return false;
+  }
+  if (at != std::string::npos) {
+    const std::string span = v.substr(at + 1);
+    const size_t dash = span.find('-');
+    if (dash == std::string::npos) {
+      std::cerr << "error: --trace-rtl " << v << ": the window is FROM-TO (e.g. 1ms-1.01ms)\n";
+      return false;
+    }
+    try {
+      const std::string from = span.substr(0, dash), to = span.substr(dash + 1);
+      if (!from.empty()) w.from_ps = core::parse_duration(from).ps;
+      if (!to.empty()) w.to_ps = core::parse_duration(to).ps;
+    } catch (const std::exception& e) {
+      std::cerr << "error: --trace-rtl " << v << ": " << e.what() << "\n";
+      return false;
+    }
+    if (w.to_ps < w.from_ps) {
+      std::cerr << "error: --trace-rtl " << v << ": the window ends before it starts\n";
+      return false;
+    }
+  }
+  o.rtl_traces[host] = w;
+  return true;
+}
+
+// --trace-rtl names hosts whose NIC runs on the RTL, and a directory to
+// write into.
+bool check_trace_rtl(const platform::ScenarioConfig& cfg, const Options& o) {
+  if (o.rtl_traces.empty()) return true;
+  if (o.out.empty()) {
+    std::cerr << "error: --trace-rtl needs --out DIR: the waveform is written there\n";
+    return false;
+  }
+  std::vector<std::string> names;
+  for (const platform::HostEntry& h : cfg.effective_hosts()) names.push_back(h.name);
+  for (const auto& [host, w] : o.rtl_traces) {
+    if (std::find(names.begin(), names.end(), host) == names.end()) {
+      std::cerr << "error: --trace-rtl " << host << ": the scenario has no such host\n";
+      return false;
+    }
+    const nic::NicConfig& n = cfg.nic_of(host);
+    if (n.transport_impl == "model") {
+      std::cerr << "error: --trace-rtl " << host << ": its NIC runs transport " << n.transport
+                << " as the C++ model (nic.transport_impl model); waveforms come from the RTL "
+                   "(--set nic.transport_impl=rtl or lockstep)\n";
+      return false;
+    }
+  }
+  return true;
+}
 
 bool parse_options(int argc, char** argv, int first, Options& o) {
   for (int i = first; i < argc; ++i) {
@@ -83,6 +150,9 @@ bool parse_options(int argc, char** argv, int first, Options& o) {
       const char* v = value("--log");
       if (!v) return false;
       o.log = v;
+    } else if (a == "--trace-rtl") {
+      const char* v = value("--trace-rtl");
+      if (!v || !parse_trace_rtl(v, o)) return false;
     } else if (a == "--seed") {
       const char* v = value("--seed");
       if (!v) return false;
@@ -179,6 +249,7 @@ RunFigures simulate(const platform::ScenarioConfig& cfg, const std::string& file
   if (!o.log.empty()) core::Log::configure(o.log);
   core::SimEnv env(static_cast<uint64_t>(cfg.seed));
   env.out_dir = o.out;
+  env.rtl_traces = o.rtl_traces;
   if (!o.out.empty()) std::filesystem::create_directories(o.out);
   RunFigures f;
   const uint64_t actions0 = core::Calendar::total_dispatched();
@@ -254,7 +325,7 @@ int cmd_run(const Options& o) {
     return 2;
   }
   platform::ScenarioConfig cfg;
-  if (!load(o.files[0], o, cfg, true)) return 2;
+  if (!load(o.files[0], o, cfg, true) || !check_trace_rtl(cfg, o)) return 2;
   if (!o.quiet && cfg.sweep.enabled())
     std::cerr << "note: " << o.files[0] << " has a sweep ("
               << platform::sweep_points(cfg.sweep).size() << " points x "
@@ -296,7 +367,7 @@ int cmd_boot(Options o) {
     return 2;
   }
   platform::ScenarioConfig cfg;
-  if (!load(o.files[0], o, cfg)) return 2;
+  if (!load(o.files[0], o, cfg) || !check_trace_rtl(cfg, o)) return 2;
   if (o.shell.empty()) {
     for (const platform::HostEntry& h : cfg.hosts)
       if (h.kind == "qemu") {

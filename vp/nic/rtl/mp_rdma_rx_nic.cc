@@ -16,7 +16,8 @@ namespace {
 
 class RxNic : public MpRxImpl {
  public:
-  RxNic(RxImplMode mode, MpOverflowNack overflow_nack, const std::string& nic, core::SimEnv& env)
+  RxNic(RxImplMode mode, MpOverflowNack overflow_nack, const std::string& nic, core::SimEnv& env,
+        uint64_t period_ps)
       : nic_(nic),
         env_(env),
         ops_(&env.stats.counter("nic." + nic + ".transport.rtl.operations", "operations",
@@ -24,10 +25,19 @@ class RxNic : public MpRxImpl {
         cycles_(&env.stats.counter("nic." + nic + ".transport.rtl.cycles", "cycles",
                                    "Cycles the RTL receiver engine was clocked (only while an "
                                    "operation was in it)")) {
+    auto w = env.rtl_traces.find(nic);
+    if (w != env.rtl_traces.end()) {
+      if (env.out_dir.empty())
+        throw std::invalid_argument("nic " + nic + ": RTL waveforms need an output directory");
+      window_ = w->second;
+      trace_path_ = env.out_dir + "/rtl-" + nic + ".fst";
+    }
+    const bool traceable = !trace_path_.empty();
+    period_ps_ = period_ps ? period_ps : 1;
     if (mode == RxImplMode::lockstep)
-      lockstep_ = std::make_unique<MpRxLockstep>(overflow_nack);
+      lockstep_ = std::make_unique<MpRxLockstep>(overflow_nack, 8, traceable);
     else
-      rtl_ = std::make_unique<MpRxRtl>(overflow_nack);
+      rtl_ = std::make_unique<MpRxRtl>(overflow_nack, traceable);
     for (uint32_t r = 0; r < MpRxRtl::rows(); ++r) free_.insert(r);
   }
 
@@ -90,6 +100,7 @@ class RxNic : public MpRxImpl {
   RxOutcome run(uint32_t qpn, const RxOp& op, uint64_t now) {
     last_cycle_ = std::max(last_cycle_, now);
     ++*ops_;
+    if (!trace_path_.empty()) waveform(now);
     RxOutcome out;
     if (rtl_) {
       const uint64_t c0 = rtl_->cycles();
@@ -115,13 +126,26 @@ class RxNic : public MpRxImpl {
     return out;
   }
 
+  // Opens the waveform when the window starts, closes it after it ends.
+  void waveform(uint64_t now) {
+    MpRxRtl& e = rtl_ ? *rtl_ : lockstep_->rtl();
+    const uint64_t t = now * period_ps_;
+    if (!e.tracing() && !traced_ && t >= window_.from_ps && t <= window_.to_ps) {
+      e.advance_to(now);
+      e.trace_fst(trace_path_, period_ps_);
+      traced_ = true;
+    } else if (e.tracing() && t > window_.to_ps) {
+      e.close_trace();
+    }
+  }
+
   [[noreturn]] void diverged(uint32_t qpn, const RxOp& op, const std::string& report) {
     std::string msg = "nic " + nic_ + ", QP " + std::to_string(qpn) + " (context row " +
                       std::to_string(op.row) + "): " + report;
     if (!env_.out_dir.empty()) {
       const std::string path = env_.out_dir + "/lockstep-" + nic_ + ".fst";
       try {
-        const size_t n = lockstep_->replay_fst(path);
+        const size_t n = lockstep_->replay_fst(path, period_ps_);
         msg += "  waveform: " + path + " (the last " + std::to_string(n) +
                " operations replayed from the RTL's own contexts, each at its cycle)\n";
       } catch (const std::exception& e) {
@@ -140,20 +164,25 @@ class RxNic : public MpRxImpl {
   std::set<uint32_t> free_;
   std::unordered_map<uint32_t, Row> rows_;
   uint64_t last_cycle_ = 0;
+  core::SimEnv::TraceWindow window_;
+  std::string trace_path_;  // empty: no waveform
+  uint64_t period_ps_ = 4000;
+  bool traced_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<MpRxImpl> make_rx_impl(RxImplMode mode, const std::string& transport,
                                        uint32_t bitmap_slots, MpOverflowNack overflow_nack,
-                                       const std::string& nic, core::SimEnv& env) {
+                                       const std::string& nic, core::SimEnv& env,
+                                       uint64_t period_ps) {
   if (bitmap_slots != MpRxRtl::slots())
     throw std::invalid_argument(
         "nic " + nic + ": " + transport + ".bitmap_slots is " + std::to_string(bitmap_slots) +
         ", but the RTL receiver is built with L = " + std::to_string(MpRxRtl::slots()) +
         " (RX_SLOTS in vp/nic/rtl/mprdma_rtl_pkg.sv): set " + transport + ".bitmap_slots " +
         std::to_string(MpRxRtl::slots()) + " or run transport_impl model");
-  return std::make_unique<RxNic>(mode, overflow_nack, nic, env);
+  return std::make_unique<RxNic>(mode, overflow_nack, nic, env, period_ps);
 }
 
 }  // namespace mprdma::nic::rtl

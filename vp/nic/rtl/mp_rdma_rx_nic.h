@@ -12,6 +12,10 @@
 // latency (one cycle) fits in it, and so the timing, and every result,
 // stays that of the golden model.
 //
+// Waveforms: when env.rtl_traces names the NIC, the engine writes every
+// cycle it is clocked inside the window into <out_dir>/rtl-<nic>.fst, time
+// in the NIC's clock (`period_ps`), idle stretches skipped.
+//
 // Counters under nic.<host>.transport.rtl.: operations issued and cycles
 // clocked. Lockstep stops the run at the first divergence with
 // std::runtime_error carrying the report (NIC, QP, context row, operation,
@@ -36,6 +40,7 @@ enum class RxImplMode { rtl, lockstep };
 // message).
 std::unique_ptr<MpRxImpl> make_rx_impl(RxImplMode mode, const std::string& transport,
                                        uint32_t bitmap_slots, MpOverflowNack overflow_nack,
-                                       const std::string& nic, core::SimEnv& env);
+                                       const std::string& nic, core::SimEnv& env,
+                                       uint64_t period_ps = 4000);
 
 }  // namespace mprdma::nic::rtl

@@ -39,8 +39,8 @@ std::unique_ptr<TransportEngine> make_engine(const NicConfig& cfg, core::SimEnv&
       static_cast<uint32_t>(env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
   std::unique_ptr<MpRxImpl> rx_impl;
   if (rx)
-    rx_impl =
-        rtl::make_rx_impl(*rx, MpRdmaConfig::kName, p.bitmap_slots, p.overflow_nack, cfg.name, env);
+    rx_impl = rtl::make_rx_impl(*rx, MpRdmaConfig::kName, p.bitmap_slots, p.overflow_nack, cfg.name,
+                                env, cfg.period_ps());
   return std::make_unique<MpRdmaEngine>(p, &env.stats, "nic." + cfg.name + ".transport.",
                                         std::move(rx_impl));
 }
