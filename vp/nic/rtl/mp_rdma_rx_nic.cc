@@ -74,6 +74,8 @@ class RxNic : public MpRxImpl {
     return run(qpn, op, now).result;
   }
 
+  MpRxRtl& engine() { return rtl_ ? *rtl_ : lockstep_->rtl(); }
+
   uint32_t rcv_nxt(uint32_t qpn) const override {
     auto it = rows_.find(qpn);
     if (it == rows_.end())
@@ -171,6 +173,11 @@ class RxNic : public MpRxImpl {
 };
 
 }  // namespace
+
+MpRxRtl* rx_impl_engine(MpRxImpl& impl) {
+  auto* n = dynamic_cast<RxNic*>(&impl);
+  return n ? &n->engine() : nullptr;
+}
 
 std::unique_ptr<MpRxImpl> make_rx_impl(RxImplMode mode, const std::string& transport,
                                        uint32_t bitmap_slots, MpOverflowNack overflow_nack,

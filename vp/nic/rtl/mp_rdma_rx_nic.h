@@ -43,4 +43,9 @@ std::unique_ptr<MpRxImpl> make_rx_impl(RxImplMode mode, const std::string& trans
                                        const std::string& nic, core::SimEnv& env,
                                        uint64_t period_ps = 4000);
 
+class MpRxRtl;
+// The Verilated engine behind an implementation make_rx_impl() made (null
+// for any other), for fault injection in tests.
+MpRxRtl* rx_impl_engine(MpRxImpl& impl);
+
 }  // namespace mprdma::nic::rtl

@@ -6,17 +6,22 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "mprdma/rtl_params.h"
 #include "vp/core/sim_env.h"
 #include "vp/nic/rtl/mp_rdma_rx_rtl.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
 
 namespace mprdma::nic::rtl {
 namespace {
+
+namespace p = mprdma::rtl;
 
 MpRdmaEngineParams params() {
   MpRdmaEngineParams p;
@@ -105,6 +110,42 @@ TEST(MpRxNic, EngineOnTheRtlDecidesAsTheModel) {
     // however many idle cycles lay between.
     EXPECT_EQ(env.stats.find_counter("nic.h1.transport.rtl.cycles")->value(), 2 * ops);
   }
+}
+
+// A flipped bit in the RTL's RAM stops a NIC in lockstep at the next
+// packet of that QP, with the NIC, the QP, its row and the field named, and
+// the replay's waveform written into the run's directory.
+TEST(MpRxNic, LockstepDivergenceStopsWithAReportAndAWaveform) {
+  core::SimEnv env;
+  env.out_dir = ::testing::TempDir();
+  const std::string fst = env.out_dir + "/lockstep-h1.fst";
+  std::remove(fst.c_str());
+  auto rx = make_rx_impl(RxImplMode::lockstep, "mprdma", MpRxRtl::slots(),
+                         MpOverflowNack::every_drop, "h1", env);
+  rx->open(40, 1000);
+  rx->open(41, 5000);
+  MpData d;
+  for (uint32_t i = 0; i < 30; ++i) {
+    d.psn = 1000 + (i ^ 1);
+    rx->on_data(40, d, 10 + i);
+  }
+  MpRxRtl* e = rx_impl_engine(*rx);
+  ASSERT_NE(e, nullptr);
+  e->flip_context_bit(1, p::RX_CTX_RCV_NXT_LSB + 2);  // QP 41's row
+  d.psn = 1030;
+  rx->on_data(40, d, 50);  // another QP: unharmed
+  d.psn = 5000;
+  try {
+    rx->on_data(41, d, 60);
+    FAIL() << "a flipped rcv_nxt bit went unnoticed";
+  } catch (const std::runtime_error& err) {
+    const std::string m = err.what();
+    EXPECT_EQ(m.rfind("nic h1, QP 41 (context row 1): lockstep divergence", 0), 0u) << m;
+    EXPECT_NE(m.find("[context rcv_nxt]"), std::string::npos) << m;
+    EXPECT_NE(m.find("waveform: " + fst), std::string::npos) << m;
+  }
+  std::ifstream in(fst, std::ios::binary);
+  EXPECT_TRUE(in) << fst;
 }
 
 TEST(MpRxNic, RowsAreHandedOutAndBack) {
