@@ -167,7 +167,19 @@ void Responder::qp_to_rtr(uint32_t qpn) {
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
   qp.ud = q->qp_type == MPR_QPT_UD;
   qp.qkey = q->attr.qkey;
-  if (!qp.ud) core_.engine.open(conn_params(*q, core_.cfg, qp.base));
+  if (!qp.ud) {
+    try {
+      core_.engine.open(conn_params(*q, core_.cfg, qp.base));
+    } catch (const EngineContextExhausted& e) {
+      // No transport context for it: the QP fails, the NIC goes on.
+      MPR_LOG(log_, warn, e.what());
+      q->state = q->attr.qp_state = MPR_QPS_ERR;
+      core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_NO_CONTEXT);
+      qp_to_error(qpn);
+      if (requester_) requester_->qp_to_error(qpn);
+      return;
+    }
+  }
   qp.traits = core_.engine.traits_of(qp.qpn);
   qp.recv_msn_base = 0;
   qp.recv_need = 0;

@@ -249,6 +249,7 @@ enum mpr_cqe_syndrome {
 	MPR_SYN_BAD_RESPONSE = 15,   /* unexpected response opcode */
 	MPR_SYN_UNSUPPORTED = 16,    /* opcode the QP's transport does not carry */
 	MPR_SYN_MSG_TOO_LONG = 17,   /* UD SEND longer than the path MTU, or than the RECV (+ 40 B GRH) */
+	MPR_SYN_NO_CONTEXT = 18,     /* the transport engine has no context left for the QP (RTR) */
 };
 
 #define MPR_CQE_F_IMM (1u << 0)       /* imm_data is valid */

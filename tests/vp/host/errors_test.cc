@@ -499,6 +499,41 @@ INSTANTIATE_TEST_SUITE_P(Transport, RnrTest,
                          ::testing::Values("gbn", "mprdma", "irn", "mprdma_lockstep"),
                          TransportName);
 
+// An RTL engine's context RAM full (nic.transport_impl rtl, 256 rows): the
+// QP that reaches RTR beyond it fails with an asynchronous QP_FATAL naming
+// MPR_SYN_NO_CONTEXT, as hardware out of a resource does; the simulation
+// and every other QP go on.
+TEST_F(TwoHostsTest, RtlContextRamFullFailsTheNextQpOnly) {
+  TwoHosts::Options o;
+  o.transport = "mprdma_rtl";
+  Build(o);
+  Run(
+      [&] {
+        std::vector<QpPair> pairs;
+        for (uint32_t i = 0; i < 256; ++i) pairs.push_back(bench->make_pair());
+        PairOptions po;
+        po.connect = false;
+        QpPair extra = bench->make_pair(po);
+        const auto ai = extra.a.ctx->local_info(extra.a.qp, extra.a.psn);
+        const auto bi = extra.b.ctx->local_info(extra.b.qp, extra.b.psn);
+        extra.b.ctx->connect(extra.b.qp, bi, ai, po.path_mtu, po.access, po.timeout, po.retry_cnt,
+                             po.rnr_retry, po.max_rd_atomic, 0, /*to_rts=*/false);
+        const host::AsyncEvent* ev =
+            WaitAsync(extra.b.host->driver(), MPR_EQE_QP_FATAL, extra.b.qpn());
+        ASSERT_NE(ev, nullptr);
+        EXPECT_EQ(ev->data1, MPR_SYN_NO_CONTEXT);
+        EXPECT_EQ(QpState(extra.b), MPR_QPS_ERR);
+        ExpectHealthy(pairs.front(), 31);
+        ExpectHealthy(pairs.back(), 32);
+        // Its row comes back when a connection goes: a new QP connects.
+        pairs.front().a.ctx->destroy_qp(pairs.front().a.qp);
+        pairs.front().b.ctx->destroy_qp(pairs.front().b.qp);
+        QpPair again = bench->make_pair();
+        ExpectHealthy(again, 33);
+      },
+      Ms(2000));
+}
+
 class DeadPeerTest : public TwoHostsTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(DeadPeerTest, RequesterGivesUpAfterRetryCnt) {

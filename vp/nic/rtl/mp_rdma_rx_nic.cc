@@ -44,7 +44,7 @@ class RxNic : public MpRxImpl {
   void open(uint32_t qpn, uint32_t epsn) override {
     close(qpn);
     if (free_.empty())
-      throw std::runtime_error(
+      throw EngineContextExhausted(
           "nic " + nic_ + ": QP " + std::to_string(qpn) + " opens an MP-RDMA receiver, but the " +
           "RTL engine's context RAM has only " + std::to_string(MpRxRtl::rows()) +
           " rows, all in use (QP_IDX_W in vp/nic/rtl/mprdma_rtl_pkg.sv; or run this NIC with "

@@ -37,6 +37,14 @@ inline int32_t psn_diff(uint32_t a, uint32_t b) {
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
+// Thrown by TransportEngine::open() when the engine has no room for another
+// connection (an RTL engine's context RAM is full): the NIC fails that QP
+// with an asynchronous QP_FATAL event (MPR_SYN_NO_CONTEXT), as hardware out
+// of a resource does, and goes on.
+struct EngineContextExhausted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // One field of an engine's per-connection state, for the on-chip memory
 // budget and the papers' state tables.
 struct StateField {

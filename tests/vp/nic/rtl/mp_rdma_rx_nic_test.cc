@@ -156,7 +156,7 @@ TEST(MpRxNic, RowsAreHandedOutAndBack) {
   try {
     rx->open(99, 0);
     FAIL() << "a receiver beyond the context RAM's rows";
-  } catch (const std::runtime_error& e) {
+  } catch (const EngineContextExhausted& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("nic h0"), std::string::npos) << m;
     EXPECT_NE(m.find("QP 99"), std::string::npos) << m;

@@ -242,7 +242,12 @@ void MpRdmaEngine::open(const ConnParams& params) {
   Conn& c = conns_[params.qpn];
   c.params = params;
   if (rx_impl_) {
-    rx_impl_->open(params.qpn, params.rq_psn);
+    try {
+      rx_impl_->open(params.qpn, params.rq_psn);
+    } catch (...) {
+      conns_.erase(params.qpn);  // no half-open connection left behind
+      throw;
+    }
     c.rx_open = true;
   } else {
     c.rx.emplace(p_.bitmap_slots, params.rq_psn, p_.overflow_nack);
