@@ -104,26 +104,21 @@ class RxNic : public MpRxImpl {
     ++*ops_;
     if (!trace_path_.empty()) waveform(now);
     RxOutcome out;
+    MpRxRtl& e = engine();
+    e.advance_to(now);  // idle cycles are skipped, not clocked or counted
+    const uint64_t c0 = e.cycles();
     if (rtl_) {
-      const uint64_t c0 = rtl_->cycles();
-      rtl_->advance_to(now);
-      const uint64_t idle = rtl_->cycles() - c0;
       rtl_->clock(&op);
       std::optional<RxOutcome> o = rtl_->clock(nullptr);
-      cycles_->add(rtl_->cycles() - c0 - idle);
       if (!o) throw std::logic_error("nic " + nic_ + ": the RTL receiver gave no outcome");
       out = std::move(*o);
     } else {
-      MpRxRtl& e = lockstep_->rtl();
-      const uint64_t c0 = e.cycles();
-      e.advance_to(now);
-      const uint64_t idle = e.cycles() - c0;
       std::optional<std::string> bad = lockstep_->step(&op);
       if (!bad) bad = lockstep_->drain();
-      cycles_->add(e.cycles() - c0 - idle);
       if (bad) diverged(qpn, op, *bad);
       out = *lockstep_->last_outcome();
     }
+    cycles_->add(e.cycles() - c0);
     rows_.at(qpn).rcv_nxt = out.context.rcv_nxt;
     return out;
   }
