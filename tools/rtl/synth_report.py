@@ -31,6 +31,20 @@ ENGINES = [
         "row_bits": "RX_CTX_W",
         "row": "tracking bitmap (2 bits x L slots), rcv_nxt, the synchronise-NACK flag and the "
                "rcv_nxt it went for, the same for the once-per-head overflow NACK",
+        "baseline": "24 bits are RoCEv2's expected PSN",
+    },
+    {
+        "name": "MP-RDMA sender",
+        "top": "mp_rdma_tx_engine",
+        "sources": ["mprdma_ctx_ram.sv", "mprdma_divider.sv", "mp_rdma_tx_engine.sv"],
+        "row_bits": "TX_CTX_W",
+        "row": "snd_una, snd_nxt, end of data, cwnd (Q16.16), inflate, snd_ooh, the recovery "
+               "flag and point, snd_retx, the head of the last rewinding NACK, the early-"
+               "retransmission pointer, six 48-bit cycle stamps (last send, burst timer, next "
+               "probe, previous synchronise message, RTO, RNR wait end) with a valid bit for "
+               "the burst timer and the RTO, ever-sent and synchronise-armed flags",
+        "baseline": "169 bits are RoCEv2's (snd_una, snd_nxt, end of data, the RTO with its "
+                    "valid bit, the RNR wait's end)",
     },
 ]
 PACKAGE = "mprdma_rtl_pkg.sv"
@@ -75,7 +89,7 @@ def summary(cells):
     ffs = sum(n for c, n in cells.items() if re.fullmatch(r"FD[A-Z]+", c))
     b18, b36 = cells.get("RAMB18E2", 0), cells.get("RAMB36E2", 0)
     lutram = sum(n for c, n in cells.items() if c.startswith("RAM") and not c.startswith("RAMB"))
-    return luts, ffs, b18, b36, lutram
+    return luts, ffs, b18, b36, lutram, cells.get("DSP48E2", 0)
 
 
 def golden_state(sim):
@@ -107,9 +121,9 @@ def report(yosys, sim, rtl_dir):
         "Block RAM bits are the capacity of the RAMB18E2/RAMB36E2 used (18 Kib and 36 Kib). "
         "Regenerate: `./mprdma-vp docs`.",
         "",
-        "| engine | context rows | bits per row | LUTs | flip-flops | RAMB18E2 | RAMB36E2 | "
-        "block RAM bits | bits in rows |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| engine | context rows | bits per row | LUTs | flip-flops | DSP48E2 | RAMB18E2 | "
+        "RAMB36E2 | block RAM bits | bits in rows |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for e in ENGINES:
@@ -118,15 +132,14 @@ def report(yosys, sim, rtl_dir):
         sources = [os.path.join(rtl_dir, PACKAGE)] + [os.path.join(rtl_dir, s)
                                                      for s in e["sources"]]
         for w in sorted({default_w, max_w}):
-            luts, ffs, b18, b36, lutram = summary(synthesise(yosys, sources, e["top"], w))
+            luts, ffs, b18, b36, lutram, dsps = summary(synthesise(yosys, sources, e["top"], w))
             bram_bits = b18 * 18 * 1024 + b36 * 36 * 1024
-            lines.append(f"| {e['name']} | {1 << w} | {row_bits} | {luts} | {ffs} | {b18} | "
-                         f"{b36} | {bram_bits} | {(1 << w) * row_bits} |")
+            lines.append(f"| {e['name']} | {1 << w} | {row_bits} | {luts} | {ffs} | {dsps} | "
+                         f"{b18} | {b36} | {bram_bits} | {(1 << w) * row_bits} |")
             if lutram:
                 notes.append(f"{e['name']} at {1 << w} rows also uses {lutram} LUT-RAM cells.")
         notes.append(f"{e['name']}'s row: {e['row']}; {row_bits} bits = "
-                     f"{(row_bits + 7) // 8} B per connection, of which 24 bits are RoCEv2's "
-                     "expected PSN.")
+                     f"{(row_bits + 7) // 8} B per connection, of which {e['baseline']}.")
     golden = golden_state(sim)
     notes.append("The golden models' per-connection state over RoCEv2 (their field tables, "
                  "`describe`): " + ", ".join(f"{k} {v}" for k, v in golden.items() if v != "none")

@@ -53,6 +53,56 @@ package mprdma_rtl_pkg;
   localparam int RX_CTX_OVERFLOW_NACKED_FOR_LSB = RX_CTX_OVERFLOW_NACKED_LSB + 1;
   // Bits of one row.
   localparam int RX_CTX_W = RX_CTX_OVERFLOW_NACKED_FOR_LSB + PSN_W;
+  // ---- MP-RDMA sender (mp_rdma_tx_engine.sv) ----
+  // Width of a cycle timestamp in the sender's context: 48 bits, 13 days at
+  // 250 MHz, so a guest that boots for seconds before it sends is far from
+  // the end (the golden model keeps 64; the C++ side refuses a cycle it
+  // could not hold).
+  localparam int TIME_W = 48;
+  // Operations of the sender engine.
+  localparam int TX_OP_W = 3;
+  localparam int TX_OP_INIT = 0;  // a connection starts: every PSN field = in_psn, cwnd = IW
+  localparam int TX_OP_SET_MAX = 1;  // PSNs before in_psn exist now (may send: IW, restart)
+  localparam int TX_OP_ACK = 2;  // an ACK or NACK arrives (may clock out packets)
+  localparam int TX_OP_RNR = 3;  // an RNR NACK arrives: wait until in_until
+  localparam int TX_OP_TIMER = 4;  // a deadline passed (RNR wait end, RTO, burst timer, sync release)
+  localparam int TX_OP_READ = 5;  // read the context back unchanged (lockstep, debug)
+  // What a transmitted packet is.
+  localparam int TX_KIND_W = 2;
+  localparam int TX_KIND_NEW = 0;  // new data: snd_nxt
+  localparam int TX_KIND_RECOVERY = 1;  // a retransmission of recovery mode: snd_retx
+  localparam int TX_KIND_EARLY = 2;  // an early retransmission (no new data): early_retx
+  // One connection's sender state, a row of the sender's context RAM, LSB
+  // first: the RoCEv2 baseline (snd_una, snd_nxt, end of data, RNR wait
+  // end), then what MP-RDMA adds (MpSender::extra_state()).
+  localparam int TX_CTX_UNA_LSB = 0;
+  localparam int TX_CTX_NXT_LSB = TX_CTX_UNA_LSB + PSN_W;
+  localparam int TX_CTX_MAX_LSB = TX_CTX_NXT_LSB + PSN_W;
+  // Congestion window, Q16.16 packets.
+  localparam int TX_CTX_CWND_LSB = TX_CTX_MAX_LSB + PSN_W;
+  localparam int TX_CWND_W = 32;
+  // Packets that left the network out of order (signed, two's complement).
+  localparam int TX_CTX_INFLATE_LSB = TX_CTX_CWND_LSB + TX_CWND_W;
+  localparam int TX_INFLATE_W = 32;
+  localparam int TX_CTX_OOH_LSB = TX_CTX_INFLATE_LSB + TX_INFLATE_W;
+  localparam int TX_CTX_RECOVERING_LSB = TX_CTX_OOH_LSB + PSN_W;
+  localparam int TX_CTX_RECOVERY_LSB = TX_CTX_RECOVERING_LSB + 1;
+  localparam int TX_CTX_RETX_LSB = TX_CTX_RECOVERY_LSB + PSN_W;
+  localparam int TX_CTX_NACK_HEAD_LSB = TX_CTX_RETX_LSB + PSN_W;
+  localparam int TX_CTX_EARLY_LSB = TX_CTX_NACK_HEAD_LSB + PSN_W;
+  localparam int TX_CTX_LAST_SEND_LSB = TX_CTX_EARLY_LSB + PSN_W;
+  localparam int TX_CTX_BURST_VALID_LSB = TX_CTX_LAST_SEND_LSB + TIME_W;
+  localparam int TX_CTX_BURST_AT_LSB = TX_CTX_BURST_VALID_LSB + 1;
+  localparam int TX_CTX_NEXT_PROBE_LSB = TX_CTX_BURST_AT_LSB + TIME_W;
+  localparam int TX_CTX_RTO_VALID_LSB = TX_CTX_NEXT_PROBE_LSB + TIME_W;
+  localparam int TX_CTX_RTO_AT_LSB = TX_CTX_RTO_VALID_LSB + 1;
+  localparam int TX_CTX_EVER_SENT_LSB = TX_CTX_RTO_AT_LSB + TIME_W;
+  // End of an RNR wait; 0: none.
+  localparam int TX_CTX_HOLD_UNTIL_LSB = TX_CTX_EVER_SENT_LSB + 1;
+  localparam int TX_CTX_PREV_MSG_SENT_LSB = TX_CTX_HOLD_UNTIL_LSB + TIME_W;
+  localparam int TX_CTX_SYNC_ARMED_LSB = TX_CTX_PREV_MSG_SENT_LSB + TIME_W;
+  // Bits of one row.
+  localparam int TX_CTX_W = TX_CTX_SYNC_ARMED_LSB + 1;
 endpackage
 
 `default_nettype wire

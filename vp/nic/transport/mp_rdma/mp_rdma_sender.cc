@@ -39,6 +39,92 @@ const std::vector<MpSender::Field>& MpSender::extra_state() {
   return fields;
 }
 
+std::vector<std::pair<const char*, std::string>> MpSenderContext::fields() const {
+  auto t = [](uint64_t v) { return v == kNever ? std::string("never") : std::to_string(v); };
+  return {{"snd_una", std::to_string(una)},
+          {"snd_nxt", std::to_string(nxt)},
+          {"snd_max", std::to_string(max)},
+          {"cwnd_q16", std::to_string(cwnd_q)},
+          {"inflate", std::to_string(inflate)},
+          {"snd_ooh", std::to_string(ooh)},
+          {"recovering", std::to_string(recovering)},
+          {"recovery", std::to_string(recovery)},
+          {"snd_retx", std::to_string(retx)},
+          {"nack_head", std::to_string(nack_head)},
+          {"early_retx", std::to_string(early)},
+          {"last_send", t(last_send)},
+          {"burst_at", t(burst_at)},
+          {"next_probe", t(next_probe)},
+          {"rto_at", t(rto_at)},
+          {"ever_sent", std::to_string(ever_sent)},
+          {"hold_until", t(hold_until)},
+          {"prev_msg_sent", t(prev_msg_sent)},
+          {"sync_armed", std::to_string(sync_armed)}};
+}
+
+MpSenderContext MpSender::context() const {
+  MpSenderContext c;
+  c.una = una_;
+  c.nxt = nxt_;
+  c.max = max_;
+  c.cwnd_q = cwnd_q_;
+  c.inflate = inflate_;
+  c.ooh = ooh_;
+  c.recovering = recovering_;
+  c.recovery = recovery_;
+  c.retx = retx_;
+  c.nack_head = nack_head_;
+  c.early = early_;
+  c.last_send = last_send_;
+  c.burst_at = burst_at_;
+  c.next_probe = next_probe_;
+  c.rto_at = rto_at_;
+  c.ever_sent = ever_sent_;
+  c.hold_until = hold_until_;
+  c.prev_msg_sent = prev_msg_sent_;
+  c.sync_armed = sync_armed_;
+  return c;
+}
+
+void MpSender::load(const MpSenderContext& c, const Counters& d, size_t sync_pending) {
+  una_ = c.una;
+  nxt_ = c.nxt;
+  max_ = c.max;
+  cwnd_q_ = c.cwnd_q;
+  inflate_ = c.inflate;
+  ooh_ = c.ooh;
+  recovering_ = c.recovering;
+  recovery_ = c.recovery;
+  retx_ = c.retx;
+  nack_head_ = c.nack_head;
+  early_ = c.early;
+  last_send_ = c.last_send;
+  burst_at_ = c.burst_at;
+  next_probe_ = c.next_probe;
+  rto_at_ = c.rto_at;
+  ever_sent_ = c.ever_sent;
+  hold_until_ = c.hold_until;
+  prev_msg_sent_ = c.prev_msg_sent;
+  sync_armed_ = c.sync_armed;
+  Counters& n = counters_;
+  n.acks += d.acks;
+  n.ece_acks += d.ece_acks;
+  n.pruned_acks += d.pruned_acks;
+  n.nacks += d.nacks;
+  n.recoveries += d.recoveries;
+  n.retransmits += d.retransmits;
+  n.early_retransmits += d.early_retransmits;
+  n.rtos += d.rtos;
+  n.probes += d.probes;
+  n.burst_timer_sends += d.burst_timer_sends;
+  n.window_reductions += d.window_reductions;
+  n.restarts += d.restarts;
+  n.sync_waits += d.sync_waits;
+  n.rnr_nacks += d.rnr_nacks;
+  n.rnr_waits += d.rnr_waits;
+  while (sync_psns_.size() > sync_pending) sync_psns_.pop_front();
+}
+
 int64_t MpSender::awnd() const {
   return static_cast<int64_t>(cwnd_q_ >> 16) + inflate_ - psn_diff(nxt_, una_);
 }

@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "vp/nic/transport/transport_engine.h"
@@ -32,6 +34,8 @@ class MpRandom {
   }
   // True with probability ppm / 1e6.
   bool chance_ppm(uint32_t ppm) { return next() % 1000000u < ppm; }
+  // The generator's state (lockstep compares the RTL's LFSR with it).
+  uint32_t state() const { return s_; }
 
  private:
   uint32_t s_;
@@ -80,6 +84,29 @@ struct MpTx {
   uint32_t psn = 0;
   uint16_t vp = 0;
   bool retx = false;
+};
+
+// One connection's sender state as the RTL engine holds it in its context
+// RAM (lockstep compares it field by field after every operation). The
+// synchronise PSNs are the message layer's, not in it.
+struct MpSenderContext {
+  uint32_t una = 0, nxt = 0, max = 0;
+  uint32_t cwnd_q = 0;  // Q16.16 packets
+  int32_t inflate = 0;
+  uint32_t ooh = 0;
+  bool recovering = false;
+  uint32_t recovery = 0, retx = 0, nack_head = 0, early = 0;
+  uint64_t last_send = 0;
+  uint64_t burst_at = kNever;
+  uint64_t next_probe = 0;
+  uint64_t rto_at = kNever;
+  bool ever_sent = false;
+  uint64_t hold_until = 0;  // 0: no RNR wait
+  uint64_t prev_msg_sent = 0;
+  bool sync_armed = false;
+  // Each field by name with its value as text, in the RTL row's order.
+  std::vector<std::pair<const char*, std::string>> fields() const;
+  bool operator==(const MpSenderContext& o) const { return fields() == o.fields(); }
 };
 
 class MpSender {
@@ -136,6 +163,9 @@ class MpSender {
   bool done() const { return una_ == max_ && nxt_ == max_; }
   // Whether anything was ever sent (a QP in RTS that never sends keeps IW).
   bool ever_sent() const { return ever_sent_; }
+  MpSenderContext context() const;
+  // Synchronise PSNs added and not yet sent.
+  size_t sync_pending() const { return sync_psns_.size(); }
 
   struct Counters {
     uint64_t acks = 0, ece_acks = 0, pruned_acks = 0, nacks = 0, recoveries = 0;
@@ -144,6 +174,11 @@ class MpSender {
     uint64_t rnr_nacks = 0, rnr_waits = 0;
   };
   const Counters& counters() const { return counters_; }
+  // Makes this sender a view of another implementation's (the RTL
+  // engine's): its state becomes `ctx`, `delta` is added to its counters
+  // and the synchronise PSNs that implementation sent are dropped, until
+  // `sync_pending` remain. Its own decisions are not taken.
+  void load(const MpSenderContext& ctx, const Counters& delta, size_t sync_pending);
 
   // Per-connection state this sender adds over a RoCEv2 go-back-N
   // requester, field by field (Table 1 of the paper; see transport.md).
