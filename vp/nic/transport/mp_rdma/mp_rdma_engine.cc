@@ -119,10 +119,12 @@ std::string packets(const std::vector<MpTx>& txs) {
 }  // namespace
 
 MpRdmaEngine::MpRdmaEngine(const MpRdmaEngineParams& params, core::StatsRegistry* stats,
-                           const std::string& prefix, std::unique_ptr<MpRxImpl> rx_impl)
+                           const std::string& prefix, std::unique_ptr<MpRxImpl> rx_impl,
+                           std::unique_ptr<MpTxImpl> tx_impl)
     : TransportEngine(traits_for(params)),
       p_(params),
       rx_impl_(std::move(rx_impl)),
+      tx_impl_(std::move(tx_impl)),
       stats_(stats),
       prefix_(prefix),
       log_(core::Log::channel(engine_log_channel(prefix, "mprdma.transport"))),
@@ -241,15 +243,18 @@ void MpRdmaEngine::open(const ConnParams& params) {
   close(params.qpn);
   Conn& c = conns_[params.qpn];
   c.params = params;
-  if (rx_impl_) {
+  if (rx_impl_ || tx_impl_) {
     try {
-      rx_impl_->open(params.qpn, params.rq_psn);
+      if (tx_impl_) tx_impl_->reserve(params.qpn);
+      if (rx_impl_) rx_impl_->open(params.qpn, params.rq_psn);
     } catch (...) {
+      if (tx_impl_) tx_impl_->release(params.qpn);
       conns_.erase(params.qpn);  // no half-open connection left behind
       throw;
     }
-    c.rx_open = true;
-  } else {
+    c.rx_open = rx_impl_ != nullptr;
+  }
+  if (!rx_impl_) {
     c.rx.emplace(p_.bitmap_slots, params.rq_psn, p_.overflow_nack);
   }
 }
@@ -263,6 +268,7 @@ void MpRdmaEngine::set_requester(const ConnParams& params) {
   // flow, the paper's "SP-RDMA" (Fig. 15), on a path of its choice.
   if (sp.vp_mask == 0) sp.vp_base = params.udp_sport;
   c.tx.emplace(sp, params.sq_psn, rng_);
+  if (tx_impl_) tx_impl_->start(params.qpn, *c.tx, sp, params.sq_psn);
   recount(c);
   c.fifo.clear();
   c.retry_left = params.retry_cnt;
@@ -275,6 +281,7 @@ void MpRdmaEngine::close(uint32_t qpn) {
   if (it == conns_.end()) return;
   uncount(it->second);
   if (it->second.rx_open) rx_impl_->close(qpn);
+  if (tx_impl_) tx_impl_->release(qpn);
   conns_.erase(it);
 }
 
@@ -287,14 +294,23 @@ void MpRdmaEngine::set_snd_max(uint32_t qpn, uint32_t snd_max, uint64_t now) {
   Conn& c = conn(qpn);
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
-  c.tx->set_snd_max(snd_max, now, c.scratch);
+  if (tx_impl_)
+    tx_impl_->set_snd_max(qpn, *c.tx, snd_max, now, c.scratch);
+  else
+    c.tx->set_snd_max(snd_max, now, c.scratch);
   account(qpn, c, before, c.tx->counters());
   if (!c.scratch.empty() && log_.enabled(core::LogLevel::debug))
     log_tx(qpn, c, "start", before, was_recovering, " snd_max " + std::to_string(snd_max));
   take(c);
 }
 
-void MpRdmaEngine::mark_sync(uint32_t qpn, uint32_t psn) { conn(qpn).tx->add_sync(psn); }
+void MpRdmaEngine::mark_sync(uint32_t qpn, uint32_t psn) {
+  Conn& c = conn(qpn);
+  if (tx_impl_)
+    tx_impl_->add_sync(qpn, *c.tx, psn);
+  else
+    c.tx->add_sync(psn);
+}
 
 TxGrant MpRdmaEngine::next_tx(uint32_t qpn, uint64_t /*now*/) {
   Conn& c = conn(qpn);
@@ -346,9 +362,20 @@ AckResult MpRdmaEngine::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
   const bool rnr = ev.kind == AckEvent::Kind::nak_rnr;
+  const uint32_t backlog = static_cast<uint32_t>(c.fifo.size()) + ev.egress_backlog;
+  auto ack = [&] {
+    if (tx_impl_)
+      tx_impl_->on_ack(qpn, *c.tx, a, now, c.scratch, backlog);
+    else
+      c.tx->on_ack(a, now, c.scratch, backlog);
+  };
+  auto rnr_wait = [&] {
+    const uint64_t until = now + ev.rnr_delay_cycles;
+    return tx_impl_ ? tx_impl_->on_rnr(qpn, *c.tx, a, until, now) : c.tx->on_rnr(a, until, now);
+  };
   if (!rnr) {
-    c.tx->on_ack(a, now, c.scratch, static_cast<uint32_t>(c.fifo.size()) + ev.egress_backlog);
-  } else if (c.tx->on_rnr(a, now + ev.rnr_delay_cycles, now) && c.params.rnr_retry != 7) {
+    ack();
+  } else if (rnr_wait() && c.params.rnr_retry != 7) {
     // A new wait spends one RNR retry (7: retry for ever), as on RoCEv2.
     if (c.rnr_left == 0) {
       account(qpn, c, before, c.tx->counters());
@@ -386,7 +413,10 @@ AckResult MpRdmaEngine::on_timer(uint32_t qpn, uint64_t now) {
   if (!c.tx) return r;
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
-  c.tx->on_timer(now, c.scratch);
+  if (tx_impl_)
+    tx_impl_->on_timer(qpn, *c.tx, now, c.scratch);
+  else
+    c.tx->on_timer(now, c.scratch);
   account(qpn, c, before, c.tx->counters());
   if (log_.enabled(core::LogLevel::debug) &&
       (!c.scratch.empty() || c.tx->counters().rtos != before.rtos))

@@ -27,6 +27,7 @@
 #include "vp/nic/transport/mp_rdma/mp_rdma_receiver.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_rx_impl.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_sender.h"
+#include "vp/nic/transport/mp_rdma/mp_rdma_tx_impl.h"
 #include "vp/nic/transport/transport_engine.h"
 
 namespace mprdma::nic {
@@ -42,9 +43,11 @@ class MpRdmaEngine : public TransportEngine {
  public:
   // `stats`: where the NIC-wide sums of the models' counters go, under
   // `prefix` (null: nowhere). `rx_impl`: where the receivers decide (null:
-  // the golden models, one MpReceiver per connection).
+  // the golden models, one MpReceiver per connection); `tx_impl`: where the
+  // senders decide (null: the golden models, one MpSender per connection).
   MpRdmaEngine(const MpRdmaEngineParams& params, core::StatsRegistry* stats = nullptr,
-               const std::string& prefix = "", std::unique_ptr<MpRxImpl> rx_impl = nullptr);
+               const std::string& prefix = "", std::unique_ptr<MpRxImpl> rx_impl = nullptr,
+               std::unique_ptr<MpTxImpl> tx_impl = nullptr);
 
   const char* name() const override { return "mprdma"; }
   // Go-back-N's 28 bytes plus the sender's and receiver's extra fields.
@@ -132,6 +135,9 @@ class MpRdmaEngine : public TransportEngine {
 
   MpRdmaEngineParams p_;
   std::unique_ptr<MpRxImpl> rx_impl_;
+  // Where the senders decide (null: the golden models, c.tx itself); with
+  // one, c.tx is a view of its context row.
+  std::unique_ptr<MpTxImpl> tx_impl_;
   core::StatsRegistry* stats_;
   std::string prefix_;
   core::LogChannel& log_;

@@ -5,6 +5,7 @@
 
 #include "vp/nic/nic_config.h"
 #include "vp/nic/rtl/mp_rdma_rx_nic.h"
+#include "vp/nic/rtl/mp_rdma_tx_nic.h"
 #include "vp/nic/transport/engine_registry.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_config.h"
 #include "vp/nic/transport/mp_rdma/mp_rdma_engine.h"
@@ -13,7 +14,8 @@ namespace mprdma::nic {
 
 namespace {
 
-// `rx`: the receivers' implementation (null: the golden models).
+// `rx`: the senders' and receivers' implementation (none: the golden
+// models).
 std::unique_ptr<TransportEngine> make_engine(const NicConfig& cfg, core::SimEnv& env,
                                              std::optional<rtl::RxImplMode> rx) {
   const MpRdmaConfig& m = cfg.engines.get<MpRdmaConfig>();
@@ -38,11 +40,14 @@ std::unique_ptr<TransportEngine> make_engine(const NicConfig& cfg, core::SimEnv&
   p.rng_seed =
       static_cast<uint32_t>(env.random.stream("nic." + cfg.name + ".transport.paths").next_u64());
   std::unique_ptr<MpRxImpl> rx_impl;
-  if (rx)
+  std::unique_ptr<MpTxImpl> tx_impl;
+  if (rx) {
     rx_impl = rtl::make_rx_impl(*rx, MpRdmaConfig::kName, p.bitmap_slots, p.overflow_nack, cfg.name,
                                 env, cfg.period_ps());
+    tx_impl = rtl::make_tx_impl(*rx, p.sender, p.rng_seed, cfg.name, env, cfg.period_ps());
+  }
   return std::make_unique<MpRdmaEngine>(p, &env.stats, "nic." + cfg.name + ".transport.",
-                                        std::move(rx_impl));
+                                        std::move(rx_impl), std::move(tx_impl));
 }
 
 }  // namespace
@@ -61,16 +66,13 @@ EngineEntry mp_rdma_entry() {
   e.impls.push_back(
       {"model", "C++ golden model (vp/nic/transport/mp_rdma/)",
        [](const NicConfig& c, core::SimEnv& env) { return make_engine(c, env, std::nullopt); }});
-  // The sender stays the golden model under both until its RTL lands.
-  e.impls.push_back({"rtl",
-                     "receivers on the Verilated RTL engine (vp/nic/rtl/), senders on the golden "
-                     "model",
+  e.impls.push_back({"rtl", "senders and receivers on the Verilated RTL engines (vp/nic/rtl/)",
                      [](const NicConfig& c, core::SimEnv& env) {
                        return make_engine(c, env, rtl::RxImplMode::rtl);
                      }});
   e.impls.push_back({"lockstep",
-                     "rtl, with every receiver decision also made by the golden model and "
-                     "compared; the first divergence stops the run with a report",
+                     "rtl, with every sender and receiver decision also made by the golden "
+                     "models and compared; the first divergence stops the run with a report",
                      [](const NicConfig& c, core::SimEnv& env) {
                        return make_engine(c, env, rtl::RxImplMode::lockstep);
                      }});
