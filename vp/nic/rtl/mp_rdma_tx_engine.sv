@@ -15,8 +15,8 @@
 //   edge 1      PRE: the ACK, RNR NACK, timer or new data is applied to the
 //               row (snd_una, window, recovery, deadlines) and the number
 //               of packets it may clock out is fixed; an ACK that grows
-//               the window first waits 17 cycles (GROW) for 2^32 / cwnd
-//               from a sequential divider;
+//               the window is decided 4 cycles later (GROW), once a
+//               sequential divider has 2^32 / cwnd;
 //   edges 2..   EMIT: one packet per cycle (out_tx_*), each the golden
 //               model's pick(): a recovery retransmission, new data or an
 //               early retransmission, on the ACK's path or a random one;
@@ -24,10 +24,10 @@
 //               a second run of packets), write-back and out_done with the
 //               row, the events and the connection's next deadline; when a
 //               synchronise message waits, its release time needs
-//               alpha x delta x RTT / cwnd: 48 more cycles (WAKE) on the
+//               alpha x delta x RTT / cwnd: 9 more cycles (WAKE) on the
 //               second divider.
 // An operation takes 3 cycles, plus one per packet (and one when a pick
-// finds nothing), plus 17 when the window grows, plus 48 when a
+// finds nothing), plus 4 when the window grows, plus 9 when a
 // synchronise message waits at its end. No combinational divider: each
 // would cost thousands of LUTs; the synchronise check is a multiply-compare
 // and the probing draw's modulo a multiply by a reciprocal.
@@ -331,34 +331,35 @@ module mp_rdma_tx_engine #(
   assign idle_for = now - r_last_send;
   // The ACK grows the window, by 2^32 / cwnd (from the divider).
   logic p_grows;
-  logic grown;  // the divider has given 2^32 / cwnd to this operation
 
-  // Two sequential dividers: 2^32 / cwnd (window growth; cwnd is at least
-  // 2^16, so 17 quotient bits) and N / cwnd (the synchronise delay, for a
-  // deadline; 48 quotient bits).
+  // Two sequential dividers, six quotient bits per cycle: 2^32 / cwnd
+  // (window growth; cwnd is at least 2^16, so 17 quotient bits, taken as 18)
+  // and N / cwnd (the synchronise delay, for a deadline; 48 quotient bits).
   logic grow_start, grow_done, wake_start, wake_done;
   /* verilator lint_off UNUSEDSIGNAL */
   logic grow_busy, wake_busy;
   /* verilator lint_on UNUSEDSIGNAL */
-  logic [16:0] grow_q;
+  logic [17:0] grow_q;
   logic [47:0] sync_q;
   mprdma_divider #(
-      .D_W  (CWND_W),
-      .STEPS(17)
+      .D_W(CWND_W),
+      .STEPS(18),
+      .RADIX_BITS(6)
   ) grow_div (
       .clk,
       .rst_n,
       .start(grow_start),
-      .rem_init(32'h0000_8000),  // 2^32 = 2^15 x 2^17
-      .dividend(17'b0),
+      .rem_init(32'h0000_4000),  // 2^32 = 2^14 x 2^18
+      .dividend(18'b0),
       .divisor(r_cwnd),
       .busy(grow_busy),
       .done(grow_done),
       .quotient(grow_q)
   );
   mprdma_divider #(
-      .D_W  (CWND_W),
-      .STEPS(48)
+      .D_W(CWND_W),
+      .STEPS(48),
+      .RADIX_BITS(6)
   ) wake_div (
       .clk,
       .rst_n,
@@ -734,7 +735,7 @@ module mp_rdma_tx_engine #(
     end
   end
 
-  assign grow_start = st == S_PRE && p_grows && !grown;
+  assign grow_start = st == S_PRE && p_grows;
   assign wake_start = st == S_AFTER && ram_wr_en && a_wake_sync;
 
   // ---- the sequential part ----
@@ -762,15 +763,15 @@ module mp_rdma_tx_engine #(
           op_nack <= in_nack;
           op_backlog <= in_backlog;
           op_until <= in_until;
-          grown <= 1'b0;
           st <= S_PRE;
         end
 
-        S_PRE:
-        if (p_grows && !grown) begin
-          // The window grows by 2^32 / cwnd: ask the divider, then decide.
+        S_PRE, S_GROW:
+        if (st == S_PRE && p_grows) begin
+          // The window grows by 2^32 / cwnd: ask the divider, decide when
+          // it has the quotient.
           st <= S_GROW;
-        end else begin
+        end else if (st == S_PRE || grow_done) begin
           {sync_armed, prev_msg_sent, hold_until, ever_sent, rto_at, rto_valid, next_probe,
            burst_at, burst_valid, last_send, early, nack_head, retx, recovery, recovering, ooh,
            inflate, cwnd, snd_max, nxt, una} <= {
@@ -809,12 +810,6 @@ module mp_rdma_tx_engine #(
           ev_sync_waits <= '0;
           ev_rnr_fresh <= p_rnr_fresh;
           st <= p_run != '0 ? S_EMIT : S_AFTER;
-        end
-
-        S_GROW:
-        if (grow_done) begin
-          grown <= 1'b1;
-          st <= S_PRE;
         end
 
         S_EMIT: begin

@@ -204,8 +204,8 @@ void run_random(const MpSenderParams& params, uint64_t seed, Coverage& cov) {
     if (op.kind == TxOpKind::timer && was_armed && !o.context.sync_armed && !o.packets.empty())
       ++cov.releases;
     // The dividers ran: the synchronise release time, the window growth.
-    if (o.context.sync_armed && o.cycles >= 3 + 48) ++cov.wake_divisions;
-    if (o.counts.acks && o.cycles >= 3 + 17) ++cov.growth_divisions;
+    if (o.context.sync_armed && o.cycles >= 3 + 9) ++cov.wake_divisions;
+    if (o.counts.acks && o.cycles >= 3 + 4) ++cov.growth_divisions;
     const uint32_t nxt = o.context.nxt;
     auto it = last_nxt.find(op.row);
     if (op.kind != TxOpKind::init && it != last_nxt.end() && nxt < it->second) ++cov.psn_wraps;
@@ -299,6 +299,30 @@ TEST(MpTxRtl, OperationsWithoutPacketsTakeThreeCycles) {
   EXPECT_EQ(ls.last_outcome().cycles, 3u);
   ASSERT_FALSE(ls.run(op_of(TxOpKind::read, 0, 1)));
   EXPECT_EQ(ls.last_outcome().cycles, 3u);
+}
+
+TEST(MpTxRtl, AckThatGrowsTheWindowWaitsFourCyclesForTheDivider) {
+  MpTxLockstep ls(lively(), 7);
+  ASSERT_FALSE(ls.run(op_of(TxOpKind::init, 1, 0, 500)));
+  ASSERT_FALSE(ls.run(op_of(TxOpKind::set_max, 1, 100, 600)));  // IW: 500..515 out
+  TxOp ack = op_of(TxOpKind::ack, 1, 200);
+  ack.ack.vp = 0xC001;
+  ack.ack.sack = 500;
+  ack.ack.aack = 500;
+  ASSERT_FALSE(ls.run(ack));
+  const TxOutcome& o = ls.last_outcome();
+  EXPECT_EQ(o.context.cwnd_q, (16u << 16) + (1u << 16) / 16);  // + 1/cwnd
+  ASSERT_EQ(o.packets.size(), 1u);                             // awnd 16 - 15 in flight
+  EXPECT_EQ(o.cycles, 3u + 4u + 1u);
+  // An ECE ACK cuts the window instead: no division.
+  ack.now = 300;
+  ack.ack.sack = ack.ack.aack = 501;
+  ack.ack.ece = true;
+  ASSERT_FALSE(ls.run(ack));
+  const TxOutcome& e = ls.last_outcome();
+  EXPECT_EQ(e.context.cwnd_q, (16u << 16) + (1u << 16) / 16 - (1u << 15));
+  EXPECT_TRUE(e.packets.empty());  // 15 in flight fill the 15.5 packets
+  EXPECT_EQ(e.cycles, 3u);
 }
 
 TEST(MpTxRtl, CycleBeyondTheTimestampsIsRefused) {
