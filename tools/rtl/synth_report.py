@@ -46,6 +46,19 @@ ENGINES = [
         "baseline": "169 bits are RoCEv2's (snd_una, snd_nxt, end of data, the RTO with its "
                     "valid bit, the RNR wait's end)",
     },
+    {
+        "name": "go-back-N",
+        "top": "gbn_qp_engine",
+        "sources": ["mprdma_ctx_ram.sv", "gbn_qp_engine.sv"],
+        "row_bits": "GBN_CTX_W",
+        "row": "requester flag, snd_una, snd_nxt, end of data, highest PSN sent, retry and RNR "
+               "budgets (8 bits each), the RTO (48-bit stamp and valid bit), the RNR or go-back "
+               "wait's end (48 bits), the rewound-for-a-lost-response flag, the responder's ePSN, "
+               "NAK-sent flag and ACK-coalescing count (32 bits), and the QP's parameters: "
+               "retry_cnt, rnr_retry, ACK timeout (48 bits), UDP source port, ACK coalescing",
+        "baseline": "all are RoCEv2's (GbnEngine counts 24 B: its timer stamps at 4 B, its "
+                    "budgets at 1 B, the parameters in the QP context outside it)",
+    },
 ]
 PACKAGE = "mprdma_rtl_pkg.sv"
 # nic.sram.size's default (vp/nic/uarch_config.h): 2 MiB.

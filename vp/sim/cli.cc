@@ -53,7 +53,8 @@ const char* kUsage =
     "--scenarios, default ./scenarios) as a child `run`, at most --jobs (2) at a time, and\n"
     "writes DIR/results.json (default DIR: out/reproduce/ROW); --sim: the simulator to run.\n"
     "--trace-rtl writes the RTL engines of HOST's NIC (nic.transport_impl rtl or lockstep) as\n"
-    "DIR/rtl-HOST.fst (receiver) and DIR/rtl-tx-HOST.fst (sender) for GTKWave, from simulated\n"
+    "DIR/rtl-HOST.fst (MP-RDMA receiver, or go-back-N) and DIR/rtl-tx-HOST.fst (MP-RDMA\n"
+    "sender) for GTKWave, from simulated\n"
     "time FROM to TO (e.g. t1h0@1ms-1.01ms; either may be left out: the start or the end).\n"
     "config prints the effective scenario as JSON: every key with its value or default, the\n"
     "--set overrides applied and job_groups expanded into jobs (results.json's \"config\").\n";

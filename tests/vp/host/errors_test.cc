@@ -496,7 +496,8 @@ TEST_P(RnrTest, InfiniteRnrRetryWaitsForTheRecv) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, RnrTest,
-                         ::testing::Values("gbn", "mprdma", "irn", "mprdma_lockstep"),
+                         ::testing::Values("gbn", "mprdma", "irn", "mprdma_lockstep",
+                                           "gbn_lockstep"),
                          TransportName);
 
 // An RTL engine's context RAM full (nic.transport_impl rtl, 256 rows): the

@@ -308,7 +308,8 @@ TEST_P(FrameFuzzTest, ForgedFramesOfEveryKindToEveryQpStateChangeNothingElse) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, FrameFuzzTest,
-                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn", "mprdma_lockstep"),
+                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn", "mprdma_lockstep",
+                                           "gbn_lockstep"),
                          TransportName);
 
 }  // namespace

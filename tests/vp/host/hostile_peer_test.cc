@@ -443,7 +443,8 @@ TEST_P(HostilePeerPerTransport, ReadsBeyondMaxDestRdAtomicAreInvalidRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, HostilePeerPerTransport,
-                         ::testing::Values("gbn", "mprdma", "irn", "mprdma_lockstep"),
+                         ::testing::Values("gbn", "mprdma", "irn", "mprdma_lockstep",
+                                           "gbn_lockstep"),
                          TransportName);
 
 }  // namespace

@@ -525,7 +525,8 @@ TEST_P(WireFuzzTest, MalformedRequestOutsideTheWindowIsDropped) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, WireFuzzTest,
-                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn", "mprdma_lockstep"),
+                         ::testing::Values("gbn", "dcqcn", "mprdma", "irn", "mprdma_lockstep",
+                                           "gbn_lockstep"),
                          TransportName);
 
 }  // namespace

@@ -454,10 +454,17 @@ TEST(Scenario, TransportImplIsCheckedAgainstTheTransport) {
   EXPECT_EQ(cfg.nic_of("t0h0").transport_impl, "lockstep");
   EXPECT_EQ(cfg.nic_of("t0h1").transport_impl, "model");
   EXPECT_EQ(cfg.nic_of("t1h1").transport_impl, "rtl");
+  // Go-back-N has an RTL too; IRN has none.
+  EXPECT_EQ(load_scenario(write_temp("gbn.yaml", sub(kFabric, "{name: t1h1, nic: {transport: gbn}}",
+                                                     "{name: t1h1, nic: {transport: gbn, "
+                                                     "transport_impl: rtl}}")))
+                .nic_of("t1h1")
+                .transport_impl,
+            "rtl");
   const std::string e = error_of(sub(kFabric, "{name: t1h1, nic: {transport: gbn}}",
-                                     "{name: t1h1, nic: {transport: gbn, transport_impl: rtl}}"));
+                                     "{name: t1h1, nic: {transport: irn, transport_impl: rtl}}"));
   EXPECT_NE(e.find("host 't1h1': nic:"), std::string::npos) << e;
-  EXPECT_NE(e.find("transport_impl rtl: transport gbn has no such implementation (it has model)"),
+  EXPECT_NE(e.find("transport_impl rtl: transport irn has no such implementation (it has model)"),
             std::string::npos)
       << e;
   const std::string bad = error_of(

@@ -103,6 +103,60 @@ package mprdma_rtl_pkg;
   localparam int TX_CTX_SYNC_ARMED_LSB = TX_CTX_PREV_MSG_SENT_LSB + TIME_W;
   // Bits of one row.
   localparam int TX_CTX_W = TX_CTX_SYNC_ARMED_LSB + 1;
+  // ---- go-back-N requester and responder (gbn_qp_engine.sv) ----
+  // Operations: one per call of the golden model (GbnEngine).
+  localparam int GBN_OP_W = 4;
+  localparam int GBN_OP_OPEN = 0;  // the QP reaches RTR: its parameters, ePSN = in_psn
+  localparam int GBN_OP_SET_REQ = 1;  // RTS: requester PSNs = in_psn, retry budgets full
+  localparam int GBN_OP_SET_MAX = 2;  // PSNs before in_psn exist
+  localparam int GBN_OP_NEXT_TX = 3;  // may the QP send, and which PSN
+  localparam int GBN_OP_ON_SENT = 4;  // in_npsn PSNs from in_psn went out
+  localparam int GBN_OP_ON_ACK = 5;  // an ACK, NAK or response (in_kind) arrived
+  localparam int GBN_OP_ON_TIMER = 6;  // a deadline passed
+  localparam int GBN_OP_CLASSIFY = 7;  // responder: what is request PSN in_psn
+  localparam int GBN_OP_COMMIT = 8;  // responder: in_npsn PSNs executed (ACK coalescing)
+  localparam int GBN_OP_NAK_SENT = 9;  // responder: a sequence NAK went out
+  localparam int GBN_OP_READ = 10;  // read the context back unchanged
+  // ACK kinds (AckEvent::Kind, in its order).
+  localparam int GBN_KIND_W = 3;
+  localparam int GBN_KIND_ACK = 0;
+  localparam int GBN_KIND_NAK_SEQ = 1;
+  localparam int GBN_KIND_NAK_RNR = 2;
+  localparam int GBN_KIND_NAK_FATAL = 3;
+  localparam int GBN_KIND_READ_RESP = 4;
+  localparam int GBN_KIND_ATOMIC_ACK = 5;
+  // Errors (AckResult::Error) and responder verdicts (RxVerdict), in order.
+  localparam int GBN_ERR_W = 2;
+  localparam int GBN_VERDICT_W = 2;
+  // One QP's row, LSB first: the requester's PSNs, retry budgets, timers
+  // and flags, the responder's, and the QP's parameters the logic uses.
+  localparam int GBN_CTX_REQUESTER_LSB = 0;
+  localparam int GBN_CTX_UNA_LSB = GBN_CTX_REQUESTER_LSB + 1;
+  localparam int GBN_CTX_NXT_LSB = GBN_CTX_UNA_LSB + PSN_W;
+  localparam int GBN_CTX_MAX_LSB = GBN_CTX_NXT_LSB + PSN_W;
+  // One past the highest PSN sent.
+  localparam int GBN_CTX_HIGH_LSB = GBN_CTX_MAX_LSB + PSN_W;
+  localparam int GBN_CTX_RETRY_LEFT_LSB = GBN_CTX_HIGH_LSB + PSN_W;
+  localparam int GBN_RETRY_W = 8;
+  localparam int GBN_CTX_RNR_LEFT_LSB = GBN_CTX_RETRY_LEFT_LSB + GBN_RETRY_W;
+  localparam int GBN_CTX_DEADLINE_VALID_LSB = GBN_CTX_RNR_LEFT_LSB + GBN_RETRY_W;
+  localparam int GBN_CTX_DEADLINE_LSB = GBN_CTX_DEADLINE_VALID_LSB + 1;
+  // No sending before this cycle (RNR wait, go-back delay); 0: none.
+  localparam int GBN_CTX_HOLD_UNTIL_LSB = GBN_CTX_DEADLINE_LSB + TIME_W;
+  // One go-back per lost READ/atomic response.
+  localparam int GBN_CTX_REWOUND_LSB = GBN_CTX_HOLD_UNTIL_LSB + TIME_W;
+  localparam int GBN_CTX_EPSN_LSB = GBN_CTX_REWOUND_LSB + 1;
+  localparam int GBN_CTX_NAK_SENT_LSB = GBN_CTX_EPSN_LSB + PSN_W;
+  localparam int GBN_CTX_SINCE_ACK_LSB = GBN_CTX_NAK_SENT_LSB + 1;
+  localparam int GBN_COUNT_W = 32;
+  // The QP's parameters (ConnParams): retry_cnt, rnr_retry, ACK timeout,
+  // UDP source port, ACK coalescing.
+  localparam int GBN_CTX_RETRY_CNT_LSB = GBN_CTX_SINCE_ACK_LSB + GBN_COUNT_W;
+  localparam int GBN_CTX_RNR_RETRY_LSB = GBN_CTX_RETRY_CNT_LSB + GBN_RETRY_W;
+  localparam int GBN_CTX_ACK_TIMEOUT_LSB = GBN_CTX_RNR_RETRY_LSB + GBN_RETRY_W;
+  localparam int GBN_CTX_SPORT_LSB = GBN_CTX_ACK_TIMEOUT_LSB + TIME_W;
+  localparam int GBN_CTX_ACK_COALESCE_LSB = GBN_CTX_SPORT_LSB + VP_W;
+  localparam int GBN_CTX_W = GBN_CTX_ACK_COALESCE_LSB + GBN_COUNT_W;
 endpackage
 
 `default_nettype wire

@@ -4,6 +4,7 @@
 // duplicates, overflow and synchronise drops), directed cases, and fault
 // injection that lockstep must name.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -274,6 +275,9 @@ struct Flip {
   uint32_t bit;
 };
 
+// (How ctest lists the cases: by field, not by the bytes of a pointer.)
+void PrintTo(const Flip& f, std::ostream* os) { *os << f.field << " bit " << f.bit; }
+
 class FaultInjection : public ::testing::TestWithParam<Flip> {};
 
 TEST_P(FaultInjection, LockstepNamesTheFlippedField) {
@@ -305,7 +309,9 @@ TEST_P(FaultInjection, LockstepNamesTheFlippedField) {
   EXPECT_NE(d->find("earlier operations on row 2"), std::string::npos) << *d;
   EXPECT_THROW(ls.step(nullptr), std::logic_error);
   // The waveform of the last operations, replayed from the RTL's contexts.
-  const std::string path = ::testing::TempDir() + "/lockstep-replay.fst";
+  // (One file per case and process: ctest runs the cases in parallel.)
+  const std::string path = ::testing::TempDir() + "/lockstep-replay-" + f.field + "-" +
+                           std::to_string(::getpid()) + ".fst";
   std::remove(path.c_str());
   EXPECT_EQ(ls.replay_fst(path), 16u);
   std::ifstream in(path, std::ios::binary);

@@ -4,6 +4,7 @@
 // deadlines, new data, synchronise messages, PSN wrap, restarts after idle),
 // directed cases, fault injection that lockstep must name, and the replay.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -387,7 +388,9 @@ TEST_P(FaultInjection, LockstepNamesTheFlippedField) {
   EXPECT_NE(report->find("! " + std::string(GetParam().name) + ":"), std::string::npos) << *report;
   EXPECT_NE(report->find("earlier operations on row 2"), std::string::npos);
   // The divergent read is replayed with the operations before it.
-  const std::string fst = ::testing::TempDir() + "/tx_replay.fst";
+  // (One file per case and process: ctest runs the cases in parallel.)
+  const std::string fst = ::testing::TempDir() + "/tx-replay-" + std::to_string(GetParam().lsb) +
+                          "-" + std::to_string(::getpid()) + ".fst";
   EXPECT_EQ(ls.replay_fst(fst), 4u);
   std::ifstream in(fst, std::ios::binary);
   EXPECT_TRUE(in.good());

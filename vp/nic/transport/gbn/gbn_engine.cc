@@ -4,6 +4,52 @@ namespace mprdma::nic {
 
 size_t GbnEngine::state_bytes() const { return kStateBytes; }
 
+std::vector<std::pair<const char*, std::string>> GbnContext::fields() const {
+  auto t = [](uint64_t v) { return v == kNever ? std::string("never") : std::to_string(v); };
+  return {{"requester", std::to_string(requester)},
+          {"snd_una", std::to_string(una)},
+          {"snd_nxt", std::to_string(nxt)},
+          {"snd_max", std::to_string(max)},
+          {"high", std::to_string(high)},
+          {"retry_left", std::to_string(retry_left)},
+          {"rnr_left", std::to_string(rnr_left)},
+          {"deadline", t(deadline)},
+          {"hold_until", t(hold_until)},
+          {"rewound_for_una", std::to_string(rewound_for_una)},
+          {"epsn", std::to_string(epsn)},
+          {"nak_sent", std::to_string(nak_sent)},
+          {"since_ack", std::to_string(since_ack)},
+          {"retry_cnt", std::to_string(retry_cnt)},
+          {"rnr_retry", std::to_string(rnr_retry)},
+          {"ack_timeout", std::to_string(ack_timeout_cycles)},
+          {"udp_sport", std::to_string(udp_sport)},
+          {"ack_coalesce", std::to_string(ack_coalesce)}};
+}
+
+GbnContext GbnEngine::context(uint32_t qpn) const {
+  const Conn& c = conns_.at(qpn);
+  GbnContext x;
+  x.requester = c.requester;
+  x.una = c.una;
+  x.nxt = c.nxt;
+  x.max = c.max;
+  x.high = c.high;
+  x.retry_left = c.retry_left;
+  x.rnr_left = c.rnr_left;
+  x.deadline = c.deadline;
+  x.hold_until = c.hold_until;
+  x.rewound_for_una = c.rewound_for_una;
+  x.epsn = c.epsn;
+  x.nak_sent = c.nak_sent;
+  x.since_ack = c.since_ack;
+  x.retry_cnt = c.params.retry_cnt;
+  x.rnr_retry = c.params.rnr_retry;
+  x.ack_timeout_cycles = c.params.ack_timeout_cycles;
+  x.udp_sport = c.params.udp_sport;
+  x.ack_coalesce = c.params.ack_coalesce;
+  return x;
+}
+
 void GbnEngine::open(const ConnParams& p) {
   Conn& c = conns_[p.qpn];
   c = Conn{};

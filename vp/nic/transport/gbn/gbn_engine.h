@@ -5,11 +5,34 @@
 // accepts only the next expected PSN and drops everything else.
 #pragma once
 
+#include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "vp/nic/transport/transport_engine.h"
 
 namespace mprdma::nic {
+
+// One QP's go-back-N state as the RTL engine holds it in its context row
+// (lockstep compares it field by field), with the parameters it uses.
+struct GbnContext {
+  bool requester = false;
+  uint32_t una = 0, nxt = 0, max = 0, high = 0;
+  uint8_t retry_left = 0, rnr_left = 0;
+  uint64_t deadline = kNever;
+  uint64_t hold_until = 0;
+  bool rewound_for_una = false;
+  uint32_t epsn = 0;
+  bool nak_sent = false;
+  uint32_t since_ack = 0;
+  uint8_t retry_cnt = 0, rnr_retry = 0;
+  uint64_t ack_timeout_cycles = 0;
+  uint16_t udp_sport = 0;
+  uint32_t ack_coalesce = 0;
+  // Each field by name with its value as text, in the RTL row's order.
+  std::vector<std::pair<const char*, std::string>> fields() const;
+};
 
 class GbnEngine : public TransportEngine {
  public:
@@ -43,6 +66,8 @@ class GbnEngine : public TransportEngine {
   AckDecision commit(uint32_t qpn, uint32_t npsn, bool ack_req, bool implicit_ack,
                      uint64_t now) override;
   uint32_t epsn(uint32_t qpn) const override { return conns_.at(qpn).epsn; }
+  // QP `qpn`'s state (std::out_of_range when it has none).
+  GbnContext context(uint32_t qpn) const;
   void nak_sent(uint32_t qpn) override { conns_.at(qpn).nak_sent = true; }
 
  private:

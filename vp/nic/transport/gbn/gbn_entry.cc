@@ -2,6 +2,7 @@
 #include <mprdma/hw.h>
 
 #include "vp/nic/nic_config.h"
+#include "vp/nic/rtl/gbn_qp_nic.h"
 #include "vp/nic/transport/engine_registry.h"
 #include "vp/nic/transport/gbn/gbn_config.h"
 #include "vp/nic/transport/gbn/gbn_engine.h"
@@ -23,6 +24,22 @@ EngineEntry gbn_entry() {
                      [](const NicConfig& cfg, core::SimEnv&) -> std::unique_ptr<TransportEngine> {
                        return std::make_unique<GbnEngine>(
                            cfg.cycles(cfg.engines.get<GbnConfig>().go_back_delay));
+                     }});
+  e.impls.push_back({"rtl", "requester and responder on the Verilated RTL engine (vp/nic/rtl/)",
+                     [](const NicConfig& cfg, core::SimEnv& env) {
+                       return rtl::make_gbn_engine(
+                           rtl::RxImplMode::rtl,
+                           cfg.cycles(cfg.engines.get<GbnConfig>().go_back_delay), cfg.name, env,
+                           cfg.period_ps());
+                     }});
+  e.impls.push_back({"lockstep",
+                     "rtl, with every decision also made by the golden model and compared; the "
+                     "first divergence stops the run with a report",
+                     [](const NicConfig& cfg, core::SimEnv& env) {
+                       return rtl::make_gbn_engine(
+                           rtl::RxImplMode::lockstep,
+                           cfg.cycles(cfg.engines.get<GbnConfig>().go_back_delay), cfg.name, env,
+                           cfg.period_ps());
                      }});
   return e;
 }

@@ -1,0 +1,256 @@
+#include "vp/nic/rtl/gbn_qp_rtl.h"
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "mprdma/rtl_params.h"
+// Verilator's headers and the code it generates are not ours to fix.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
+#include "Vgbn_qp_engine.h"
+#include "Vgbn_qp_engine___024root.h"
+#include "verilated.h"
+#include "verilated_fst_c.h"
+#pragma GCC diagnostic pop
+
+namespace mprdma::nic::rtl {
+
+namespace {
+
+namespace p = mprdma::rtl;
+
+static_assert(p::TIME_W < 63, "the golden model's stamps are 64-bit, kNever above them");
+
+// Bits [lsb, lsb + width) of a Verilated wide value, width < 64.
+uint64_t bits(const uint32_t* words, uint32_t lsb, uint32_t width) {
+  const uint32_t w = lsb / 32, sh = lsb % 32;
+  uint64_t v = words[w] >> sh;
+  if (sh + width > 32) v |= uint64_t{words[w + 1]} << (32 - sh);
+  if (sh + width > 64) v |= uint64_t{words[w + 2]} << (64 - sh);
+  return v & ((uint64_t{1} << width) - 1);
+}
+
+GbnContext decode_context(const uint32_t* row) {
+  auto u = [row](uint32_t lsb, uint32_t w) { return bits(row, lsb, w); };
+  GbnContext c;
+  c.requester = u(p::GBN_CTX_REQUESTER_LSB, 1);
+  c.una = static_cast<uint32_t>(u(p::GBN_CTX_UNA_LSB, p::PSN_W));
+  c.nxt = static_cast<uint32_t>(u(p::GBN_CTX_NXT_LSB, p::PSN_W));
+  c.max = static_cast<uint32_t>(u(p::GBN_CTX_MAX_LSB, p::PSN_W));
+  c.high = static_cast<uint32_t>(u(p::GBN_CTX_HIGH_LSB, p::PSN_W));
+  c.retry_left = static_cast<uint8_t>(u(p::GBN_CTX_RETRY_LEFT_LSB, p::GBN_RETRY_W));
+  c.rnr_left = static_cast<uint8_t>(u(p::GBN_CTX_RNR_LEFT_LSB, p::GBN_RETRY_W));
+  c.deadline = u(p::GBN_CTX_DEADLINE_VALID_LSB, 1) ? u(p::GBN_CTX_DEADLINE_LSB, p::TIME_W) : kNever;
+  c.hold_until = u(p::GBN_CTX_HOLD_UNTIL_LSB, p::TIME_W);
+  c.rewound_for_una = u(p::GBN_CTX_REWOUND_LSB, 1);
+  c.epsn = static_cast<uint32_t>(u(p::GBN_CTX_EPSN_LSB, p::PSN_W));
+  c.nak_sent = u(p::GBN_CTX_NAK_SENT_LSB, 1);
+  c.since_ack = static_cast<uint32_t>(u(p::GBN_CTX_SINCE_ACK_LSB, p::GBN_COUNT_W));
+  c.retry_cnt = static_cast<uint8_t>(u(p::GBN_CTX_RETRY_CNT_LSB, p::GBN_RETRY_W));
+  c.rnr_retry = static_cast<uint8_t>(u(p::GBN_CTX_RNR_RETRY_LSB, p::GBN_RETRY_W));
+  c.ack_timeout_cycles = u(p::GBN_CTX_ACK_TIMEOUT_LSB, p::TIME_W);
+  c.udp_sport = static_cast<uint16_t>(u(p::GBN_CTX_SPORT_LSB, p::VP_W));
+  c.ack_coalesce = static_cast<uint32_t>(u(p::GBN_CTX_ACK_COALESCE_LSB, p::GBN_COUNT_W));
+  return c;
+}
+
+uint32_t op_code(GbnOpKind k) {
+  switch (k) {
+    case GbnOpKind::open:
+      return p::GBN_OP_OPEN;
+    case GbnOpKind::set_requester:
+      return p::GBN_OP_SET_REQ;
+    case GbnOpKind::set_snd_max:
+      return p::GBN_OP_SET_MAX;
+    case GbnOpKind::next_tx:
+      return p::GBN_OP_NEXT_TX;
+    case GbnOpKind::on_sent:
+      return p::GBN_OP_ON_SENT;
+    case GbnOpKind::on_ack:
+      return p::GBN_OP_ON_ACK;
+    case GbnOpKind::on_timer:
+      return p::GBN_OP_ON_TIMER;
+    case GbnOpKind::classify:
+      return p::GBN_OP_CLASSIFY;
+    case GbnOpKind::commit:
+      return p::GBN_OP_COMMIT;
+    case GbnOpKind::nak_sent:
+      return p::GBN_OP_NAK_SENT;
+    case GbnOpKind::read:
+      return p::GBN_OP_READ;
+  }
+  return p::GBN_OP_READ;
+}
+
+GbnOpKind op_kind(uint32_t code) {
+  for (GbnOpKind k :
+       {GbnOpKind::open, GbnOpKind::set_requester, GbnOpKind::set_snd_max, GbnOpKind::next_tx,
+        GbnOpKind::on_sent, GbnOpKind::on_ack, GbnOpKind::on_timer, GbnOpKind::classify,
+        GbnOpKind::commit, GbnOpKind::nak_sent})
+    if (op_code(k) == code) return k;
+  return GbnOpKind::read;
+}
+
+}  // namespace
+
+const char* gbn_op_name(GbnOpKind k) {
+  switch (k) {
+    case GbnOpKind::open:
+      return "open";
+    case GbnOpKind::set_requester:
+      return "set_requester";
+    case GbnOpKind::set_snd_max:
+      return "set_snd_max";
+    case GbnOpKind::next_tx:
+      return "next_tx";
+    case GbnOpKind::on_sent:
+      return "on_sent";
+    case GbnOpKind::on_ack:
+      return "on_ack";
+    case GbnOpKind::on_timer:
+      return "on_timer";
+    case GbnOpKind::classify:
+      return "classify";
+    case GbnOpKind::commit:
+      return "commit";
+    case GbnOpKind::nak_sent:
+      return "nak_sent";
+    case GbnOpKind::read:
+      return "read";
+  }
+  return "?";
+}
+
+GbnQpRtl::GbnQpRtl(uint64_t go_back_delay_cycles, bool traceable)
+    : vctx_(std::make_unique<VerilatedContext>()),
+      top_((vctx_->traceEverOn(traceable),
+            std::make_unique<Vgbn_qp_engine>(vctx_.get(), "gbn_qp_engine"))),
+      traceable_(traceable) {
+  if (go_back_delay_cycles > max_cycle())
+    throw std::invalid_argument("go-back-N RTL: a go-back delay of " +
+                                std::to_string(go_back_delay_cycles) +
+                                " cycles is beyond its timestamps");
+  auto& t = *top_;
+  t.cfg_go_back_delay = go_back_delay_cycles;
+  t.in_valid = 0;
+  t.rst_n = 0;
+  for (int i = 0; i < 2; ++i) {
+    t.clk = 1;
+    t.eval();
+    t.clk = 0;
+    t.eval();
+  }
+  t.rst_n = 1;
+}
+
+GbnQpRtl::~GbnQpRtl() {
+  // See MpRxRtl::~MpRxRtl: the thread's context must be ours.
+  Verilated::threadContextp(vctx_.get());
+  close_trace();
+  top_->final();
+  top_.reset();
+}
+
+uint32_t GbnQpRtl::rows() { return 1u << p::QP_IDX_W; }
+uint32_t GbnQpRtl::context_bits() { return p::GBN_CTX_W; }
+uint64_t GbnQpRtl::max_cycle() { return (uint64_t{1} << (p::TIME_W - 1)) - 1; }
+
+std::optional<GbnOutcome> GbnQpRtl::clock(const GbnOp* op) {
+  auto& t = *top_;
+  t.in_valid = op != nullptr;
+  if (op) {
+    if (op->row >= rows())
+      throw std::out_of_range("GbnQpRtl: context row " + std::to_string(op->row) +
+                              " is beyond the RTL's " + std::to_string(rows()));
+    const uint64_t longest = std::max(op->rnr_delay, op->params.ack_timeout_cycles);
+    if (op->now > max_cycle() || longest > max_cycle())
+      throw std::out_of_range(
+          "GbnQpRtl: cycle " + std::to_string(op->now) + " or duration " + std::to_string(longest) +
+          " is beyond the timestamps of the context (at most " + std::to_string(max_cycle()) + ")");
+    t.in_op = op_code(op->kind);
+    t.in_qp = op->row;
+    t.in_now = op->now;
+    t.in_psn = op->psn & kPsnMask;
+    t.in_npsn = op->npsn & kPsnMask;
+    t.in_kind = static_cast<uint32_t>(op->ack);
+    t.in_ack_limit = op->ack_limit & kPsnMask;
+    t.in_rnr_delay = op->rnr_delay;
+    t.in_ack_req = op->ack_req;
+    t.in_implicit = op->implicit_ack;
+    t.in_retry_cnt = op->params.retry_cnt;
+    t.in_rnr_retry = op->params.rnr_retry;
+    t.in_ack_timeout = op->params.ack_timeout_cycles;
+    t.in_udp_sport = op->params.udp_sport;
+    t.in_ack_coalesce = op->params.ack_coalesce;
+  }
+  t.clk = 1;
+  t.eval();
+  if (trace_) trace_->dump(cycles_ * period_ps_);
+  ++cycles_;
+  std::optional<GbnOutcome> out;
+  if (t.out_valid) {
+    GbnOutcome o;
+    o.kind = op_kind(t.out_op);
+    o.row = t.out_qp;
+    o.context = decode_context(t.out_ctx.data());
+    o.wake = t.out_wake_valid ? t.out_wake : kNever;
+    if (o.kind == GbnOpKind::next_tx) {
+      o.grant.send = t.out_send;
+      if (o.grant.send) {
+        o.grant.psn = t.out_tx_psn;
+        o.grant.udp_sport = t.out_tx_sport;
+        o.grant.retransmit = t.out_retransmit;
+      }
+    }
+    o.result.progress = t.out_progress;
+    o.result.accept = t.out_accept;
+    o.result.rewound = t.out_rewound;
+    o.result.error = static_cast<AckResult::Error>(t.out_error);
+    o.verdict = static_cast<RxVerdict>(t.out_verdict);
+    o.decision.send = t.out_ack;
+    if (o.decision.send) o.decision.psn = t.out_ack_psn;
+    out = o;
+  }
+  t.clk = 0;
+  t.eval();
+  if (trace_) trace_->dump(cycles_ * period_ps_ - period_ps_ / 2);
+  return out;
+}
+
+GbnOutcome GbnQpRtl::run(const GbnOp& op) {
+  clock(&op);
+  std::optional<GbnOutcome> o = clock(nullptr);
+  if (!o) throw std::logic_error("GbnQpRtl: the engine gave no outcome");
+  return *o;
+}
+
+void GbnQpRtl::flip_context_bit(uint32_t row, uint32_t bit) {
+  if (row >= rows() || bit >= p::GBN_CTX_W)
+    throw std::out_of_range("GbnQpRtl: no bit " + std::to_string(bit) + " of row " +
+                            std::to_string(row));
+  auto& mem = top_->rootp->gbn_qp_engine__DOT__ctx_ram__DOT__mem;
+  mem[row][bit / 32] ^= 1u << (bit % 32);
+}
+
+void GbnQpRtl::trace_fst(const std::string& path, uint64_t period_ps) {
+  if (!traceable_) throw std::logic_error("GbnQpRtl: waveforms need an engine made traceable");
+  close_trace();
+  {
+    std::ofstream probe(path, std::ios::binary | std::ios::trunc);
+    if (!probe) throw std::runtime_error("GbnQpRtl: cannot write the waveform file '" + path + "'");
+  }
+  period_ps_ = period_ps ? period_ps : 1;
+  trace_ = std::make_unique<VerilatedFstC>();
+  top_->trace(trace_.get(), 99);
+  trace_->open(path.c_str());
+}
+
+void GbnQpRtl::close_trace() {
+  if (!trace_) return;
+  trace_->close();
+  trace_.reset();
+}
+
+}  // namespace mprdma::nic::rtl
