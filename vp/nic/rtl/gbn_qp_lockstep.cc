@@ -124,7 +124,10 @@ std::vector<std::string> context_diff(const GbnContext& g, const GbnContext& r) 
 }
 
 GbnQpLockstep::GbnQpLockstep(uint64_t go_back_delay_cycles, size_t history, bool traceable)
-    : history_(history), rtl_(go_back_delay_cycles, traceable), golden_(go_back_delay_cycles) {}
+    : history_(history),
+      rtl_(go_back_delay_cycles, traceable),
+      golden_(go_back_delay_cycles),
+      go_back_delay_(go_back_delay_cycles) {}
 
 GbnOutcome GbnQpLockstep::run_golden(const GbnOp& op) {
   GbnOutcome o;
@@ -194,7 +197,7 @@ std::optional<std::string> GbnQpLockstep::step(const GbnOp* op) {
     in.psn &= kPsnMask;
     in.npsn &= kPsnMask;
     in.ack_limit &= kPsnMask;
-    pending_.push_back({issued_++, in, run_golden(in)});
+    pending_.push_back({issued_++, in, run_golden(in), rtl_.cycles()});
   }
   const std::optional<GbnOutcome> out = rtl_.clock(op);
   if (!out) return std::nullopt;
@@ -205,6 +208,11 @@ std::optional<std::string> GbnQpLockstep::step(const GbnOp* op) {
   const Pending p = pending_.front();
   pending_.pop_front();
   auto r = compare(p, *out);
+  auto before = rtl_rows_.find(p.op.row);
+  replay_.push_back(
+      {p, before == rtl_rows_.end() ? std::nullopt : std::optional<GbnContext>(before->second)});
+  if (replay_.size() > kReplayOps) replay_.pop_front();
+  rtl_rows_[p.op.row] = out->context;
   last_ = out;
   auto& recent = recent_[p.op.row];
   recent.push_back(p);
@@ -212,6 +220,29 @@ std::optional<std::string> GbnQpLockstep::step(const GbnOp* op) {
   ++compared_;
   if (r) diverged_ = true;
   return r;
+}
+
+size_t GbnQpLockstep::replay_fst(const std::string& path, uint64_t period_ps) const {
+  if (!diverged_) throw std::logic_error("GbnQpLockstep: replay_fst() before a divergence");
+  GbnQpRtl e(go_back_delay_, true);
+  std::map<uint32_t, bool> loaded;
+  for (const Replayable& r : replay_) {
+    if (loaded.count(r.p.op.row)) continue;
+    loaded[r.p.op.row] = true;
+    if (r.before) e.load_context(r.p.op.row, *r.before);
+  }
+  if (!replay_.empty()) e.advance_to(replay_.front().p.cycle);
+  e.trace_fst(path, period_ps);
+  // Back-to-back operations stay back to back (forwarding); between the
+  // others the engine drains and idles.
+  for (size_t i = 0; i < replay_.size(); ++i) {
+    e.advance_to(replay_[i].p.cycle);
+    e.clock(&replay_[i].p.op);
+    if (i + 1 == replay_.size() || replay_[i + 1].p.cycle > e.cycles()) e.clock(nullptr);
+  }
+  e.clock(nullptr);
+  e.close_trace();
+  return replay_.size();
 }
 
 std::optional<std::string> GbnQpLockstep::drain() {

@@ -32,6 +32,11 @@ class GbnQpLockstep {
   std::optional<std::string> step(const GbnOp* op);
   std::optional<std::string> drain();
   const std::optional<GbnOutcome>& last_outcome() const { return last_; }
+  // After a divergence: the last operations (any row, the divergent one
+  // last) replayed on a fresh traceable engine whose rows hold the RTL's
+  // own contexts before them, each at its original cycle, into an FST.
+  // Returns the operations replayed; std::logic_error before a divergence.
+  size_t replay_fst(const std::string& path, uint64_t period_ps = 4000) const;
 
   const GbnEngine& golden() const { return golden_; }
   bool started(uint32_t row) const { return started_.count(row) != 0; }
@@ -44,7 +49,13 @@ class GbnQpLockstep {
     uint64_t number;
     GbnOp op;
     GbnOutcome golden;
+    uint64_t cycle;  // the RTL cycle it was issued at
   };
+  struct Replayable {
+    Pending p;
+    std::optional<GbnContext> before;
+  };
+  static constexpr size_t kReplayOps = 16;
   GbnOutcome run_golden(const GbnOp& op);
   std::optional<std::string> compare(const Pending& p, const GbnOutcome& rtl);
   std::string report(const Pending& p, const GbnOutcome& rtl, const std::vector<std::string>& why);
@@ -55,6 +66,9 @@ class GbnQpLockstep {
   std::map<uint32_t, bool> started_;
   std::deque<Pending> pending_;
   std::map<uint32_t, std::deque<Pending>> recent_;
+  std::map<uint32_t, GbnContext> rtl_rows_;  // the RTL's rows as last read out
+  std::deque<Replayable> replay_;
+  uint64_t go_back_delay_;
   std::optional<GbnOutcome> last_;
   uint64_t issued_ = 0, compared_ = 0;
   bool diverged_ = false;

@@ -182,8 +182,19 @@ class GbnRtlEngine : public TransportEngine {
     uint32_t qpn = 0;
     for (auto& [n, q] : qps_)
       if (q.row == op.row) qpn = n;
-    throw std::runtime_error("nic " + nic_ + ", QP " + std::to_string(qpn) + " (context row " +
-                             std::to_string(op.row) + "): " + report);
+    std::string msg = "nic " + nic_ + ", QP " + std::to_string(qpn) + " (context row " +
+                      std::to_string(op.row) + "): " + report;
+    if (!env_.out_dir.empty()) {
+      const std::string path = env_.out_dir + "/lockstep-" + nic_ + ".fst";
+      try {
+        const size_t n = lockstep_->replay_fst(path, period_ps_);
+        msg += "  waveform: " + path + " (the last " + std::to_string(n) +
+               " operations replayed from the RTL's own contexts, each at its cycle)\n";
+      } catch (const std::exception& e) {
+        msg += "  no waveform: " + std::string(e.what()) + "\n";
+      }
+    }
+    throw std::runtime_error(msg);
   }
 
   std::string nic_;

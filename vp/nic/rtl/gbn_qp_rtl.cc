@@ -56,6 +56,36 @@ GbnContext decode_context(const uint32_t* row) {
   return c;
 }
 
+void set_bits(uint32_t* words, uint32_t lsb, uint32_t width, uint64_t v) {
+  for (uint32_t i = 0; i < width; ++i) {
+    const uint32_t b = lsb + i;
+    const uint32_t m = 1u << (b % 32);
+    words[b / 32] = ((v >> i) & 1u) ? words[b / 32] | m : words[b / 32] & ~m;
+  }
+}
+
+void encode_context(const GbnContext& c, uint32_t* row) {
+  set_bits(row, p::GBN_CTX_REQUESTER_LSB, 1, c.requester);
+  set_bits(row, p::GBN_CTX_UNA_LSB, p::PSN_W, c.una);
+  set_bits(row, p::GBN_CTX_NXT_LSB, p::PSN_W, c.nxt);
+  set_bits(row, p::GBN_CTX_MAX_LSB, p::PSN_W, c.max);
+  set_bits(row, p::GBN_CTX_HIGH_LSB, p::PSN_W, c.high);
+  set_bits(row, p::GBN_CTX_RETRY_LEFT_LSB, p::GBN_RETRY_W, c.retry_left);
+  set_bits(row, p::GBN_CTX_RNR_LEFT_LSB, p::GBN_RETRY_W, c.rnr_left);
+  set_bits(row, p::GBN_CTX_DEADLINE_VALID_LSB, 1, c.deadline != kNever);
+  set_bits(row, p::GBN_CTX_DEADLINE_LSB, p::TIME_W, c.deadline == kNever ? 0 : c.deadline);
+  set_bits(row, p::GBN_CTX_HOLD_UNTIL_LSB, p::TIME_W, c.hold_until);
+  set_bits(row, p::GBN_CTX_REWOUND_LSB, 1, c.rewound_for_una);
+  set_bits(row, p::GBN_CTX_EPSN_LSB, p::PSN_W, c.epsn);
+  set_bits(row, p::GBN_CTX_NAK_SENT_LSB, 1, c.nak_sent);
+  set_bits(row, p::GBN_CTX_SINCE_ACK_LSB, p::GBN_COUNT_W, c.since_ack);
+  set_bits(row, p::GBN_CTX_RETRY_CNT_LSB, p::GBN_RETRY_W, c.retry_cnt);
+  set_bits(row, p::GBN_CTX_RNR_RETRY_LSB, p::GBN_RETRY_W, c.rnr_retry);
+  set_bits(row, p::GBN_CTX_ACK_TIMEOUT_LSB, p::TIME_W, c.ack_timeout_cycles);
+  set_bits(row, p::GBN_CTX_SPORT_LSB, p::VP_W, c.udp_sport);
+  set_bits(row, p::GBN_CTX_ACK_COALESCE_LSB, p::GBN_COUNT_W, c.ack_coalesce);
+}
+
 uint32_t op_code(GbnOpKind k) {
   switch (k) {
     case GbnOpKind::open:
@@ -232,6 +262,12 @@ void GbnQpRtl::flip_context_bit(uint32_t row, uint32_t bit) {
                             std::to_string(row));
   auto& mem = top_->rootp->gbn_qp_engine__DOT__ctx_ram__DOT__mem;
   mem[row][bit / 32] ^= 1u << (bit % 32);
+}
+
+void GbnQpRtl::load_context(uint32_t row, const GbnContext& ctx) {
+  if (row >= rows()) throw std::out_of_range("GbnQpRtl: no context row " + std::to_string(row));
+  auto& mem = top_->rootp->gbn_qp_engine__DOT__ctx_ram__DOT__mem;
+  encode_context(ctx, mem[row].data());
 }
 
 void GbnQpRtl::trace_fst(const std::string& path, uint64_t period_ps) {

@@ -84,6 +84,9 @@ class GbnQpRtl {
   }
 
   void flip_context_bit(uint32_t row, uint32_t bit);
+  // Writes a whole row into the RAM (replays from a known state); no cycle
+  // passes.
+  void load_context(uint32_t row, const GbnContext& ctx);
   void trace_fst(const std::string& path, uint64_t period_ps = 4000);
   void close_trace();
   bool tracing() const { return trace_ != nullptr; }

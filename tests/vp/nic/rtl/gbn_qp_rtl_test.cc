@@ -4,8 +4,11 @@
 // ACK and NAK kind, lost READ responses, retry and RNR budgets running out,
 // ACK coalescing), and fault injection that lockstep must name.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -258,6 +261,22 @@ TEST_P(GbnFaultInjection, LockstepNamesTheFlippedField) {
   EXPECT_NE(report->find(std::string("[context ") + GetParam().name + "]"), std::string::npos)
       << *report;
   EXPECT_NE(report->find("! " + std::string(GetParam().name) + ":"), std::string::npos) << *report;
+  // The divergent read is replayed with the operations before it. (One file
+  // per case and process: ctest runs the cases in parallel.)
+  const std::string fst = ::testing::TempDir() + "/gbn-replay-" + std::to_string(GetParam().lsb) +
+                          "-" + std::to_string(::getpid()) + ".fst";
+  EXPECT_EQ(ls.replay_fst(fst), 5u);
+  std::ifstream in(fst, std::ios::binary);
+  EXPECT_TRUE(in.good());
+  std::remove(fst.c_str());
+}
+
+TEST(GbnQpRtl, ReplayIsForAfterADivergence) {
+  GbnQpLockstep ls(0);
+  GbnOp open = op_of(GbnOpKind::open, 0, 1, 5);
+  ASSERT_FALSE(ls.step(&open));
+  ASSERT_FALSE(ls.drain());
+  EXPECT_THROW(ls.replay_fst(::testing::TempDir() + "/never.fst"), std::logic_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(
