@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mprdma/rtl_params.h"
+#include "vp/nic/rtl/rtl_words.h"
 // Verilator's headers and the code it generates are not ours to fix.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
@@ -22,15 +23,6 @@ namespace {
 namespace p = mprdma::rtl;
 
 static_assert(p::TIME_W < 63, "the golden model's stamps are 64-bit, kNever above them");
-
-// Bits [lsb, lsb + width) of a Verilated wide value, width < 64.
-uint64_t bits(const uint32_t* words, uint32_t lsb, uint32_t width) {
-  const uint32_t w = lsb / 32, sh = lsb % 32;
-  uint64_t v = words[w] >> sh;
-  if (sh + width > 32) v |= uint64_t{words[w + 1]} << (32 - sh);
-  if (sh + width > 64) v |= uint64_t{words[w + 2]} << (64 - sh);
-  return v & ((uint64_t{1} << width) - 1);
-}
 
 GbnContext decode_context(const uint32_t* row) {
   auto u = [row](uint32_t lsb, uint32_t w) { return bits(row, lsb, w); };
@@ -54,14 +46,6 @@ GbnContext decode_context(const uint32_t* row) {
   c.udp_sport = static_cast<uint16_t>(u(p::GBN_CTX_SPORT_LSB, p::VP_W));
   c.ack_coalesce = static_cast<uint32_t>(u(p::GBN_CTX_ACK_COALESCE_LSB, p::GBN_COUNT_W));
   return c;
-}
-
-void set_bits(uint32_t* words, uint32_t lsb, uint32_t width, uint64_t v) {
-  for (uint32_t i = 0; i < width; ++i) {
-    const uint32_t b = lsb + i;
-    const uint32_t m = 1u << (b % 32);
-    words[b / 32] = ((v >> i) & 1u) ? words[b / 32] | m : words[b / 32] & ~m;
-  }
 }
 
 void encode_context(const GbnContext& c, uint32_t* row) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "mprdma/rtl_params.h"
+#include "vp/nic/rtl/rtl_words.h"
 // Verilator's headers and the code it generates are not ours to fix.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
@@ -22,23 +23,6 @@ namespace p = mprdma::rtl;
 
 static_assert(p::PSN_W == 24, "the golden models' PSNs are 24 bits (kPsnMask)");
 static_assert(p::RX_SLOTS <= 64, "out_tails and out_cmpls are read as one 64-bit word");
-
-// Bits [lsb, lsb + width) of a Verilated wide value (32-bit words, LSB
-// first), width <= 32: at most two words.
-uint64_t bits(const uint32_t* words, uint32_t lsb, uint32_t width) {
-  const uint32_t w = lsb / 32, sh = lsb % 32;
-  uint64_t v = words[w] >> sh;
-  if (sh + width > 32) v |= uint64_t{words[w + 1]} << (32 - sh);
-  return v & ((uint64_t{1} << width) - 1);
-}
-
-void set_bits(uint32_t* words, uint32_t lsb, uint32_t width, uint64_t v) {
-  for (uint32_t i = 0; i < width; ++i) {
-    const uint32_t b = lsb + i;
-    const uint32_t m = 1u << (b % 32);
-    words[b / 32] = ((v >> i) & 1u) ? words[b / 32] | m : words[b / 32] & ~m;
-  }
-}
 
 MpReceiverContext decode_context(const uint32_t* row) {
   MpReceiverContext c;
