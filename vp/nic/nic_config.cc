@@ -176,6 +176,11 @@ void NicConfig::bind(core::Binder& b) {
                 " has no such implementation (it has " + one_of(own) + ")");
     }
   }
+  b.choice("rtl_timing", rtl_timing, {"charged", "model"},
+           "With transport_impl rtl or lockstep: charged, the RTL engines' cycles beyond the NIC "
+           "stage that issues each operation delay its outputs (the sender's packets leave when "
+           "the RTL clocked them out); model, the NIC keeps the golden model's timing, so results "
+           "equal transport_impl model value for value. Ignored with transport_impl model.");
   std::vector<std::string> controls{kNoCongestionControl};
   std::string cc_doc = "Per-QP rate control beside the transport engine: none";
   for (const RateControlEntry& e : rc_reg.entries()) {

@@ -91,6 +91,12 @@ struct NicConfig {
   // (model: the C++ golden model; rtl, lockstep: on the Verilated RTL,
   // where the engine has one). The other offered engines run as models.
   std::string transport_impl = "model";
+  // With transport_impl rtl or lockstep: whether the NIC charges the cycles
+  // the RTL engines take beyond the stage that issues each operation
+  // ("charged": their outputs appear when the RTL produced them), or runs
+  // on the golden model's timing ("model": every result is the model's, so
+  // that a run compares value for value; vp/nic/rtl/rtl.md).
+  std::string rtl_timing = "charged";
   // Further engines a QP may choose at CREATE_QP (mpr_cmd_create_qp.
   // transport). The always-offered engine and `transport` are offered too;
   // every QPC line holds the largest offered engine's state.

@@ -685,7 +685,10 @@ bool Requester::try_emit(uint32_t qpn) {
     }
   }
   const TxGrant g = core_.engine.next_tx(qpn, now);
-  if (!g.send) return false;
+  if (!g.send) {
+    if (g.held_until) schedule_wake(*qp);  // ask again when the engine lets it go
+    return false;
+  }
   Message* m = message_at(*qp, g.psn);
   if (!m) {
     MPR_LOG(log_, error, "QP " << qpn << ": engine granted PSN " << g.psn << " without a message");

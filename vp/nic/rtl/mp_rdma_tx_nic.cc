@@ -15,14 +15,19 @@ namespace {
 class TxNic : public MpTxImpl {
  public:
   TxNic(RxImplMode mode, const MpSenderParams& params, uint32_t seed, const std::string& nic,
-        core::SimEnv& env, uint64_t period_ps)
+        core::SimEnv& env, const TxTiming& timing, uint64_t period_ps)
       : nic_(nic),
         env_(env),
+        timing_(timing),
         ops_(&env.stats.counter("nic." + nic + ".transport.rtl.tx_operations", "operations",
                                 "Operations the RTL sender engine performed")),
         cycles_(&env.stats.counter("nic." + nic + ".transport.rtl.tx_cycles", "cycles",
                                    "Cycles the RTL sender engine was clocked (only while an "
-                                   "operation was in it)")) {
+                                   "operation was in it)")),
+        held_(&env.stats.counter("nic." + nic + ".transport.rtl.tx_held_cycles", "cycles",
+                                 "Cycles the RTL sender's packets left after the NIC's call "
+                                 "for them (nic.rtl_timing charged): the engine's cycles beyond "
+                                 "the ACK stage and its waits for itself, summed over packets")) {
     auto w = env.rtl_traces.find(nic);
     if (w != env.rtl_traces.end()) {
       if (env.out_dir.empty())
@@ -140,7 +145,11 @@ class TxNic : public MpTxImpl {
     ++*ops_;
     MpTxRtl& e = engine();
     if (!trace_path_.empty()) waveform(e, op.now);
-    e.advance_to(op.now);
+    // The cycle the operation enters the engine (if it is free by then):
+    // an ACK's when its ACK stage starts, which the decision overlaps.
+    const bool in_ack_stage = op.kind == TxOpKind::ack || op.kind == TxOpKind::rnr;
+    const uint64_t overlap = timing_.charged && in_ack_stage ? timing_.ack_stage_cycles : 0;
+    e.advance_to(op.now - std::min(op.now, overlap));
     const uint64_t c0 = e.cycles();
     TxOutcome o;
     if (rtl_) {
@@ -152,7 +161,15 @@ class TxNic : public MpTxImpl {
     cycles_->add(e.cycles() - c0);
     s.load(o.context, o.counts, o.sync_pending);
     if (out)
-      for (const TxPacket& p : o.packets) out->push_back(p.tx);
+      for (const TxPacket& p : o.packets) {
+        MpTx t = p.tx;
+        t.at = 0;
+        if (timing_.charged && p.cycle > op.now) {
+          t.at = p.cycle;
+          held_->add(p.cycle - op.now);
+        }
+        out->push_back(t);
+      }
     return o;
   }
 
@@ -185,8 +202,10 @@ class TxNic : public MpTxImpl {
 
   std::string nic_;
   core::SimEnv& env_;
+  TxTiming timing_;
   core::Counter* ops_;
   core::Counter* cycles_;
+  core::Counter* held_;
   std::unique_ptr<MpTxRtl> rtl_;
   std::unique_ptr<MpTxLockstep> lockstep_;
   std::set<uint32_t> free_;
@@ -207,9 +226,9 @@ MpTxRtl* tx_impl_engine(MpTxImpl& impl) {
 
 std::unique_ptr<MpTxImpl> make_tx_impl(RxImplMode mode, const MpSenderParams& params, uint32_t seed,
                                        const std::string& nic, core::SimEnv& env,
-                                       uint64_t period_ps) {
+                                       const TxTiming& timing, uint64_t period_ps) {
   try {
-    return std::make_unique<TxNic>(mode, params, seed, nic, env, period_ps);
+    return std::make_unique<TxNic>(mode, params, seed, nic, env, timing, period_ps);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("nic " + nic + ": " + e.what() +
                                 "; run this NIC with nic.transport_impl model");

@@ -244,6 +244,7 @@ TxOutcome MpTxRtl::run(const TxOp& op) {
       pk.tx.retx = pk.kind != TxPacket::Kind::fresh;
       pk.probe = t.out_tx_probe;
       pk.timer = t.out_tx_timer;
+      pk.cycle = cycles_;
       o.packets.push_back(pk);
     }
     if (t.out_sync_pop) {

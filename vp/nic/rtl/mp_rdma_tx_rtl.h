@@ -46,6 +46,7 @@ struct TxPacket {
   enum class Kind : uint8_t { fresh, recovery, early } kind = Kind::fresh;
   bool probe = false;  // its path is a probe
   bool timer = false;  // clocked out by a timer, on a random path
+  uint64_t cycle = 0;  // the engine's cycle count when it came out
 };
 
 struct TxOutcome {

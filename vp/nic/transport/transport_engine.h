@@ -71,6 +71,10 @@ struct TxGrant {
   uint32_t psn = 0;
   uint16_t udp_sport = 0;
   bool retransmit = false;
+  // Not sending because the next packet is still in the engine (an RTL
+  // engine whose cycles the NIC charges) until this cycle: wake_at() says
+  // when to ask again. 0: nothing held.
+  uint64_t held_until = 0;
 };
 
 // The per-packet ACK fields of out-of-order engines (MP-RDMA Fig. 3, IRN's

@@ -271,6 +271,7 @@ void MpRdmaEngine::set_requester(const ConnParams& params) {
   if (tx_impl_) tx_impl_->start(params.qpn, *c.tx, sp, params.sq_psn);
   recount(c);
   c.fifo.clear();
+  c.hold_at = kNever;
   c.retry_left = params.retry_cnt;
   c.rnr_left = params.rnr_retry;
   c.rtos_seen = 0;
@@ -312,11 +313,17 @@ void MpRdmaEngine::mark_sync(uint32_t qpn, uint32_t psn) {
     c.tx->add_sync(psn);
 }
 
-TxGrant MpRdmaEngine::next_tx(uint32_t qpn, uint64_t /*now*/) {
+TxGrant MpRdmaEngine::next_tx(uint32_t qpn, uint64_t now) {
   Conn& c = conn(qpn);
   TxGrant g;
   while (!c.fifo.empty()) {
     const MpTx t = c.fifo.front();
+    if (t.at > now) {
+      // Still in the RTL engine (nic.rtl_timing charged): ask again then.
+      c.hold_at = t.at;
+      g.held_until = t.at;
+      break;
+    }
     c.fifo.pop_front();
     // Acknowledged while it waited (a retransmission overtaken by an ACK):
     // the message may be gone, and the receiver has it.
@@ -404,13 +411,22 @@ AckResult MpRdmaEngine::on_ack(uint32_t qpn, const AckEvent& ev, uint64_t now) {
 
 uint64_t MpRdmaEngine::wake_at(uint32_t qpn) const {
   const Conn& c = conn(qpn);
-  return c.tx ? c.tx->wake_at() : kNever;
+  return c.tx ? std::min(c.tx->wake_at(), c.hold_at) : kNever;
 }
 
 AckResult MpRdmaEngine::on_timer(uint32_t qpn, uint64_t now) {
   Conn& c = conn(qpn);
   AckResult r;
   if (!c.tx) return r;
+  if (c.hold_at <= now) {
+    // The wake-up for a held packet, not a deadline of the sender's: no
+    // operation for it (the golden model gets none either).
+    c.hold_at = kNever;
+    if (c.tx->wake_at() > now) {
+      r.tx_ready = !c.fifo.empty();
+      return r;
+    }
+  }
   const MpSender::Counters before = c.tx->counters();
   const bool was_recovering = c.tx->in_recovery();
   if (tx_impl_)

@@ -103,6 +103,9 @@ class MpRdmaEngine : public TransportEngine {
     bool rx_open = false;            // rx_impl_ holds this connection's receiver
     MpReceiver::Counters rx_counts;  // rx_impl_'s decisions, counted
     std::deque<MpTx> fifo;           // clocked out, waiting for the TX scheduler
+    // The cycle the head of `fifo` leaves the engine (MpTx::at) when the TX
+    // scheduler asked for it before: a wake-up then (wake_at). kNever: none.
+    uint64_t hold_at = kNever;
     uint8_t retry_left = 0;
     uint8_t rnr_left = 0;  // RNR waits left (rnr_retry 7: for ever)
     uint64_t rtos_seen = 0;

@@ -1,6 +1,7 @@
 // MP-RDMA in the engine registry.
 #include <mprdma/hw.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "vp/nic/nic_config.h"
@@ -44,7 +45,10 @@ std::unique_ptr<TransportEngine> make_engine(const NicConfig& cfg, core::SimEnv&
   if (rx) {
     rx_impl = rtl::make_rx_impl(*rx, MpRdmaConfig::kName, p.bitmap_slots, p.overflow_nack, cfg.name,
                                 env, cfg.period_ps());
-    tx_impl = rtl::make_tx_impl(*rx, p.sender, p.rng_seed, cfg.name, env, cfg.period_ps());
+    rtl::TxTiming timing;
+    timing.charged = cfg.rtl_timing == "charged";
+    timing.ack_stage_cycles = static_cast<uint64_t>(std::max<int64_t>(cfg.latency.ack_process, 0));
+    tx_impl = rtl::make_tx_impl(*rx, p.sender, p.rng_seed, cfg.name, env, timing, cfg.period_ps());
   }
   return std::make_unique<MpRdmaEngine>(p, &env.stats, "nic." + cfg.name + ".transport.",
                                         std::move(rx_impl), std::move(tx_impl));

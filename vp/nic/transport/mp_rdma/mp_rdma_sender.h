@@ -84,6 +84,10 @@ struct MpTx {
   uint32_t psn = 0;
   uint16_t vp = 0;
   bool retx = false;
+  // The NIC cycle from which it may leave: when an RTL engine whose cycles
+  // the NIC charges (nic.rtl_timing charged) clocked it out. 0: at once
+  // (the golden model decides in no time).
+  uint64_t at = 0;
 };
 
 // One connection's sender state as the RTL engine holds it in its context
