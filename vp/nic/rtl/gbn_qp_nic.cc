@@ -7,6 +7,7 @@
 
 #include "vp/nic/rtl/gbn_qp_lockstep.h"
 #include "vp/nic/rtl/gbn_qp_rtl.h"
+#include "vp/nic/rtl/rtl_nic_support.h"
 
 namespace mprdma::nic::rtl {
 
@@ -18,19 +19,13 @@ class GbnRtlEngine : public TransportEngine {
                uint64_t period_ps)
       : nic_(nic),
         env_(env),
+        waveform_(env, nic, "rtl-" + nic + ".fst"),
         ops_(&env.stats.counter("nic." + nic + ".transport.rtl.operations", "operations",
                                 "Operations the RTL go-back-N engine performed")),
         cycles_(&env.stats.counter("nic." + nic + ".transport.rtl.cycles", "cycles",
                                    "Cycles the RTL go-back-N engine was clocked (only while an "
                                    "operation was in it)")) {
-    auto w = env.rtl_traces.find(nic);
-    if (w != env.rtl_traces.end()) {
-      if (env.out_dir.empty())
-        throw std::invalid_argument("nic " + nic + ": RTL waveforms need an output directory");
-      window_ = w->second;
-      trace_path_ = env.out_dir + "/rtl-" + nic + ".fst";
-    }
-    const bool traceable = !trace_path_.empty();
+    const bool traceable = waveform_.wanted();
     period_ps_ = period_ps ? period_ps : 1;
     if (mode == RxImplMode::lockstep)
       lockstep_ = std::make_unique<GbnQpLockstep>(go_back_delay, 8, traceable);
@@ -146,7 +141,7 @@ class GbnRtlEngine : public TransportEngine {
     last_cycle_ = std::max(last_cycle_, op.now);
     ++*ops_;
     GbnQpRtl& e = engine();
-    if (!trace_path_.empty()) waveform(e, op.now);
+    waveform_.before(e, op.now, period_ps_);
     e.advance_to(op.now);
     const uint64_t c0 = e.cycles();
     GbnOutcome o;
@@ -167,38 +162,19 @@ class GbnRtlEngine : public TransportEngine {
     return o;
   }
 
-  void waveform(GbnQpRtl& e, uint64_t now) {
-    const uint64_t t = now * period_ps_;
-    if (!e.tracing() && !traced_ && t >= window_.from_ps && t <= window_.to_ps) {
-      e.advance_to(now);
-      e.trace_fst(trace_path_, period_ps_);
-      traced_ = true;
-    } else if (e.tracing() && t > window_.to_ps) {
-      e.close_trace();
-    }
-  }
-
   [[noreturn]] void diverged(const GbnOp& op, const std::string& report) {
     uint32_t qpn = 0;
     for (auto& [n, q] : qps_)
       if (q.row == op.row) qpn = n;
-    std::string msg = "nic " + nic_ + ", QP " + std::to_string(qpn) + " (context row " +
-                      std::to_string(op.row) + "): " + report;
-    if (!env_.out_dir.empty()) {
-      const std::string path = env_.out_dir + "/lockstep-" + nic_ + ".fst";
-      try {
-        const size_t n = lockstep_->replay_fst(path, period_ps_);
-        msg += "  waveform: " + path + " (the last " + std::to_string(n) +
-               " operations replayed from the RTL's own contexts, each at its cycle)\n";
-      } catch (const std::exception& e) {
-        msg += "  no waveform: " + std::string(e.what()) + "\n";
-      }
-    }
-    throw std::runtime_error(msg);
+    throw_divergence(env_, nic_, qpn, "context row", op.row, report, "lockstep-" + nic_ + ".fst",
+                     period_ps_, [this](const std::string& path, uint64_t period_ps) {
+                       return lockstep_->replay_fst(path, period_ps);
+                     });
   }
 
   std::string nic_;
   core::SimEnv& env_;
+  RtlWaveformWindow waveform_;
   core::Counter* ops_;
   core::Counter* cycles_;
   std::unique_ptr<GbnQpRtl> rtl_;
@@ -206,10 +182,7 @@ class GbnRtlEngine : public TransportEngine {
   std::set<uint32_t> free_;
   std::unordered_map<uint32_t, Qp> qps_;
   uint64_t last_cycle_ = 0;
-  core::SimEnv::TraceWindow window_;
-  std::string trace_path_;
   uint64_t period_ps_ = 4000;
-  bool traced_ = false;
 };
 
 }  // namespace

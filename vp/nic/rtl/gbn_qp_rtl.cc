@@ -7,13 +7,12 @@
 
 #include "mprdma/rtl_params.h"
 #include "vp/nic/rtl/rtl_words.h"
+#include "vp/nic/rtl/verilated_engine.h"
 // Verilator's headers and the code it generates are not ours to fix.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
 #include "Vgbn_qp_engine.h"
 #include "Vgbn_qp_engine___024root.h"
-#include "verilated.h"
-#include "verilated_fst_c.h"
 #pragma GCC diagnostic pop
 
 namespace mprdma::nic::rtl {
@@ -148,24 +147,10 @@ GbnQpRtl::GbnQpRtl(uint64_t go_back_delay_cycles, bool traceable)
                                 " cycles is beyond its timestamps");
   auto& t = *top_;
   t.cfg_go_back_delay = go_back_delay_cycles;
-  t.in_valid = 0;
-  t.rst_n = 0;
-  for (int i = 0; i < 2; ++i) {
-    t.clk = 1;
-    t.eval();
-    t.clk = 0;
-    t.eval();
-  }
-  t.rst_n = 1;
+  reset_engine(*top_);
 }
 
-GbnQpRtl::~GbnQpRtl() {
-  // See MpRxRtl::~MpRxRtl: the thread's context must be ours.
-  Verilated::threadContextp(vctx_.get());
-  close_trace();
-  top_->final();
-  top_.reset();
-}
+GbnQpRtl::~GbnQpRtl() { destroy_engine(vctx_.get(), trace_, top_); }
 
 uint32_t GbnQpRtl::rows() { return 1u << p::QP_IDX_W; }
 uint32_t GbnQpRtl::context_bits() { return p::GBN_CTX_W; }
@@ -241,11 +226,8 @@ GbnOutcome GbnQpRtl::run(const GbnOp& op) {
 }
 
 void GbnQpRtl::flip_context_bit(uint32_t row, uint32_t bit) {
-  if (row >= rows() || bit >= p::GBN_CTX_W)
-    throw std::out_of_range("GbnQpRtl: no bit " + std::to_string(bit) + " of row " +
-                            std::to_string(row));
-  auto& mem = top_->rootp->gbn_qp_engine__DOT__ctx_ram__DOT__mem;
-  mem[row][bit / 32] ^= 1u << (bit % 32);
+  flip_row_bit("GbnQpRtl", top_->rootp->gbn_qp_engine__DOT__ctx_ram__DOT__mem, rows(), p::GBN_CTX_W,
+               row, bit);
 }
 
 void GbnQpRtl::load_context(uint32_t row, const GbnContext& ctx) {
@@ -255,22 +237,10 @@ void GbnQpRtl::load_context(uint32_t row, const GbnContext& ctx) {
 }
 
 void GbnQpRtl::trace_fst(const std::string& path, uint64_t period_ps) {
-  if (!traceable_) throw std::logic_error("GbnQpRtl: waveforms need an engine made traceable");
-  close_trace();
-  {
-    std::ofstream probe(path, std::ios::binary | std::ios::trunc);
-    if (!probe) throw std::runtime_error("GbnQpRtl: cannot write the waveform file '" + path + "'");
-  }
+  open_fst("GbnQpRtl", traceable_, *top_, trace_, path);
   period_ps_ = period_ps ? period_ps : 1;
-  trace_ = std::make_unique<VerilatedFstC>();
-  top_->trace(trace_.get(), 99);
-  trace_->open(path.c_str());
 }
 
-void GbnQpRtl::close_trace() {
-  if (!trace_) return;
-  trace_->close();
-  trace_.reset();
-}
+void GbnQpRtl::close_trace() { close_fst(trace_); }
 
 }  // namespace mprdma::nic::rtl

@@ -6,13 +6,12 @@
 
 #include "mprdma/rtl_params.h"
 #include "vp/nic/rtl/rtl_words.h"
+#include "vp/nic/rtl/verilated_engine.h"
 // Verilator's headers and the code it generates are not ours to fix.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
 #include "Vmp_rdma_rx_engine.h"
 #include "Vmp_rdma_rx_engine___024root.h"
-#include "verilated.h"
-#include "verilated_fst_c.h"
 #pragma GCC diagnostic pop
 
 namespace mprdma::nic::rtl {
@@ -87,48 +86,17 @@ MpRxRtl::MpRxRtl(MpOverflowNack overflow_nack, bool traceable)
             std::make_unique<Vmp_rdma_rx_engine>(vctx_.get(), "mp_rdma_rx_engine"))),
       traceable_(traceable) {
   top_->cfg_overflow_nack_once = overflow_nack == MpOverflowNack::once_per_head;
-  top_->in_valid = 0;
-  top_->rst_n = 0;
-  for (int i = 0; i < 2; ++i) {
-    top_->clk = 1;
-    top_->eval();
-    top_->clk = 0;
-    top_->eval();
-  }
-  top_->rst_n = 1;
+  reset_engine(*top_);
 }
 
-MpRxRtl::~MpRxRtl() {
-  // A Verilated model's scopes unregister from the thread's current
-  // context, which is the last one made on this thread, not necessarily
-  // theirs (Verilator 5.006): with several engines per thread (one per
-  // NIC), point it at ours, or a model outliving another context would
-  // reach into freed memory.
-  Verilated::threadContextp(vctx_.get());
-  close_trace();
-  top_->final();
-  top_.reset();
-}
+MpRxRtl::~MpRxRtl() { destroy_engine(vctx_.get(), trace_, top_); }
 
 void MpRxRtl::trace_fst(const std::string& path, uint64_t period_ps) {
-  if (!traceable_) throw std::logic_error("MpRxRtl: waveforms need an engine made traceable");
-  close_trace();
-  {
-    // VerilatedFstC reports an unwritable file on stderr only: check first.
-    std::ofstream probe(path, std::ios::binary | std::ios::trunc);
-    if (!probe) throw std::runtime_error("MpRxRtl: cannot write the waveform file '" + path + "'");
-  }
+  open_fst("MpRxRtl", traceable_, *top_, trace_, path);
   period_ps_ = period_ps ? period_ps : 1;
-  trace_ = std::make_unique<VerilatedFstC>();
-  top_->trace(trace_.get(), 99);
-  trace_->open(path.c_str());
 }
 
-void MpRxRtl::close_trace() {
-  if (!trace_) return;
-  trace_->close();
-  trace_.reset();
-}
+void MpRxRtl::close_trace() { close_fst(trace_); }
 
 uint32_t MpRxRtl::rows() { return 1u << p::QP_IDX_W; }
 uint32_t MpRxRtl::slots() { return p::RX_SLOTS; }
@@ -194,11 +162,8 @@ std::optional<RxOutcome> MpRxRtl::clock(const RxOp* op) {
 }
 
 void MpRxRtl::flip_context_bit(uint32_t row, uint32_t bit) {
-  if (row >= rows() || bit >= p::RX_CTX_W)
-    throw std::out_of_range("MpRxRtl: no bit " + std::to_string(bit) + " of row " +
-                            std::to_string(row));
-  auto& mem = top_->rootp->mp_rdma_rx_engine__DOT__ctx_ram__DOT__mem;
-  mem[row][bit / 32] ^= 1u << (bit % 32);
+  flip_row_bit("MpRxRtl", top_->rootp->mp_rdma_rx_engine__DOT__ctx_ram__DOT__mem, rows(),
+               p::RX_CTX_W, row, bit);
 }
 
 void MpRxRtl::load_context(uint32_t row, const MpReceiverContext& ctx) {

@@ -7,6 +7,7 @@
 
 #include "vp/nic/rtl/mp_rdma_tx_lockstep.h"
 #include "vp/nic/rtl/mp_rdma_tx_rtl.h"
+#include "vp/nic/rtl/rtl_nic_support.h"
 
 namespace mprdma::nic::rtl {
 
@@ -18,6 +19,7 @@ class TxNic : public MpTxImpl {
         core::SimEnv& env, const TxTiming& timing, uint64_t period_ps)
       : nic_(nic),
         env_(env),
+        waveform_(env, nic, "rtl-tx-" + nic + ".fst"),
         timing_(timing),
         ops_(&env.stats.counter("nic." + nic + ".transport.rtl.tx_operations", "operations",
                                 "Operations the RTL sender engine performed")),
@@ -28,14 +30,7 @@ class TxNic : public MpTxImpl {
                                  "Cycles the RTL sender's packets left after the NIC's call "
                                  "for them (nic.rtl_timing charged): the engine's cycles beyond "
                                  "the ACK stage and its waits for itself, summed over packets")) {
-    auto w = env.rtl_traces.find(nic);
-    if (w != env.rtl_traces.end()) {
-      if (env.out_dir.empty())
-        throw std::invalid_argument("nic " + nic + ": RTL waveforms need an output directory");
-      window_ = w->second;
-      trace_path_ = env.out_dir + "/rtl-tx-" + nic + ".fst";
-    }
-    const bool traceable = !trace_path_.empty();
+    const bool traceable = waveform_.wanted();
     period_ps_ = period_ps ? period_ps : 1;
     if (mode == RxImplMode::lockstep)
       lockstep_ = std::make_unique<MpTxLockstep>(params, seed, 8, traceable);
@@ -144,7 +139,7 @@ class TxNic : public MpTxImpl {
     last_cycle_ = std::max(last_cycle_, op.now);
     ++*ops_;
     MpTxRtl& e = engine();
-    if (!trace_path_.empty()) waveform(e, op.now);
+    waveform_.before(e, op.now, period_ps_);
     // The cycle the operation enters the engine (if it is free by then):
     // an ACK's when its ACK stage starts, which the decision overlaps.
     const bool in_ack_stage = op.kind == TxOpKind::ack || op.kind == TxOpKind::rnr;
@@ -173,35 +168,17 @@ class TxNic : public MpTxImpl {
     return o;
   }
 
-  void waveform(MpTxRtl& e, uint64_t now) {
-    const uint64_t t = now * period_ps_;
-    if (!e.tracing() && !traced_ && t >= window_.from_ps && t <= window_.to_ps) {
-      e.advance_to(now);
-      e.trace_fst(trace_path_, period_ps_);
-      traced_ = true;
-    } else if (e.tracing() && t > window_.to_ps) {
-      e.close_trace();
-    }
-  }
-
   [[noreturn]] void diverged(uint32_t qpn, const TxOp& op, const std::string& report) {
-    std::string msg = "nic " + nic_ + ", QP " + std::to_string(qpn) + " (sender context row " +
-                      std::to_string(op.row) + "): " + report;
-    if (!env_.out_dir.empty()) {
-      const std::string path = env_.out_dir + "/lockstep-tx-" + nic_ + ".fst";
-      try {
-        const size_t n = lockstep_->replay_fst(path, period_ps_);
-        msg += "  waveform: " + path + " (the last " + std::to_string(n) +
-               " operations replayed from the RTL's own contexts, each at its cycle)\n";
-      } catch (const std::exception& e) {
-        msg += "  no waveform: " + std::string(e.what()) + "\n";
-      }
-    }
-    throw std::runtime_error(msg);
+    throw_divergence(env_, nic_, qpn, "sender context row", op.row, report,
+                     "lockstep-tx-" + nic_ + ".fst", period_ps_,
+                     [this](const std::string& path, uint64_t period_ps) {
+                       return lockstep_->replay_fst(path, period_ps);
+                     });
   }
 
   std::string nic_;
   core::SimEnv& env_;
+  RtlWaveformWindow waveform_;
   TxTiming timing_;
   core::Counter* ops_;
   core::Counter* cycles_;
@@ -211,10 +188,7 @@ class TxNic : public MpTxImpl {
   std::set<uint32_t> free_;
   std::unordered_map<uint32_t, Row> rows_;
   uint64_t last_cycle_ = 0;
-  core::SimEnv::TraceWindow window_;
-  std::string trace_path_;
   uint64_t period_ps_ = 4000;
-  bool traced_ = false;
 };
 
 }  // namespace

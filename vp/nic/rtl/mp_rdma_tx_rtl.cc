@@ -7,13 +7,12 @@
 
 #include "mprdma/rtl_params.h"
 #include "vp/nic/rtl/rtl_words.h"
+#include "vp/nic/rtl/verilated_engine.h"
 // Verilator's headers and the code it generates are not ours to fix.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
 #include "Vmp_rdma_tx_engine.h"
 #include "Vmp_rdma_tx_engine___024root.h"
-#include "verilated.h"
-#include "verilated_fst_c.h"
 #pragma GCC diagnostic pop
 
 namespace mprdma::nic::rtl {
@@ -154,25 +153,11 @@ MpTxRtl::MpTxRtl(const MpSenderParams& s, uint32_t seed, bool traceable)
   t.cfg_rto = static_cast<uint32_t>(s.rto_cycles);
   t.cfg_vp_mask = s.vp_mask;
   t.cfg_seed = seed;
-  t.in_valid = 0;
   t.in_sync_valid = 0;
-  t.rst_n = 0;
-  for (int i = 0; i < 2; ++i) {
-    t.clk = 1;
-    t.eval();
-    t.clk = 0;
-    t.eval();
-  }
-  t.rst_n = 1;
+  reset_engine(*top_);
 }
 
-MpTxRtl::~MpTxRtl() {
-  // See MpRxRtl::~MpRxRtl: the thread's context must be ours.
-  Verilated::threadContextp(vctx_.get());
-  close_trace();
-  top_->final();
-  top_.reset();
-}
+MpTxRtl::~MpTxRtl() { destroy_engine(vctx_.get(), trace_, top_); }
 
 uint32_t MpTxRtl::rows() { return 1u << p::QP_IDX_W; }
 uint32_t MpTxRtl::context_bits() { return p::TX_CTX_W; }
@@ -293,11 +278,8 @@ TxOutcome MpTxRtl::run(const TxOp& op) {
 uint32_t MpTxRtl::rng() const { return top_->rootp->mp_rdma_tx_engine__DOT__rng; }
 
 void MpTxRtl::flip_context_bit(uint32_t row, uint32_t bit) {
-  if (row >= rows() || bit >= p::TX_CTX_W)
-    throw std::out_of_range("MpTxRtl: no bit " + std::to_string(bit) + " of row " +
-                            std::to_string(row));
-  auto& mem = top_->rootp->mp_rdma_tx_engine__DOT__ctx_ram__DOT__mem;
-  mem[row][bit / 32] ^= 1u << (bit % 32);
+  flip_row_bit("MpTxRtl", top_->rootp->mp_rdma_tx_engine__DOT__ctx_ram__DOT__mem, rows(),
+               p::TX_CTX_W, row, bit);
 }
 
 void MpTxRtl::load_context(uint32_t row, const MpSenderContext& ctx) {
@@ -307,22 +289,10 @@ void MpTxRtl::load_context(uint32_t row, const MpSenderContext& ctx) {
 }
 
 void MpTxRtl::trace_fst(const std::string& path, uint64_t period_ps) {
-  if (!traceable_) throw std::logic_error("MpTxRtl: waveforms need an engine made traceable");
-  close_trace();
-  {
-    std::ofstream probe(path, std::ios::binary | std::ios::trunc);
-    if (!probe) throw std::runtime_error("MpTxRtl: cannot write the waveform file '" + path + "'");
-  }
+  open_fst("MpTxRtl", traceable_, *top_, trace_, path);
   period_ps_ = period_ps ? period_ps : 1;
-  trace_ = std::make_unique<VerilatedFstC>();
-  top_->trace(trace_.get(), 99);
-  trace_->open(path.c_str());
 }
 
-void MpTxRtl::close_trace() {
-  if (!trace_) return;
-  trace_->close();
-  trace_.reset();
-}
+void MpTxRtl::close_trace() { close_fst(trace_); }
 
 }  // namespace mprdma::nic::rtl
