@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
+
 namespace mprdma::core {
 namespace {
 
@@ -258,12 +260,7 @@ TEST(ConfigYaml, AllErrorsAreCollectedInFileOrder) {
 class ConfigFile : public ::testing::Test {
  protected:
   std::string write(const std::string& name, const std::string& text) {
-    // Unique per test and process: ctest runs cases in parallel.
-    std::string path = ::testing::TempDir() + "/" +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-                       std::to_string(::getpid()) + "_" + name;
-    std::ofstream(path) << text;
-    return path;
+    return test::write_temp(name, text);
   }
 };
 

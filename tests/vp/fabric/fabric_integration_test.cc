@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
 #include "support/sim_test.h"
 #include "vp/core/results.h"
 #include "vp/platform/platform.h"
@@ -23,10 +24,7 @@
 namespace mprdma::platform {
 namespace {
 
-std::string temp_path(const std::string& suffix) {
-  return testing::TempDir() + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-         std::to_string(getpid()) + suffix;
-}
+using test::temp_path;
 
 ScenarioConfig load_text(const std::string& text) {
   const std::string path = temp_path(".yaml");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
 #include "support/sim_test.h"
 #include "vp/core/config.h"
 #include "vp/platform/scenario.h"
@@ -22,13 +23,7 @@ namespace {
 
 using platform::ScenarioConfig;
 
-std::string write_temp(const std::string& text) {
-  const std::string path = testing::TempDir() +
-                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-                           std::to_string(getpid()) + ".yaml";
-  std::ofstream(path) << text;
-  return path;
-}
+std::string write_temp(const std::string& text) { return test::write_temp("fabric.yaml", text); }
 
 ScenarioConfig load(const std::string& text) { return platform::load_scenario(write_temp(text)); }
 
