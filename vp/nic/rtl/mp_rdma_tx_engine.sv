@@ -9,9 +9,13 @@
 // packet, path and context field here must equal its own for the same
 // inputs.
 //
-// One operation at a time (the NIC's calls into its transport are
-// synchronous: the next one comes when this one is done):
+// One operation at a time, the next taken in the last cycle of this one
+// (a pipelined read-modify-write: the next row is read while this one is
+// written back):
 //   edge 0      the operation is taken (in_ready, in_valid), its row read;
+//               if the operation before was on the same row and is being
+//               written back at this edge, the RAM returns the old row and
+//               PRE takes the write-back register instead (forwarding);
 //   edge 1      PRE: the ACK, RNR NACK, timer or new data is applied to the
 //               row (snd_una, window, recovery, deadlines) and the number
 //               of packets it may clock out is fixed; an ACK that grows
@@ -20,22 +24,30 @@
 //   edges 2..   EMIT: one packet per cycle (out_tx_*), each the golden
 //               model's pick(): a recovery retransmission, new data or an
 //               early retransmission, on the ACK's path or a random one;
-//   AFTER       burst timer, the synchronise release (which may clock out
-//               a second run of packets), write-back and out_done with the
-//               row, the events and the connection's next deadline; when a
-//               synchronise message waits, its release time needs
-//               alpha x delta x RTT / cwnd: 9 more cycles (WAKE) on the
-//               second divider.
-// An operation takes 3 cycles, plus one per packet (and one when a pick
-// finds nothing), plus 4 when the window grows, plus 9 when a
-// synchronise message waits at its end. No combinational divider: each
+//   AFTER       burst timer and the synchronise release (which may clock
+//               out a second run of packets); in the last cycle out_done
+//               is high with the row, the events and the connection's next
+//               deadline, and its edge writes the row back and may take the
+//               next operation; when a synchronise message waits, its
+//               release time needs alpha x delta x RTT / cwnd: the row is
+//               written back, and 9 more cycles (WAKE) on the second
+//               divider end with out_done.
+// An operation occupies the engine 2 cycles, plus one per packet (and one
+// when a pick finds nothing), plus 4 when the window grows, plus 9 when
+// a synchronise message waits at its end; its results come one cycle
+// later than the last of these, in the cycle the next operation is taken. No combinational divider: each
 // would cost thousands of LUTs; the synchronise check is a multiply-compare
 // and the probing draw's modulo a multiply by a reciprocal.
 //
 // The synchronise messages' first PSNs are the message layer's (a FIFO
-// outside the engine): its head comes in on in_sync_*, and out_sync_pop
-// says the head has been sent; the FIFO shows the next head before the
-// following edge.
+// outside the engine): its head comes in on in_sync_*, registered at every
+// edge, and out_sync_pop says the head has been sent; the FIFO shows the
+// next head before the following edge, so the engine waits out the cycle
+// after a pop (one cycle per synchronise message).
+//
+// The configuration (cfg_*) is sampled while reset is held, as firmware
+// programs a block's registers before enabling it: no decision path
+// starts at an input pin.
 `default_nettype none
 
 module mp_rdma_tx_engine #(
@@ -45,7 +57,7 @@ module mp_rdma_tx_engine #(
     input wire logic clk,
     input wire logic rst_n,
 
-    // Configuration (nic.mp_rdma.*), static while operations run.
+    // Configuration (nic.mp_rdma.*), sampled while rst_n is low.
     input wire logic [31:0] cfg_iw,  // initial window, packets
     input wire logic [mprdma_rtl_pkg::PSN_W-1:0] cfg_delta,  // out-of-order target delta, PSNs
     input wire logic cfg_ooo_control,  // prune ACKs from slow paths
@@ -82,7 +94,7 @@ module mp_rdma_tx_engine #(
     input wire logic [31:0] in_backlog,  // ACK: packets clocked out but not yet on the wire
     input wire logic [mprdma_rtl_pkg::TIME_W-1:0] in_until,  // RNR: the end of the receiver's wait
 
-    // Head of the message layer's FIFO of synchronise PSNs (live).
+    // Head of the message layer's FIFO of synchronise PSNs (registered).
     input wire logic in_sync_valid,
     input wire logic [mprdma_rtl_pkg::PSN_W-1:0] in_sync_psn,
     output logic out_sync_pop,  // the head was sent this cycle
@@ -95,7 +107,8 @@ module mp_rdma_tx_engine #(
     output logic out_tx_probe,  // its path is a probe (a new random one)
     output logic out_tx_timer,  // clocked out by a timer on a random path, not by an ACK
 
-    // The operation is done: one cycle, with what it did.
+    // The operation ends in this cycle, with what it did (valid while
+    // out_done is high; the edge that ends the cycle may take the next).
     output logic out_done,
     output logic [mprdma_rtl_pkg::TX_OP_W-1:0] out_op,
     output logic [QP_W-1:0] out_qp,
@@ -199,6 +212,40 @@ module mp_rdma_tx_engine #(
   logic recovering, burst_valid, rto_valid, ever_sent, sync_armed;
   logic [TW-1:0] last_send, burst_at, next_probe, rto_at, hold_until, prev_msg_sent;
 
+  // ---- configuration registers (cfg_* as reset left them) ----
+  logic [31:0] csr_iw, csr_probe_ppm, csr_max_per_ack, csr_rtt, csr_rto;
+  logic [PSN_W-1:0] csr_delta;
+  logic csr_ooo_control, csr_strict_recovery, csr_window_reduction;
+  logic [63:0] csr_idle_cycles, csr_sync_num;
+  logic [VP_W-1:0] csr_vp_mask;
+  always_ff @(posedge clk)
+    if (!rst_n) begin
+      csr_iw <= cfg_iw;
+      csr_delta <= cfg_delta;
+      csr_ooo_control <= cfg_ooo_control;
+      csr_strict_recovery <= cfg_strict_recovery;
+      csr_window_reduction <= cfg_window_reduction;
+      csr_probe_ppm <= cfg_probe_ppm;
+      csr_max_per_ack <= cfg_max_per_ack;
+      csr_rtt <= cfg_rtt;
+      csr_idle_cycles <= cfg_idle_cycles;
+      csr_sync_num <= cfg_sync_num;
+      csr_rto <= cfg_rto;
+      csr_vp_mask <= cfg_vp_mask;
+    end
+
+  // ---- the synchronise head, registered ----
+  // As the FIFO showed it at the last edge. After a pop (out_sync_pop high)
+  // that is the head just sent: EMIT and AFTER wait for the next one.
+  logic sync_v;
+  logic [PSN_W-1:0] sync_psn;
+  always_ff @(posedge clk) begin
+    sync_v <= in_sync_valid;
+    sync_psn <= in_sync_psn;
+  end
+  logic head_wait;
+  assign head_wait = out_sync_pop;
+
   // ---- the FSM ----
   // (Plain codes, not enums: Yosys 0.23 reads these.)
   localparam logic [2:0] S_IDLE = 3'd0;
@@ -236,16 +283,19 @@ module mp_rdma_tx_engine #(
   logic ev_rnr_fresh;
   logic [1:0] ev_sync_waits;
 
-  assign in_ready = st == S_IDLE;
+  // The operation ends in this cycle (see `last` below): the next may be
+  // taken at its edge.
+  logic last;
+  assign in_ready = st == S_IDLE || last;
 
   logic [TX_CTX_W-1:0] ram_rd_data, row_out;
   logic ram_wr_en;
-  // Written at the edge that ends AFTER, so the next operation, taken one
-  // cycle later, reads it: one operation at a time needs no forwarding.
+  // Written at the edge that ends the operation's last AFTER cycle, the edge
+  // that may take the next operation and read its row.
   logic a_release, a_burst_valid, a_sync_armed;
   logic [AW-1:0] a_release_run;
   logic [TW-1:0] a_burst_at;
-  assign ram_wr_en = st == S_AFTER && !(a_release && a_release_run != '0);
+  assign ram_wr_en = st == S_AFTER && !head_wait && !(a_release && a_release_run != '0);
   mprdma_ctx_ram #(
       .WIDTH (TX_CTX_W),
       .ADDR_W(QP_W)
@@ -258,6 +308,12 @@ module mp_rdma_tx_engine #(
       .wr_addr(qp),
       .wr_data(row_out)
   );
+  // Forwarding: the row written back at the edge that took this operation
+  // (wb_row) replaces what the RAM read for it when both are the same row
+  // (the RAM returns the old row then).
+  logic [TX_CTX_W-1:0] wb_row, row_in;
+  logic fwd;
+  assign row_in = fwd ? wb_row : ram_rd_data;
   // (A deadline that is not running is stored as 0.)
   assign row_out = {
     a_sync_armed,
@@ -308,7 +364,7 @@ module mp_rdma_tx_engine #(
   logic [TW-1:0] r_last_send, r_burst_at, r_next_probe, r_rto_at, r_hold_until, r_prev_msg_sent;
   assign {r_sync_armed, r_prev_msg_sent, r_hold_until, r_ever_sent, r_rto_at, r_rto_valid,
           r_next_probe, r_burst_at, r_burst_valid, r_last_send, r_early, r_nack_head, r_retx,
-          r_recovery, r_recovering, r_ooh, r_inflate, r_cwnd, r_max, r_nxt, r_una} = ram_rd_data;
+          r_recovery, r_recovering, r_ooh, r_inflate, r_cwnd, r_max, r_nxt, r_una} = row_in;
 
   // The fields after PRE, the run it starts and its events.
   logic [PSN_W-1:0] p_una, p_nxt, p_max, p_ooh, p_recovery, p_retx, p_nack_head, p_early;
@@ -364,8 +420,8 @@ module mp_rdma_tx_engine #(
       .clk,
       .rst_n,
       .start(wake_start),
-      .rem_init({16'b0, cfg_sync_num[63:48]}),
-      .dividend(cfg_sync_num[47:0]),
+      .rem_init({16'b0, csr_sync_num[63:48]}),
+      .dividend(csr_sync_num[47:0]),
       .divisor(cwnd),
       .busy(wake_busy),
       .done(wake_done),
@@ -421,7 +477,7 @@ module mp_rdma_tx_engine #(
         p_una = op_psn;
         p_nxt = op_psn;
         p_max = op_psn;
-        p_cwnd = initial_cwnd(cfg_iw);
+        p_cwnd = initial_cwnd(csr_iw);
         p_inflate = '0;
         p_ooh = op_psn - 1'b1;
         p_recovering = 1'b0;
@@ -447,17 +503,17 @@ module mp_rdma_tx_engine #(
           p_after = A_SET_MAX;
           if (r_una == r_nxt && !r_recovering) begin
             // No ACK will come to clock anything out.
-            idle = !r_ever_sent || 64'(idle_for) >= cfg_idle_cycles;
+            idle = !r_ever_sent || 64'(idle_for) >= csr_idle_cycles;
             if (idle) begin
               // (Re)start from the initial window on random paths.
               p_restart = r_ever_sent;
-              p_cwnd = initial_cwnd(cfg_iw);
+              p_cwnd = initial_cwnd(csr_iw);
               p_inflate = '0;
               p_run = budget(awnd_of(p_cwnd, p_inflate, r_nxt, r_una), {AW{1'b1}} >> 1);
               p_why = WHY_START;
               p_after = A_NONE;
             end else begin
-              p_run = budget(awnd_of(r_cwnd, r_inflate, r_nxt, r_una), AW'(cfg_max_per_ack));
+              p_run = budget(awnd_of(r_cwnd, r_inflate, r_nxt, r_una), AW'(csr_max_per_ack));
               p_why = WHY_TIMER;
             end
           end
@@ -477,7 +533,7 @@ module mp_rdma_tx_engine #(
             if (psn_lt(p_retx, p_una)) p_retx = p_una;
             if (psn_lt(p_early, p_una)) p_early = p_una;
             p_rto_valid = p_una != r_nxt;
-            p_rto_at = now + TW'(cfg_rto);
+            p_rto_at = now + TW'(csr_rto);
           end
           if (op_nack) begin
             // Go back to the PSN the receiver names (not below snd_una).
@@ -496,7 +552,7 @@ module mp_rdma_tx_engine #(
             end
           end else begin
             if (psn_lt(r_ooh, op_sack)) p_ooh = op_sack;
-            if (cfg_ooo_control && !op_retx && psn_lt(op_sack, p_ooh - cfg_delta)) begin
+            if (csr_ooo_control && !op_retx && psn_lt(op_sack, p_ooh - csr_delta)) begin
               // From far behind the fastest path: a slow path. Shrink the
               // window and send nothing on it.
               p_pruned = 1'b1;
@@ -505,12 +561,12 @@ module mp_rdma_tx_engine #(
               awnd = awnd_of(p_cwnd, p_inflate, p_nxt, p_una);
               if (!awnd[AW-1] && awnd != '0 && (p_recovering || psn_lt(p_nxt, p_max))) begin
                 p_burst_valid = 1'b1;
-                p_burst_at = now + TW'(cfg_rtt[31:1]);
+                p_burst_at = now + TW'(csr_rtt[31:1]);
               end
             end else if (op_ece) begin
               p_ece = 1'b1;
               p_cwnd = cwnd_add(r_cwnd, -(AW'(ONE) >> 1));
-            end else if (op_backlog <= cfg_max_per_ack) begin
+            end else if (op_backlog <= csr_max_per_ack) begin
               p_grows = 1'b1;
               growth = AW'(grow_q);
               p_cwnd = cwnd_add(r_cwnd, growth);
@@ -519,7 +575,7 @@ module mp_rdma_tx_engine #(
           if (!p_pruned) begin
             if (p_recovering && !psn_lt(p_una, p_recovery)) p_recovering = 1'b0;
             p_run = budget(awnd_of(p_cwnd, p_inflate, p_nxt, p_una),
-                           op_nack || op_retx ? AW'(1) : AW'(cfg_max_per_ack));
+                           op_nack || op_retx ? AW'(1) : AW'(csr_max_per_ack));
             p_why = WHY_ACK;
             p_after = A_ACK;
           end
@@ -539,7 +595,7 @@ module mp_rdma_tx_engine #(
             if (psn_lt(p_retx, p_una)) p_retx = p_una;
             if (psn_lt(p_early, p_una)) p_early = p_una;
             p_rto_valid = p_una != r_nxt;
-            p_rto_at = now + TW'(cfg_rto);
+            p_rto_at = now + TW'(csr_rto);
           end
           stale = psn_lt(op_sack, p_una);
           if (!stale) begin
@@ -556,7 +612,7 @@ module mp_rdma_tx_engine #(
             p_retx = p_una;
             p_burst_valid = 1'b0;
             p_rto_valid = 1'b1;
-            p_rto_at = p_hold_until + TW'(cfg_rto);
+            p_rto_at = p_hold_until + TW'(csr_rto);
           end
         end else begin
           p_ignored = 1'b1;
@@ -572,7 +628,7 @@ module mp_rdma_tx_engine #(
             p_hold_until = '0;
             p_burst_valid = 1'b0;
             p_rto_valid = 1'b1;
-            p_rto_at = now + TW'(cfg_rto);
+            p_rto_at = now + TW'(csr_rto);
             p_run = (awnd[AW-1] || awnd == '0) ? AW'(1) : awnd;
           end
         end else if (r_rto_valid && r_rto_at <= now && r_una != r_nxt) begin
@@ -582,12 +638,12 @@ module mp_rdma_tx_engine #(
           p_recovery = r_nxt;
           p_retx = r_una;
           p_early = r_nxt;
-          p_cwnd = initial_cwnd(cfg_iw);
+          p_cwnd = initial_cwnd(csr_iw);
           inflight = psn_diff(r_nxt, r_una);
           p_inflate = inflight[INFL_W-1:0];
           p_burst_valid = 1'b0;
           p_rto_valid = 1'b1;
-          p_rto_at = now + TW'(cfg_rto);
+          p_rto_at = now + TW'(csr_rto);
           p_run = budget(awnd_of(p_cwnd, p_inflate, r_nxt, r_una), {AW{1'b1}} >> 1);
         end else begin
           if (r_rto_valid && r_rto_at <= now) p_rto_valid = 1'b0;  // nothing to resend
@@ -627,11 +683,11 @@ module mp_rdma_tx_engine #(
       e_psn = retx;
       e_kind = KIND_RECOVERY;
       e_retx = retx + 1'b1;
-    end else if (recovering && cfg_strict_recovery) begin
+    end else if (recovering && csr_strict_recovery) begin
       e_ok = 1'b0;
     end else if (psn_lt(nxt, snd_max)) begin
       if (sync_blocked(
-              nxt, in_sync_psn, in_sync_valid, ever_sent, now, prev_msg_sent, cwnd, cfg_sync_num
+              nxt, sync_psn, sync_v, ever_sent, now, prev_msg_sent, cwnd, csr_sync_num
           )) begin
         e_sync_armed = 1'b1;  // wake at its release time
       end else begin
@@ -673,21 +729,21 @@ module mp_rdma_tx_engine #(
     e_rng = rng;
     e_vp = op_vp;
     if (why != WHY_ACK) begin
-      e_vp = op_vp_base | (rng1[VP_W-1:0] & cfg_vp_mask);
+      e_vp = op_vp_base | (rng1[VP_W-1:0] & csr_vp_mask);
       e_rng = rng1;
     end else if (e_probe_due) begin
       e_rng = rng1;
-      if (draw < cfg_probe_ppm) begin
+      if (draw < csr_probe_ppm) begin
         e_probe = 1'b1;
-        e_vp = op_vp_base | (rng2[VP_W-1:0] & cfg_vp_mask);
+        e_vp = op_vp_base | (rng2[VP_W-1:0] & csr_vp_mask);
         e_rng = rng2;
       end
     end
   end
   // When nothing is picked: a synchronise wait, or use it or lose it.
   logic e_sync_wait, e_reduce;
-  assign e_sync_wait = in_sync_valid && in_sync_psn == nxt && psn_lt(nxt, snd_max);
-  assign e_reduce = !e_sync_wait && why == WHY_ACK && !holding && cfg_window_reduction;
+  assign e_sync_wait = sync_v && sync_psn == nxt && psn_lt(nxt, snd_max);
+  assign e_reduce = !e_sync_wait && why == WHY_ACK && !holding && csr_window_reduction;
 
   // ---- AFTER ----
   logic [AW-1:0] a_awnd;
@@ -695,8 +751,8 @@ module mp_rdma_tx_engine #(
   logic a_window_open;
   assign a_window_open = !a_awnd[AW-1] && a_awnd != '0;
   assign a_release = after == A_SYNC && sync_armed &&
-      !sync_blocked(nxt, in_sync_psn, in_sync_valid, ever_sent, now, prev_msg_sent, cwnd, cfg_sync_num);
-  assign a_release_run = budget(a_awnd, AW'(cfg_max_per_ack));
+      !sync_blocked(nxt, sync_psn, sync_v, ever_sent, now, prev_msg_sent, cwnd, csr_sync_num);
+  assign a_release_run = budget(a_awnd, AW'(csr_max_per_ack));
   // The burst timer as AFTER leaves it.
   always_comb begin
     a_burst_valid = burst_valid;
@@ -704,7 +760,7 @@ module mp_rdma_tx_engine #(
     if ((after == A_ACK && a_window_open && (recovering || psn_lt(nxt, snd_max))) ||
         (after == A_SET_MAX && a_window_open && !burst_valid)) begin
       a_burst_valid = 1'b1;
-      a_burst_at = now + TW'(cfg_rtt[31:1]);
+      a_burst_at = now + TW'(csr_rtt[31:1]);
     end
   end
   // The connection's next deadline (MpSender::wake_at()).
@@ -738,33 +794,50 @@ module mp_rdma_tx_engine #(
   assign grow_start = st == S_PRE && p_grows;
   assign wake_start = st == S_AFTER && ram_wr_en && a_wake_sync;
 
+  // ---- the end of an operation: results, and the next taken ----
+  assign last = (st == S_AFTER && !head_wait && !(a_release && a_release_run != '0) &&
+                 !a_wake_sync) ||
+      (st == S_WAKE && wake_done);
+  // The deadline AFTER computed (WAKE adds the synchronise release to it).
+  logic wk_valid;
+  logic [63:0] wk;
+  assign out_done = last;
+  assign out_op = op;
+  assign out_qp = qp;
+  assign out_ev_ignored = ev_ignored;
+  assign out_ev_pruned = ev_pruned;
+  assign out_ev_ece = ev_ece;
+  assign out_ev_recovery = ev_recovery;
+  assign out_ev_rto = ev_rto;
+  assign out_ev_restart = ev_restart;
+  assign out_ev_window_reduction = ev_window_reduction;
+  assign out_ev_sync_waits = ev_sync_waits;
+  assign out_ev_rnr_fresh = ev_rnr_fresh;
+  assign out_rng = rng;
+  // (row_out holds through WAKE: AFTER's edge stored what it computed from
+  // the same registers and `now`.)
+  assign out_ctx = row_out;
+  always_comb begin
+    if (st == S_WAKE) begin
+      out_wake_valid = 1'b1;
+      out_wake = !wk_valid || sync_at < wk ? sync_at : wk;
+    end else begin
+      out_wake_valid = a_wake_valid;
+      out_wake = a_wake;
+    end
+  end
+
   // ---- the sequential part ----
   always_ff @(posedge clk) begin
     out_tx_valid <= 1'b0;
     out_sync_pop <= 1'b0;
-    out_done <= 1'b0;
+    if (ram_wr_en) wb_row <= row_out;
     if (!rst_n) begin
       st <= S_IDLE;
       rng <= cfg_seed == '0 ? 32'h9E37_79B9 : cfg_seed;
-    end else begin
+    end else if (!head_wait) begin
       case (st)
-        S_IDLE:
-        if (in_valid) begin
-          op <= in_op;
-          qp <= in_qp;
-          now <= in_now;
-          op_psn <= in_psn;
-          op_vp <= in_vp;
-          op_vp_base <= in_vp_base;
-          op_sack <= in_sack;
-          op_aack <= in_aack;
-          op_ece <= in_ece;
-          op_retx <= in_retx;
-          op_nack <= in_nack;
-          op_backlog <= in_backlog;
-          op_until <= in_until;
-          st <= S_PRE;
-        end
+        S_IDLE: ;  // (taken below)
 
         S_PRE, S_GROW:
         if (st == S_PRE && p_grows) begin
@@ -819,16 +892,16 @@ module mp_rdma_tx_engine #(
             retx <= e_retx;
             nxt <= e_nxt;
             rng <= e_rng;
-            if (e_probe_due) next_probe <= now + TW'(cfg_rtt);
+            if (e_probe_due) next_probe <= now + TW'(csr_rtt);
             last_send <= now;
             ever_sent <= 1'b1;
             if (!rto_valid) begin
               rto_valid <= 1'b1;
-              rto_at <= now + TW'(cfg_rto);
+              rto_at <= now + TW'(csr_rto);
             end
             if (e_kind == KIND_NEW) begin
               prev_msg_sent <= now;
-              out_sync_pop <= in_sync_valid && in_sync_psn == e_psn;
+              out_sync_pop <= sync_v && sync_psn == e_psn;
             end
             out_tx_valid <= 1'b1;
             out_tx_psn <= e_psn;
@@ -859,40 +932,37 @@ module mp_rdma_tx_engine #(
             after <= A_NONE;
             st <= S_EMIT;
           end else begin
-            // Written back now (ram_wr_en); done now, or once the divider
-            // has the synchronise release time.
-            out_done <= !a_wake_sync;
-            out_op <= op;
-            out_qp <= qp;
-            out_ev_ignored <= ev_ignored;
-            out_ev_pruned <= ev_pruned;
-            out_ev_ece <= ev_ece;
-            out_ev_recovery <= ev_recovery;
-            out_ev_rto <= ev_rto;
-            out_ev_restart <= ev_restart;
-            out_ev_window_reduction <= ev_window_reduction;
-            out_ev_sync_waits <= ev_sync_waits;
-            out_ev_rnr_fresh <= ev_rnr_fresh;
-            out_wake_valid <= a_wake_valid;
-            out_wake <= a_wake;
-            out_rng <= rng;
-            out_ctx <= row_out;
+            // The last cycle (out_done), or the row is written back and
+            // the divider computes the synchronise release time.
+            wk_valid <= a_wake_valid;
+            wk <= a_wake;
             st <= a_wake_sync ? S_WAKE : S_IDLE;
           end
         end
 
-        S_WAKE:
-        if (wake_done) begin
-          out_done <= 1'b1;
-          if (!out_wake_valid || sync_at < out_wake) begin
-            out_wake_valid <= 1'b1;
-            out_wake <= sync_at;
-          end
-          st <= S_IDLE;
-        end
+        S_WAKE: if (wake_done) st <= S_IDLE;
 
         default: st <= S_IDLE;
       endcase
+      // Taken when idle or in the last cycle of the operation before (this
+      // overrides that cycle's next state).
+      if (in_valid && in_ready) begin
+        op <= in_op;
+        qp <= in_qp;
+        now <= in_now;
+        op_psn <= in_psn;
+        op_vp <= in_vp;
+        op_vp_base <= in_vp_base;
+        op_sack <= in_sack;
+        op_aack <= in_aack;
+        op_ece <= in_ece;
+        op_retx <= in_retx;
+        op_nack <= in_nack;
+        op_backlog <= in_backlog;
+        op_until <= in_until;
+        fwd <= ram_wr_en && in_qp == qp;
+        st <= S_PRE;
+      end
     end
   end
 endmodule

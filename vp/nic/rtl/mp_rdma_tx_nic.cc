@@ -29,7 +29,13 @@ class TxNic : public MpTxImpl {
         held_(&env.stats.counter("nic." + nic + ".transport.rtl.tx_held_cycles", "cycles",
                                  "Cycles the RTL sender's packets left after the NIC's call "
                                  "for them (nic.rtl_timing charged): the engine's cycles beyond "
-                                 "the ACK stage and its waits for itself, summed over packets")) {
+                                 "the ACK stage and its waits for itself, summed over packets")),
+        back_to_back_(&env.stats.counter(
+            "nic." + nic + ".transport.rtl.tx_back_to_back", "operations",
+            "Sender operations the engine took in the last cycle of the one before")),
+        forwarded_(&env.stats.counter("nic." + nic + ".transport.rtl.tx_forwarded", "operations",
+                                      "Back-to-back sender operations on the row being written "
+                                      "back, which took it from the write-back register")) {
     const bool traceable = waveform_.wanted();
     period_ps_ = period_ps ? period_ps : 1;
     if (mode == RxImplMode::lockstep)
@@ -145,7 +151,7 @@ class TxNic : public MpTxImpl {
     const bool in_ack_stage = op.kind == TxOpKind::ack || op.kind == TxOpKind::rnr;
     const uint64_t overlap = timing_.charged && in_ack_stage ? timing_.ack_stage_cycles : 0;
     e.advance_to(op.now - std::min(op.now, overlap));
-    const uint64_t c0 = e.cycles();
+    const uint64_t c0 = e.cycles(), b0 = e.overlapped_ops(), f0 = e.forwarded_ops();
     TxOutcome o;
     if (rtl_) {
       o = rtl_->run(op);
@@ -154,6 +160,8 @@ class TxNic : public MpTxImpl {
       o = lockstep_->last_outcome();
     }
     cycles_->add(e.cycles() - c0);
+    back_to_back_->add(e.overlapped_ops() - b0);
+    forwarded_->add(e.forwarded_ops() - f0);
     s.load(o.context, o.counts, o.sync_pending);
     if (out)
       for (const TxPacket& p : o.packets) {
@@ -183,6 +191,8 @@ class TxNic : public MpTxImpl {
   core::Counter* ops_;
   core::Counter* cycles_;
   core::Counter* held_;
+  core::Counter* back_to_back_;
+  core::Counter* forwarded_;
   std::unique_ptr<MpTxRtl> rtl_;
   std::unique_ptr<MpTxLockstep> lockstep_;
   std::set<uint32_t> free_;

@@ -184,6 +184,28 @@ void MpTxRtl::tick() {
   ++cycles_;
 }
 
+void MpTxRtl::fall() {
+  top_->clk = 0;
+  top_->eval();
+  if (trace_) trace_->dump(cycles_ * period_ps_ - period_ps_ / 2);
+}
+
+void MpTxRtl::settle() {
+  if (!in_last_) return;
+  // The edge that ends the last operation's last cycle, with nothing to
+  // take: the row is written back.
+  top_->in_valid = 0;
+  tick();
+  fall();
+  in_last_ = false;
+}
+
+void MpTxRtl::advance_to(uint64_t cycle) {
+  if (cycle <= cycles_) return;
+  settle();
+  cycles_ = std::max(cycles_, cycle);
+}
+
 TxOutcome MpTxRtl::run(const TxOp& op) {
   if (op.row >= rows())
     throw std::out_of_range("MpTxRtl: context row " + std::to_string(op.row) +
@@ -208,7 +230,11 @@ TxOutcome MpTxRtl::run(const TxOp& op) {
   t.in_nack = op.ack.nack;
   t.in_backlog = op.backlog;
   t.in_until = op.until;
-  show_sync_head(op.row);
+  // Until the edge that takes this operation, the engine may still be in
+  // the last cycle of the one before, whose row's synchronise head it
+  // reads: this row's head is shown once the operation is in.
+  if (!in_last_) show_sync_head(op.row);
+  const bool overlapped = in_last_;
   TxOutcome o;
   o.kind = op.kind;
   o.row = op.row;
@@ -216,9 +242,17 @@ TxOutcome MpTxRtl::run(const TxOp& op) {
   // An operation ends within 3 cycles plus one per packet it may send and
   // a second run's: far fewer than this unless the engine hangs.
   const uint64_t limit = start + 3 * (uint64_t{1} << 17);
-  for (;;) {
+  for (bool taken = false;;) {
     tick();
     t.in_valid = 0;
+    if (!taken) {
+      taken = true;
+      if (overlapped) {
+        ++overlapped_;
+        forwarded_ += t.rootp->mp_rdma_tx_engine__DOT__fwd;
+      }
+      show_sync_head(op.row);
+    }
     if (t.out_tx_valid) {
       TxPacket pk;
       pk.tx.psn = t.out_tx_psn;
@@ -262,14 +296,15 @@ TxOutcome MpTxRtl::run(const TxOp& op) {
         c.burst_timer_sends += pk.timer;
       }
     }
-    t.clk = 0;
-    t.eval();
-    if (trace_) trace_->dump(cycles_ * period_ps_ - period_ps_ / 2);
+    fall();
+    // The engine stays in the operation's last cycle: the next operation
+    // is taken at its edge, or settle() clocks it alone.
     if (done) break;
     if (cycles_ > limit)
       throw std::logic_error("MpTxRtl: the " + std::string(tx_op_name(op.kind)) +
                              " operation on row " + std::to_string(op.row) + " did not end");
   }
+  in_last_ = true;
   o.sync_pending = sync_pending(op.row);
   o.cycles = cycles_ - start;
   return o;
@@ -278,12 +313,14 @@ TxOutcome MpTxRtl::run(const TxOp& op) {
 uint32_t MpTxRtl::rng() const { return top_->rootp->mp_rdma_tx_engine__DOT__rng; }
 
 void MpTxRtl::flip_context_bit(uint32_t row, uint32_t bit) {
+  settle();
   flip_row_bit("MpTxRtl", top_->rootp->mp_rdma_tx_engine__DOT__ctx_ram__DOT__mem, rows(),
                p::TX_CTX_W, row, bit);
 }
 
 void MpTxRtl::load_context(uint32_t row, const MpSenderContext& ctx) {
   if (row >= rows()) throw std::out_of_range("MpTxRtl: no context row " + std::to_string(row));
+  settle();
   auto& mem = top_->rootp->mp_rdma_tx_engine__DOT__ctx_ram__DOT__mem;
   encode_context(ctx, mem[row].data());
 }

@@ -60,7 +60,9 @@ struct TxOutcome {
   uint32_t rng = 0;         // the NIC's path LFSR after the operation
   size_t sync_pending = 0;  // the row's synchronise PSNs not yet sent
   MpSenderContext context;  // the row as written back
-  uint64_t cycles = 0;      // engine cycles the operation took
+  // Engine cycles the operation occupied: from the edge that took it to its
+  // last cycle, in which the next operation may be taken.
+  uint64_t cycles = 0;
 };
 
 class MpTxRtl {
@@ -79,9 +81,14 @@ class MpTxRtl {
   // (TIME_W bits) must hold it plus an RTO.
   static uint64_t max_cycle();
 
-  // One operation, clocked through to its end. std::out_of_range for a row
-  // or cycle beyond the engine's.
+  // One operation, clocked through to its last cycle, whose edge is left
+  // for the next operation to be taken at (back to back; forwarded when it
+  // is on the same row) or for settle(). std::out_of_range for a row or
+  // cycle beyond the engine's.
   TxOutcome run(const TxOp& op);
+  // Clocks the edge that ends the last operation (its row written back)
+  // if no operation was taken at it yet.
+  void settle();
   // The message layer: PSN `psn` of row `row` starts a synchronise message.
   void add_sync(uint32_t row, uint32_t psn);
   size_t sync_pending(uint32_t row) const;
@@ -90,11 +97,15 @@ class MpTxRtl {
   // The NIC's path LFSR as it is now.
   uint32_t rng() const;
 
+  // The cycle at which the next operation would be taken.
   uint64_t cycles() const { return cycles_; }
-  // Idle until `cycle`: only the count (and the waveform's time) moves.
-  void advance_to(uint64_t cycle) {
-    if (cycle > cycles_) cycles_ = cycle;
-  }
+  // Idle until `cycle` (settling the last operation first): only the count
+  // (and the waveform's time) moves.
+  void advance_to(uint64_t cycle);
+  // Operations taken in the last cycle of the one before, and of those the
+  // ones on the same row, whose row came from the write-back register.
+  uint64_t overlapped_ops() const { return overlapped_; }
+  uint64_t forwarded_ops() const { return forwarded_; }
 
   // Fault injection: inverts bit `bit` of context row `row` in the RAM.
   void flip_context_bit(uint32_t row, uint32_t bit);
@@ -110,6 +121,7 @@ class MpTxRtl {
 
  private:
   void tick();
+  void fall();
   void show_sync_head(uint32_t row);
   std::unique_ptr<VerilatedContext> vctx_;
   std::unique_ptr<Vmp_rdma_tx_engine> top_;
@@ -117,6 +129,8 @@ class MpTxRtl {
   bool traceable_;
   uint64_t period_ps_ = 4000;
   uint64_t cycles_ = 0;
+  bool in_last_ = false;  // the engine is in an operation's last cycle
+  uint64_t overlapped_ = 0, forwarded_ = 0;
   std::map<uint32_t, std::deque<uint32_t>> sync_;
 };
 

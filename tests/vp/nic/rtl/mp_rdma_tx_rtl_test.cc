@@ -81,6 +81,10 @@ struct Coverage {
   MpSender::Counters c;
   uint64_t psn_wraps = 0, multi_packet_ops = 0, releases = 0, inits = 0;
   uint64_t wake_divisions = 0, growth_divisions = 0;
+  // Operations taken in the last cycle of the one before (back to back),
+  // those of them on the same row (forwarded), and those taken after idle
+  // cycles.
+  uint64_t overlapped = 0, forwarded = 0, after_idle = 0;
 };
 
 // What a receiver and a message layer around the sender would plausibly do,
@@ -90,6 +94,8 @@ class RandomOps {
   RandomOps(uint64_t seed, uint32_t rows) : gen_(seed), rows_(rows) {}
 
   uint64_t now() const { return now_; }
+  // One operation in eight comes after idle engine cycles.
+  bool idle_before() { return pick(8) == 0; }
   // An epoch ends before the cycle count outgrows the context's timestamps.
   bool epoch_over() const { return now_ > MpTxRtl::max_cycle() - (uint64_t{1} << 32); }
   void new_epoch() { now_ = 0; }
@@ -194,6 +200,13 @@ void run_random(const MpSenderParams& params, uint64_t seed, Coverage& cov) {
     const TxOp op = gen.next(ls);
     const MpSender* before = ls.golden(op.row);
     const bool was_armed = before && before->context().sync_armed;
+    // Mostly back to back (the next operation taken in the last cycle of
+    // the one before, forwarded when on the same row), sometimes after a
+    // few idle cycles.
+    if (gen.idle_before()) {
+      ls.rtl().advance_to(ls.rtl().cycles() + 1 + i % 3);
+      ++cov.after_idle;
+    }
     ++issued;
     auto diverged = ls.run(op);
     ASSERT_FALSE(diverged) << "seed " << seed << "\n" << *diverged;
@@ -205,14 +218,16 @@ void run_random(const MpSenderParams& params, uint64_t seed, Coverage& cov) {
     if (op.kind == TxOpKind::timer && was_armed && !o.context.sync_armed && !o.packets.empty())
       ++cov.releases;
     // The dividers ran: the synchronise release time, the window growth.
-    if (o.context.sync_armed && o.cycles >= 3 + 9) ++cov.wake_divisions;
-    if (o.counts.acks && o.cycles >= 3 + 4) ++cov.growth_divisions;
+    if (o.context.sync_armed && o.cycles >= 2 + 9) ++cov.wake_divisions;
+    if (o.counts.acks && o.cycles >= 2 + 4) ++cov.growth_divisions;
     const uint32_t nxt = o.context.nxt;
     auto it = last_nxt.find(op.row);
     if (op.kind != TxOpKind::init && it != last_nxt.end() && nxt < it->second) ++cov.psn_wraps;
     last_nxt[op.row] = nxt;
   }
   EXPECT_EQ(ls.operations(), issued);
+  cov.overlapped = ls.rtl().overlapped_ops();
+  cov.forwarded = ls.rtl().forwarded_ops();
 }
 
 TEST(MpTxRtl, RandomOperationsAgreeEveryMechanismOn) {
@@ -241,10 +256,14 @@ TEST(MpTxRtl, RandomOperationsAgreeEveryMechanismOn) {
   EXPECT_GT(cov.releases, 0u);
   EXPECT_GT(cov.wake_divisions, 0u);
   EXPECT_GT(cov.growth_divisions, 0u);
+  EXPECT_GT(cov.forwarded, 0u);
+  EXPECT_GT(cov.overlapped, cov.forwarded);  // other rows back to back too
+  EXPECT_GT(cov.after_idle, 0u);
   std::printf(
       "coverage: acks %llu ece %llu pruned %llu nacks %llu recoveries %llu retx %llu early %llu "
       "rtos %llu probes %llu burst-timer %llu reductions %llu restarts %llu sync-waits %llu rnr "
-      "%llu/%llu psn-wraps %llu multi-packet %llu releases %llu\n",
+      "%llu/%llu psn-wraps %llu multi-packet %llu releases %llu back-to-back %llu forwarded "
+      "%llu after-idle %llu\n",
       (unsigned long long)c.acks, (unsigned long long)c.ece_acks, (unsigned long long)c.pruned_acks,
       (unsigned long long)c.nacks, (unsigned long long)c.recoveries,
       (unsigned long long)c.retransmits, (unsigned long long)c.early_retransmits,
@@ -253,7 +272,8 @@ TEST(MpTxRtl, RandomOperationsAgreeEveryMechanismOn) {
       (unsigned long long)c.restarts, (unsigned long long)c.sync_waits,
       (unsigned long long)c.rnr_nacks, (unsigned long long)c.rnr_waits,
       (unsigned long long)cov.psn_wraps, (unsigned long long)cov.multi_packet_ops,
-      (unsigned long long)cov.releases);
+      (unsigned long long)cov.releases, (unsigned long long)cov.overlapped,
+      (unsigned long long)cov.forwarded, (unsigned long long)cov.after_idle);
 }
 
 TEST(MpTxRtl, RandomOperationsAgreeStrictRecovery) {
@@ -265,6 +285,7 @@ TEST(MpTxRtl, RandomOperationsAgreeStrictRecovery) {
   EXPECT_EQ(cov.c.pruned_acks, 0u);        // no out-of-order control
   EXPECT_EQ(cov.c.window_reductions, 0u);  // none asked for
   EXPECT_EQ(cov.c.probes, 0u);             // probability 0
+  EXPECT_GT(cov.forwarded, 0u);
 }
 
 // ---- directed cases ----
@@ -289,17 +310,47 @@ TEST(MpTxRtl, InitialWindowLeavesOnePacketPerCycleOnRandomPaths) {
     EXPECT_FALSE(o.packets[i].tx.retx);
     EXPECT_EQ(o.packets[i].tx.vp & 0xC000, 0xC000);
   }
-  // Taken, applied, one cycle per packet, written back.
-  EXPECT_EQ(o.cycles, 3 + o.packets.size());
+  // Taken, applied, one cycle per packet; the next may be taken at the
+  // edge that writes the row back.
+  EXPECT_EQ(o.cycles, 2 + o.packets.size());
   EXPECT_EQ(o.context.rto_at, 100 + lively().rto_cycles);
 }
 
-TEST(MpTxRtl, OperationsWithoutPacketsTakeThreeCycles) {
+TEST(MpTxRtl, OperationsWithoutPacketsOccupyTwoCycles) {
   MpTxLockstep ls(lively(), 7);
   ASSERT_FALSE(ls.run(op_of(TxOpKind::init, 0, 0, 5)));
-  EXPECT_EQ(ls.last_outcome().cycles, 3u);
+  EXPECT_EQ(ls.last_outcome().cycles, 2u);
   ASSERT_FALSE(ls.run(op_of(TxOpKind::read, 0, 1)));
-  EXPECT_EQ(ls.last_outcome().cycles, 3u);
+  EXPECT_EQ(ls.last_outcome().cycles, 2u);
+}
+
+// Back to back on one row: the second operation is taken at the edge that
+// writes the first one's row back, reads the old row from the RAM and must
+// take the write-back register's instead.
+TEST(MpTxRtl, BackToBackOnOneRowForwardsTheRowBeingWritten) {
+  MpTxLockstep ls(lively(), 7);
+  MpTxRtl& e = ls.rtl();
+  ASSERT_FALSE(ls.run(op_of(TxOpKind::init, 2, 0, 700)));
+  const uint64_t end_of_init = e.cycles();
+  ASSERT_FALSE(ls.run(op_of(TxOpKind::set_max, 2, 10, 800)));  // IW out
+  EXPECT_EQ(e.overlapped_ops(), 1u);
+  EXPECT_EQ(e.forwarded_ops(), 1u);
+  // Taken in init's last cycle: no cycle between the two.
+  EXPECT_EQ(e.cycles(), end_of_init + 2 + 16);
+  ASSERT_EQ(ls.last_outcome().packets.size(), 16u);
+  EXPECT_EQ(ls.last_outcome().context.nxt, 716u);
+  // Another row back to back: taken at the edge, nothing forwarded.
+  ASSERT_FALSE(ls.run(op_of(TxOpKind::init, 3, 20, 900)));
+  EXPECT_EQ(e.overlapped_ops(), 2u);
+  EXPECT_EQ(e.forwarded_ops(), 1u);
+  // After idle cycles the last edge is clocked alone: nothing overlaps.
+  e.advance_to(e.cycles() + 5);
+  TxOp ack = op_of(TxOpKind::ack, 2, 30);
+  ack.ack.vp = 0xC001;
+  ack.ack.sack = ack.ack.aack = 700;
+  ASSERT_FALSE(ls.run(ack));
+  EXPECT_EQ(e.overlapped_ops(), 2u);
+  EXPECT_EQ(ls.last_outcome().context.una, 701u);
 }
 
 TEST(MpTxRtl, AckThatGrowsTheWindowWaitsFourCyclesForTheDivider) {
@@ -314,7 +365,7 @@ TEST(MpTxRtl, AckThatGrowsTheWindowWaitsFourCyclesForTheDivider) {
   const TxOutcome& o = ls.last_outcome();
   EXPECT_EQ(o.context.cwnd_q, (16u << 16) + (1u << 16) / 16);  // + 1/cwnd
   ASSERT_EQ(o.packets.size(), 1u);                             // awnd 16 - 15 in flight
-  EXPECT_EQ(o.cycles, 3u + 4u + 1u);
+  EXPECT_EQ(o.cycles, 2u + 4u + 1u);
   // An ECE ACK cuts the window instead: no division.
   ack.now = 300;
   ack.ack.sack = ack.ack.aack = 501;
@@ -323,7 +374,7 @@ TEST(MpTxRtl, AckThatGrowsTheWindowWaitsFourCyclesForTheDivider) {
   const TxOutcome& e = ls.last_outcome();
   EXPECT_EQ(e.context.cwnd_q, (16u << 16) + (1u << 16) / 16 - (1u << 15));
   EXPECT_TRUE(e.packets.empty());  // 15 in flight fill the 15.5 packets
-  EXPECT_EQ(e.cycles, 3u);
+  EXPECT_EQ(e.cycles, 2u);
 }
 
 TEST(MpTxRtl, CycleBeyondTheTimestampsIsRefused) {
