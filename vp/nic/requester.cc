@@ -121,7 +121,12 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
           "retransmissions included")),
       read_data_rx_(core.env.stats.counter(
           core.stat("requester.read_data_rx"), "packets",
-          "READ responses placed from the peer's send stream (READ as data, MP-RDMA)")) {
+          "READ responses placed from the peer's send stream (READ as data, MP-RDMA)")),
+      rtt_ns_(core.env.stats.histogram(
+          core.stat("requester.rtt"), "ns",
+          "Round-trip times sampled on every QP, one packet at a time: from a fresh packet "
+          "leaving the requester to snd_una passing it, none across a retransmission; the "
+          "smallest is the path's base RTT with both NICs' processing")) {
   if ((rc_ = core.rate_control)) {
     const std::string rc = rc_->name();
     if (rc_->cnp_interval_cycles() != RateControlKind::kNoCnp)
@@ -828,6 +833,7 @@ bool Requester::try_emit(uint32_t qpn) {
   }
   if (m->answers_read && last) m->answer_left = true;
   core_.engine.on_sent(qpn, g.psn, npsn, now);
+  if (!m->answers_read) path_rtt_sent(*qp, g.psn, g.retransmit, now);
   if (qp->rp) {
     note_paced(*qp, net::roce_wire_bytes(f.opcode, plen + trailer.size()), now);
     if (timed) sample_rtt_sent(*qp, g.psn, now);
@@ -1010,6 +1016,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
         }
         const AckResult r = core_.engine.on_ack(qpn, ev, core_.now_cycle());
         sample_rtt_acked(*q, r.rewound, core_.now_cycle());
+        path_rtt_acked(*q, r.rewound, core_.now_cycle());
         if (r.rewound)
           MPR_LOG(log_, debug,
                   "QP " << qpn << ": " << core_.engine.name_of(qpn) << " goes back on "
@@ -1239,6 +1246,28 @@ void Requester::sample_rtt_acked(Qp& qp, bool rewound, uint64_t now) {
   qp.rate_gauge->set(static_cast<uint64_t>(qp.rp->rate_bps() / 1e6));
   MPR_LOG(log_, debug,
           "QP " << qp.qpn << ": RTT " << now - qp.rtt_sent << " cycles, " << qp.rp->state());
+}
+
+void Requester::path_rtt_sent(Qp& qp, uint32_t psn, bool retransmit, uint64_t now) {
+  if (retransmit) {
+    qp.path_rtt_armed = false;  // its ACK could be the first copy's
+    return;
+  }
+  if (qp.path_rtt_armed) return;
+  qp.path_rtt_armed = true;
+  qp.path_rtt_psn = psn;
+  qp.path_rtt_sent = now;
+}
+
+void Requester::path_rtt_acked(Qp& qp, bool rewound, uint64_t now) {
+  if (!qp.path_rtt_armed) return;
+  if (rewound) {
+    qp.path_rtt_armed = false;
+    return;
+  }
+  if (psn_diff(core_.engine.snd_una(qp.qpn), qp.path_rtt_psn) <= 0) return;
+  qp.path_rtt_armed = false;
+  rtt_ns_.record(static_cast<double>((now - qp.path_rtt_sent) * core_.cfg.period_ps()) / 1000.0);
 }
 
 void Requester::schedule_pace(Qp& qp, uint64_t at) {

@@ -212,6 +212,11 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
     bool rtt_armed = false;
     uint32_t rtt_psn = 0;
     uint64_t rtt_sent = 0;
+    // The packet timed for requester.rtt (every QP, passive: it asks for no
+    // ACK of its own).
+    bool path_rtt_armed = false;
+    uint32_t path_rtt_psn = 0;
+    uint64_t path_rtt_sent = 0;
     // UD QP (requester_ud.cc): no transport engine, no ACKs; a WQE
     // completes once its one packet is built (payload read).
     bool ud = false;
@@ -279,6 +284,11 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   // timed; on an ACK, feed the sample once snd_una passed it.
   void sample_rtt_sent(Qp& qp, uint32_t psn, uint64_t now);
   void sample_rtt_acked(Qp& qp, bool rewound, uint64_t now);
+  // requester.rtt, every QP: time a fresh packet if none is timed (any
+  // retransmission drops the sample, Karn's rule); on an ACK, record the
+  // sample once snd_una passed it.
+  void path_rtt_sent(Qp& qp, uint32_t psn, bool retransmit, uint64_t now);
+  void path_rtt_acked(Qp& qp, bool rewound, uint64_t now);
   uint32_t ack_limit(const Qp& qp) const;
   // READ and atomic responses not yet here with PSNs before `end`; true
   // when an atomic's is among them.
@@ -326,6 +336,7 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   core::Counter& read_acks_rx_;
   core::Counter& read_data_tx_;
   core::Counter& read_data_rx_;
+  core::Histogram& rtt_ns_;
   // The NIC's rate control (null with `none`, which then registers no
   // statistics of its own).
   const RateControlKind* rc_;  // core.rate_control
