@@ -98,6 +98,8 @@ CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>&
   v.metric = c.metric;
   v.check = c.check;
   v.verdict = "not-run";
+  v.headline = c.headline();
+  v.calibrated = c.calibrated;
   const CheckExpr e = parse_check(c.check);
   const auto l_it = labels.find(c.metric);
   if (e.text || l_it != labels.end()) {
@@ -183,17 +185,31 @@ CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>&
 }
 
 std::string row_verdict(const std::vector<CheckVerdict>& verdicts) {
-  int match = 0, mismatch = 0, judged = 0;
+  int headline = 0, judged = 0, match = 0;
+  bool calibrated = false;
   for (const CheckVerdict& v : verdicts) {
+    if (!v.headline) continue;
+    ++headline;
     if (v.verdict == "not-run") continue;
     ++judged;
-    match += v.verdict == "match";
-    mismatch += v.verdict == "mismatch";
+    if (v.verdict == "mismatch") return "mismatch";
+    if (v.verdict == "match") {
+      ++match;
+      calibrated |= !v.calibrated.empty();
+    }
   }
   if (judged == 0) return "not-run";
-  if (match == static_cast<int>(verdicts.size())) return "match";
-  if (mismatch == judged) return "mismatch";
-  return "partial";
+  if (match < headline) return "partial";
+  return calibrated ? "match (calibrated)" : "match";
+}
+
+std::vector<std::string> failing_checks(const std::vector<CheckVerdict>& verdicts) {
+  std::vector<std::string> out;
+  for (bool headline : {true, false})
+    for (const CheckVerdict& v : verdicts)
+      if (v.headline == headline && v.verdict != "match")
+        out.push_back(v.name() + " (" + v.verdict + ")" + (headline ? " [headline]" : ""));
+  return out;
 }
 
 nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& scenario_file,
@@ -277,11 +293,14 @@ nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& 
     j["metric"] = verdicts[i].metric;
     j["check"] = verdicts[i].check;
     j["tolerance"] = i < cfg.checks.size() ? cfg.checks[i].tolerance : 0.0;
+    j["role"] = verdicts[i].headline ? "headline" : "supporting";
+    if (!verdicts[i].calibrated.empty()) j["calibrated"] = verdicts[i].calibrated;
     j["verdict"] = verdicts[i].verdict;
     j["reason"] = verdicts[i].reason;
     doc["checks"].push_back(j);
   }
   doc["verdict"] = row_verdict(verdicts);
+  doc["failing_checks"] = failing_checks(verdicts);
   return doc;
 }
 
@@ -339,8 +358,14 @@ void print_reproduce_table(std::ostream& os, const nlohmann::json& doc) {
       os << "\n";
     }
   }
-  for (const auto& c : doc["checks"])
-    os << "  " << c["verdict"].get<std::string>() << ": " << c["reason"].get<std::string>() << "\n";
+  for (const auto& c : doc["checks"]) {
+    const bool headline = c.value("role", std::string()) == "headline";
+    os << "  " << c["verdict"].get<std::string>() << (headline ? " [headline]" : "") << ": "
+       << c["reason"].get<std::string>();
+    if (c.contains("calibrated"))
+      os << " (calibrated: " << c["calibrated"].get<std::string>() << ")";
+    os << "\n";
+  }
   for (const auto& f : doc["failed_runs"]) os << "  FAILED run " << f.get<std::string>() << "\n";
   os << "verdict: " << doc["verdict"].get<std::string>() << "\n";
 }

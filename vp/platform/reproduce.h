@@ -62,15 +62,26 @@ struct CheckVerdict {
   std::string metric, check;
   std::string verdict;  // match | partial | mismatch | not-run
   std::string reason;
+  bool headline = false;   // the check's role
+  std::string calibrated;  // Check::calibrated
+  // "<metric> <check>": how the row table names a failing check.
+  std::string name() const { return metric + " " + check; }
 };
 // Judges one check against the measured sweep metrics (name -> value;
 // name-valued ones in `labels`, name -> the names per seed).
 CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>& measured,
                             const std::map<std::string, std::vector<std::string>>& labels = {});
-// The row's verdict: not-run without checks or when none could be judged;
-// match when all match; mismatch when every judged check is a mismatch;
-// partial otherwise.
+// The row's verdict, from its headline checks only:
+//   not-run   no checks, or no headline check could be judged;
+//   mismatch  a headline check mismatches;
+//   match     every headline check matches ("match (calibrated)" when one
+//             of them rests on a value fitted to its own figure);
+//   partial   otherwise (a headline check partial or not judged).
+// Supporting checks never change it; failing_checks() lists them.
 std::string row_verdict(const std::vector<CheckVerdict>& verdicts);
+// The checks that did not match, headline ones first, each as
+// "<name> (<verdict>)", with " [headline]" on headline checks.
+std::vector<std::string> failing_checks(const std::vector<CheckVerdict>& verdicts);
 
 // The row's results document (docs/results-schema.md).
 nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& scenario_file,

@@ -962,7 +962,12 @@ void ScenarioConfig::bind(core::Binder& b) {
   }
   for (const auto& [name, text] : published)
     if (!sweep_names.count(name)) b.error("published figure '" + name + "' is not a sweep metric");
+  bool any_headline = false;
   for (const Check& c : checks) {
+    any_headline |= c.headline();
+    if (c.role.empty())
+      b.error("check of '" + c.metric + "' (" + c.check +
+              ") needs role: headline (the row's claim) or supporting (a detail)");
     if (!sweep_names.count(c.metric)) b.error("check names '" + c.metric + "', not a sweep metric");
     try {
       const CheckExpr e = parse_check(c.check);
@@ -972,6 +977,9 @@ void ScenarioConfig::bind(core::Binder& b) {
       // reported by the check
     }
   }
+  // Without a headline check no outcome could make the row a mismatch.
+  if (!checks.empty() && !any_headline)
+    b.error("checks: none has role: headline, so the row's verdict could not fail");
 }
 
 namespace {

@@ -136,6 +136,14 @@ void Check::bind(core::Binder& b) {
           "Relative slack, a fraction of |rhs|: an inequality that holds only with the rhs "
           "relaxed by it is partial; == matches within it and is partial within twice it.",
           0.0, 10.0);
+  b.choice("role", role, {"headline", "supporting"},
+           "headline: the row's claim as the paper states it (the row is a match only when "
+           "every headline check matches, a mismatch when one mismatches); supporting: a "
+           "detail, listed when it fails but not deciding the row.");
+  b.field("calibrated", calibrated,
+          "The value, chosen because of this figure's outcome, that the figure rests on (as "
+          "declared in docs/calibration.md), e.g. \"pcie.posted_header_credits 52\"; empty when "
+          "none. A row matched through a calibrated headline check reads \"match (calibrated)\".");
   if (!b.reading()) return;
   try {
     parse_check(check);

@@ -57,10 +57,21 @@ struct SweepConfig {
 // right-hand side is relaxed by `tolerance` (a fraction of |rhs|); == holds
 // within tolerance and is partial within twice that. A metric without a
 // measurement (its runs failed or produced no figure) is not-run.
+//
+// Every check says what it judges (`role`): the row's headline claim, the
+// figure or shape the paper's text leads with, or a supporting detail. The
+// row's verdict follows its headline checks only (row_verdict); supporting
+// checks that fail are listed beside it. A check whose figure rests on a
+// value chosen because of that same figure names that value in
+// `calibrated` (declared in docs/calibration.md); a row matched through such
+// a headline check reads "match (calibrated)".
 struct Check {
   std::string metric;
   std::string check;
   double tolerance = 0.1;
+  std::string role;        // headline | supporting
+  std::string calibrated;  // "" or the fitted value the figure rests on
+  bool headline() const { return role == "headline"; }
   void bind(core::Binder& b);
 };
 

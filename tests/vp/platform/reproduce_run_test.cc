@@ -65,7 +65,7 @@ sweep:
     "bw.{n}": bw
     "bw_min.{n}": min(bw)
 checks:
-  - {metric: bw.short, check: "> 0"}
+  - {metric: bw.short, check: "> 0", role: headline}
 )";
 
 class ReproduceRun : public testing::Test {

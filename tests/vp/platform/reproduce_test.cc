@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -15,6 +17,11 @@
 
 namespace mprdma::platform {
 namespace {
+
+std::string source_dir() {
+  const char* s = std::getenv("MPRDMA_SOURCE_DIR");
+  return s ? s : ".";
+}
 
 SweepConfig two_transports() {
   SweepConfig s;
@@ -94,6 +101,7 @@ Check check(const std::string& metric, const std::string& text, double tol = 0.1
   c.metric = metric;
   c.check = text;
   c.tolerance = tol;
+  c.role = "headline";
   return c;
 }
 
@@ -192,19 +200,74 @@ TEST(Reproduce, MissingMeasurementIsNotRun) {
   EXPECT_NE(v.reason.find("no measurement of c"), std::string::npos);
 }
 
-TEST(Reproduce, RowVerdict) {
-  auto vs = [](std::initializer_list<const char*> list) {
-    std::vector<CheckVerdict> out;
-    for (const char* s : list) out.push_back(CheckVerdict{"m", "> 0", s, ""});
-    return out;
-  };
+// A check's verdict with its role: "h:match" is a headline check that
+// matched, "s:mismatch" a supporting one that did not, "c:match" a
+// calibrated headline check.
+std::vector<CheckVerdict> judged(std::initializer_list<const char*> list) {
+  std::vector<CheckVerdict> out;
+  int i = 0;
+  for (const char* text : list) {
+    const std::string t = text;
+    CheckVerdict v;
+    v.metric = "m" + std::to_string(i++);
+    v.check = "> 0";
+    v.verdict = t.substr(2);
+    v.headline = t[0] == 'h' || t[0] == 'c';
+    if (t[0] == 'c') v.calibrated = "x 52";
+    out.push_back(v);
+  }
+  return out;
+}
+
+TEST(Reproduce, RowVerdictWithoutChecksIsNotRun) {
   EXPECT_EQ(row_verdict({}), "not-run");
-  EXPECT_EQ(row_verdict(vs({"not-run", "not-run"})), "not-run");
-  EXPECT_EQ(row_verdict(vs({"match", "match"})), "match");
-  EXPECT_EQ(row_verdict(vs({"mismatch", "mismatch"})), "mismatch");
-  EXPECT_EQ(row_verdict(vs({"match", "mismatch"})), "partial");
-  EXPECT_EQ(row_verdict(vs({"match", "not-run"})), "partial");
-  EXPECT_EQ(row_verdict(vs({"partial", "match"})), "partial");
+  EXPECT_EQ(row_verdict(judged({"h:not-run", "s:match"})), "not-run");
+}
+
+TEST(Reproduce, RowVerdictFollowsTheHeadlineChecksOnly) {
+  EXPECT_EQ(row_verdict(judged({"h:match", "h:match"})), "match");
+  // A supporting check that fails leaves the row a match, listed by name.
+  EXPECT_EQ(row_verdict(judged({"h:match", "s:mismatch", "s:partial"})), "match");
+  // One headline mismatch makes the row a mismatch, however many match.
+  EXPECT_EQ(row_verdict(judged({"h:match", "h:match", "h:mismatch", "s:match"})), "mismatch");
+  EXPECT_EQ(row_verdict(judged({"h:partial", "h:mismatch"})), "mismatch");
+  // Neither: partial (a headline check partial, or one not judged).
+  EXPECT_EQ(row_verdict(judged({"h:match", "h:partial", "s:match"})), "partial");
+  EXPECT_EQ(row_verdict(judged({"h:match", "h:not-run"})), "partial");
+  // Supporting checks cannot rescue the row.
+  EXPECT_EQ(row_verdict(judged({"h:partial", "s:match", "s:match"})), "partial");
+}
+
+TEST(Reproduce, RowVerdictSaysWhenAHeadlineMatchIsCalibrated) {
+  EXPECT_EQ(row_verdict(judged({"c:match", "h:match"})), "match (calibrated)");
+  // A calibrated check that fails is judged as any other.
+  EXPECT_EQ(row_verdict(judged({"c:mismatch", "h:match"})), "mismatch");
+  EXPECT_EQ(row_verdict(judged({"c:partial", "h:match"})), "partial");
+  // A calibrated supporting check does not mark the row.
+  std::vector<CheckVerdict> v = judged({"h:match", "s:match"});
+  v[1].calibrated = "y 23";
+  EXPECT_EQ(row_verdict(v), "match");
+}
+
+TEST(Reproduce, FailingChecksNameEveryCheckThatDidNotMatchHeadlineFirst) {
+  const std::vector<std::string> f =
+      failing_checks(judged({"s:partial", "h:match", "h:mismatch", "s:not-run", "s:match"}));
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0], "m2 > 0 (mismatch) [headline]");
+  EXPECT_EQ(f[1], "m0 > 0 (partial)");
+  EXPECT_EQ(f[2], "m3 > 0 (not-run)");
+  EXPECT_TRUE(failing_checks(judged({"h:match", "s:match"})).empty());
+}
+
+TEST(Reproduce, CheckVerdictCarriesTheRoleAndCalibration) {
+  Check c = check("mp", ">= 1");
+  c.role = "headline";
+  c.calibrated = "pcie.posted_header_credits 52";
+  const CheckVerdict v = evaluate_check(c, {{"mp", 2}});
+  EXPECT_TRUE(v.headline);
+  EXPECT_EQ(v.calibrated, "pcie.posted_header_credits 52");
+  c.role = "supporting";
+  EXPECT_FALSE(evaluate_check(c, {{"mp", 2}}).headline);
 }
 
 TEST(Reproduce, DocumentAndTable) {
@@ -232,7 +295,9 @@ TEST(Reproduce, DocumentAndTable) {
   EXPECT_EQ(doc["metrics"]["goodput_gbps.mprdma.loss_1"]["measured"], false);
   EXPECT_EQ(doc["published"]["goodput_gbps.mprdma.loss_0.5"], "~38 Gbps");
   EXPECT_EQ(doc["checks"][0]["verdict"], "match");
+  EXPECT_EQ(doc["checks"][0]["role"], "headline");
   EXPECT_EQ(doc["verdict"], "match");
+  EXPECT_TRUE(doc["failing_checks"].empty());
   ASSERT_EQ(doc["failed_runs"].size(), 1u);
   EXPECT_NE(doc["failed_runs"][0].get<std::string>().find("t-dcqcn_pct-1 seed 1: exit 3"),
             std::string::npos);
@@ -257,6 +322,78 @@ TEST(Reproduce, FindsTheScenarioOfARow) {
   std::ofstream(dir + "/sub/d.yaml") << "name: d\nrow: M4\n";
   EXPECT_THROW(find_row_scenario(dir, "M4"), std::runtime_error);
   std::filesystem::remove_all(dir);
+}
+
+// Values a metric could take on either side of a check: `outside` makes
+// the check fail (a mismatch, beyond any tolerance), `inside` makes it
+// hold. Metrics here are rates, sizes, counts and times: never negative, so
+// a witness below zero does not count. The right-hand metric of a ratio
+// check is taken as 10.
+struct Witness {
+  std::map<std::string, double> measured;
+  std::map<std::string, std::vector<std::string>> labels;
+};
+
+std::optional<Witness> check_witness(const Check& c, bool holds) {
+  const CheckExpr e = parse_check(c.check);
+  Witness w;
+  if (e.text) {
+    w.labels[c.metric] = {holds ? *e.text : *e.text + ".other"};
+    return w;
+  }
+  double rhs = e.factor;
+  if (!e.ref.empty()) {
+    w.measured[e.ref] = 10;
+    rhs = e.factor * 10;
+  }
+  const double slack = c.tolerance * std::fabs(rhs);
+  const double step = std::max(1.0, std::fabs(rhs));
+  double v = 0;
+  if (e.op == "==") {
+    v = holds ? rhs : rhs + 2 * slack + step;
+  } else if (e.op == "<" || e.op == "<=") {
+    v = holds ? (e.op == "<=" ? rhs : rhs - step / 2) : rhs + slack + step;
+  } else {
+    // Failing ">" needs v <= rhs - slack; failing ">=" needs v < rhs - slack.
+    const double edge = rhs - slack;
+    v = holds ? rhs + step : e.op == ">" ? edge : edge > 0 ? edge / 2 : -1;
+  }
+  if (v < 0) return std::nullopt;
+  w.measured[c.metric] = v;
+  return w;
+}
+
+TEST(Reproduce, EveryShippedCheckCanFailAndCanHold) {
+  int checks = 0;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(source_dir() + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const ScenarioConfig cfg = load_scenario(entry.path().string());
+    for (const Check& c : cfg.checks) {
+      ++checks;
+      const std::string where = entry.path().filename().string() + ": " + c.metric + " " + c.check;
+      const std::optional<Witness> out = check_witness(c, false);
+      ASSERT_TRUE(out.has_value()) << where << ": no non-negative value fails it";
+      const CheckVerdict bad = evaluate_check(c, out->measured, out->labels);
+      EXPECT_EQ(bad.verdict, "mismatch") << where << ": " << bad.reason;
+      const std::optional<Witness> in = check_witness(c, true);
+      ASSERT_TRUE(in.has_value()) << where << ": no non-negative value satisfies it";
+      const CheckVerdict good = evaluate_check(c, in->measured, in->labels);
+      EXPECT_EQ(good.verdict, "match") << where << ": " << good.reason;
+    }
+  }
+  EXPECT_GE(checks, 100);
+}
+
+TEST(Reproduce, CheckWitnessesFindChecksThatCannotFail) {
+  // ">= 0" holds for every rate: no non-negative value fails it.
+  EXPECT_FALSE(check_witness(check("rate", ">= 0"), false).has_value());
+  EXPECT_FALSE(check_witness(check("rate", ">= 1", 1.0), false).has_value());
+  EXPECT_TRUE(check_witness(check("rate", "> 1", 1.0), false).has_value());
+  // "< 0" can never hold.
+  EXPECT_FALSE(check_witness(check("rate", "< 0"), true).has_value());
+  EXPECT_TRUE(check_witness(check("rate", "<= 0"), false).has_value());
+  EXPECT_TRUE(check_witness(check("rate", "> 0", 0), false).has_value());
 }
 
 }  // namespace

@@ -255,7 +255,8 @@ TEST(Sweep, ChecksAndPublishedNameSweepMetrics) {
       "  metrics: {\"bw.{p}\": bw}\n";
   EXPECT_EQ(error_of(kBase + sweep +
                      "published: {bw.10: \"~38 Gbps\"}\n"
-                     "checks:\n  - {metric: bw.20, check: \">= 0.5 * bw.10\", tolerance: 0.05}\n"),
+                     "checks:\n  - {metric: bw.20, check: \">= 0.5 * bw.10\", tolerance: 0.05, "
+                     "role: headline}\n"),
             "");
   EXPECT_NE(error_of(kBase + sweep + "published: {bw.30: x}\n")
                 .find("published figure 'bw.30' is not a sweep metric"),
@@ -269,6 +270,27 @@ TEST(Sweep, ChecksAndPublishedNameSweepMetrics) {
   EXPECT_NE(error_of(kBase + sweep + "checks:\n  - {metric: bw.10, check: \"about 3\"}\n")
                 .find("does not start with"),
             std::string::npos);
+}
+
+TEST(Sweep, EveryCheckHasARoleAndARowWithChecksHasAHeadline) {
+  const std::string sweep =
+      "sweep:\n  parameters:\n    - {name: p, key: jobs.0.iterations, values: [10, 20]}\n"
+      "  metrics: {\"bw.{p}\": bw}\n";
+  EXPECT_NE(error_of(kBase + sweep + "checks:\n  - {metric: bw.10, check: \"> 1\"}\n")
+                .find("check of 'bw.10' (> 1) needs role: headline"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(kBase + sweep + "checks:\n  - {metric: bw.10, check: \"> 1\", role: supporting}\n")
+          .find("none has role: headline"),
+      std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "checks:\n  - {metric: bw.10, check: \"> 1\", role: main}\n")
+                .find("'main' is not allowed"),
+            std::string::npos);
+  EXPECT_EQ(error_of(kBase + sweep +
+                     "checks:\n  - {metric: bw.10, check: \"> 1\", role: headline, "
+                     "calibrated: \"x 52\"}\n  - {metric: bw.20, check: \"> 1\", role: "
+                     "supporting}\n"),
+            "");
 }
 
 TEST(Sweep, ParseCheckForms) {
