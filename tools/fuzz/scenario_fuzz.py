@@ -43,7 +43,8 @@ import threading
 import yaml
 
 # Keys that are text or describe the run rather than configure it.
-SKIP_TOP = {"name", "description", "end_time", "metrics", "sweep", "checks", "published", "row"}
+SKIP_TOP = {"name", "description", "end_time", "metrics", "sweep", "checks", "published", "row",
+            "differs", "include"}
 
 SCALES = [0, 1e-9, 1e-6, 1e-3, 0.01, 0.3, 0.5, 0.9, 1.1, 2, 3, 10, 1000, 1e6, 1e9]
 INT_EXTREMES = [0, 1, 2**31, 2**32 - 1, 2**63 - 1]
@@ -231,6 +232,12 @@ def main():
         scenario = rng.choice(files)
         with open(scenario) as f:
             doc = yaml.safe_load(f)
+        # The mutated copy runs from the work directory: its includes
+        # (a shared testbed) must still name the files beside the original.
+        if "include" in doc:
+            inc = doc["include"] if isinstance(doc["include"], list) else [doc["include"]]
+            doc["include"] = [os.path.join(os.path.dirname(os.path.abspath(scenario)), f)
+                              for f in inc]
         changes, unknown = mutate(rng, doc)
         for k in ("metrics", "sweep", "checks", "published", "row"):
             doc.pop(k, None)

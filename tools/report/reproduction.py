@@ -959,6 +959,17 @@ def draw_row_figures(rid, row, res, path, row_dir, scenario_path):
     return True
 
 
+def scenario_differs(path):
+    """The scenario's declared differences from the paper (`differs:`),
+    read from the file so that a declaration added after the run shows."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError):
+        return []
+    return [str(x) for x in (doc or {}).get("differs") or []]
+
+
 def verdict_text(res):
     """The row's verdict, then every check that did not match, by name
     (results' failing_checks: headline ones first, marked)."""
@@ -1113,6 +1124,11 @@ def main():
                     d.append(f"| {md(c['metric'])} | `{md(c['check'])}` "
                              f"(tolerance {fmt(c['tolerance'] * 100)} %) | {role} | "
                              f"{c['verdict']} | {md(c['reason'])} |")
+                d.append("")
+            differs = scenario_differs(os.path.join(root, scenario)) or res.get("differs") or []
+            if differs:
+                d += ["Differs from the paper (declared in the scenario's `differs:`):", ""]
+                d += [f"- {md(x)}" for x in differs]
                 d.append("")
             if res.get("published"):
                 d += ["Published, per metric: " + "; ".join(

@@ -732,6 +732,19 @@ std::map<std::string, double> Platform::metrics(std::vector<std::string>* missin
           sum += d ? static_cast<double>(d->deadlocks().size()) : 0.0;
           found = true;
         }
+      } else if (t.kind == MetricTerm::Kind::kBaseRtt) {
+        // The smallest sample of the engine's NICs: a packet that met no
+        // queue on its way out and its ACK none on the way back.
+        std::optional<double> best;
+        for (const nic::NicConfig& n : nic_cfgs_) {
+          if (n.transport != t.engine) continue;
+          const core::Histogram* h = env_.stats.find_histogram("nic." + n.name + ".requester.rtt");
+          if (h && h->count() && (!best || h->min() < *best)) best = h->min();
+        }
+        if (best) {
+          sum += *best * 1e-3;  // ns -> us
+          found = true;
+        }
       } else if (t.kind == MetricTerm::Kind::kEcnRatio) {
         if (fabric_ && fabric_->egress_port(t.link, t.dir).first) {
           if (!t.windowed) {

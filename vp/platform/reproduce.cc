@@ -224,6 +224,7 @@ nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& 
   doc["scenario"] = scenario_file;
   doc["name"] = cfg.name;
   doc["description"] = cfg.description;
+  doc["differs"] = cfg.differs;
   doc["seeds"] = seeds;
   doc["parameters"] = nlohmann::json::array();
   for (const SweepParameter& p : cfg.sweep.parameters) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <regex>
@@ -220,6 +221,13 @@ std::string model_state_engine(const std::string& t) {
   return "";
 }
 
+// <engine>.base_rtt_us of a registered engine: the engine's name, else "".
+std::string base_rtt_engine(const std::string& t) {
+  for (const nic::EngineEntry& e : nic::EngineRegistry::instance().entries())
+    if (t == e.name + ".base_rtt_us") return e.name;
+  return "";
+}
+
 }  // namespace
 
 std::optional<MetricAggregate> parse_metric_aggregate(const std::string& expr) {
@@ -286,6 +294,12 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
     }
     if (t == "jobs.goodput_gbps") {
       m.kind = MetricTerm::Kind::kGoodput;
+      terms.push_back(m);
+      continue;
+    }
+    if (const std::string engine = base_rtt_engine(t); !engine.empty()) {
+      m.kind = MetricTerm::Kind::kBaseRtt;
+      m.engine = engine;
       terms.push_back(m);
       continue;
     }
@@ -364,6 +378,7 @@ std::vector<MetricTerm> parse_metric(const std::string& expr) {
         throw std::invalid_argument("term '" + t +
                                     "' is not of the form job.size.field, "
                                     "link.<link>.<dir>.avg_gbps, fabric.deadlocks, "
+                                    "<engine>.base_rtt_us, "
                                     "model.<mprdma|irn>.extra_state_bytes, "
                                     "ecn_mark_ratio(<link>.<dir>,<from>,<to>), "
                                     "avg(<series>,<from>,<to>), stdev(<series>,<from>,<to>), "
@@ -528,6 +543,10 @@ void ScenarioConfig::resolve_flow_sizes(core::Binder& b) {
 }
 
 void ScenarioConfig::bind(core::Binder& b) {
+  b.field("include", include,
+          "Files (relative to this one) merged beneath it before it is read, e.g. a testbed "
+          "shared by several rows: their mappings merge key by key, and a scalar or list given "
+          "here replaces theirs.");
   b.field("name", name, "Scenario name, written to the results.");
   b.field("description", description, "What the scenario shows.");
   b.field("seed", seed, "Seed of every random stream of the run.", 0, INT64_MAX);
@@ -574,6 +593,9 @@ void ScenarioConfig::bind(core::Binder& b) {
       "start, or its run_at if later, to last job end), in Gb/s, or \"fabric.deadlocks\": the "
       "number of PFC deadlocks the "
       "fabric's detector reported (0 with PFC or the detector off), or "
+      "\"mprdma.base_rtt_us\": the base RTT the run measured, the smallest round-trip "
+      "time (a packet built to its ACK, requester.rtt) any MP-RDMA NIC sampled, in us; no "
+      "MP-RDMA NIC with a sample leaves the metric out, or "
       "\"model.<mprdma|irn>.extra_state_bytes\": the per-connection state that engine's "
       "golden model adds over RoCEv2, from its field table (vp/nic/transport/transport.md), or "
       "\"avg(<series>,<from>,<to>)\": the time-weighted mean of a time series (e.g. "
@@ -629,6 +651,10 @@ void ScenarioConfig::bind(core::Binder& b) {
   b.field("row", row,
           "Id of the reproduction row this scenario reproduces (e.g. M4, D1; see "
           "docs/reproduction.md); `reproduce ROW` finds the scenario by it.");
+  b.field("differs", differs,
+          "How this row's set-up differs from the paper's, one entry per difference with its "
+          "reason (e.g. \"MTU 1024, not the ~1.4 KB of payload the paper's goodputs imply: ...\"); "
+          "the reproduction report lists them in the row's section.");
   b.field("published", published,
           "The paper's figures: sweep metric -> published value or text, shown beside the "
           "measurement.");
@@ -856,6 +882,7 @@ void ScenarioConfig::bind(core::Binder& b) {
         if (jobs.empty()) b.error("metric '" + metric + "': jobs.goodput_gbps needs jobs");
         continue;
       }
+      if (t.kind == MetricTerm::Kind::kBaseRtt) continue;  // absent when no NIC sampled
       if (t.kind == MetricTerm::Kind::kCounter) {
         if (!host_names.count(t.link))
           b.error("metric '" + metric + "' term '" + t.counter + "' names unknown host '" + t.link +
@@ -1066,9 +1093,74 @@ ScenarioConfig load_scenario(const std::string& path, const std::vector<std::str
   return load_scenario(path, overrides, nullptr);
 }
 
+namespace {
+
+// Copies `src` into `dst`: mappings key by key (recursively), anything else
+// replaced; an empty value over a mapping leaves it.
+void merge_yaml(YAML::Node dst, const YAML::Node& src) {
+  for (const auto& kv : src) {
+    const std::string key = kv.first.as<std::string>();
+    YAML::Node d = dst[key];
+    if (d.IsMap() && kv.second.IsMap())
+      merge_yaml(d, kv.second);
+    else if (d.IsMap() && kv.second.IsNull())
+      continue;  // "fabric:" with nothing under it changes nothing
+    else
+      dst[key] = YAML::Clone(kv.second);
+  }
+}
+
+YAML::Node load_with_includes(const std::string& path, std::vector<std::string>& chain) {
+  if (std::find(chain.begin(), chain.end(), path) != chain.end())
+    throw core::ConfigError(
+        {path + ": include: the file includes itself (through " + chain.back() + ")"});
+  YAML::Node root = core::load_yaml_file(path);
+  if (!root.IsMap() || !root["include"]) return root;
+  const YAML::Node inc = root["include"];
+  std::vector<std::string> files;
+  if (inc.IsScalar()) {
+    files.push_back(inc.as<std::string>());
+  } else if (inc.IsSequence()) {
+    for (const auto& f : inc) {
+      if (!f.IsScalar()) throw core::ConfigError({path + ": include: expected file names"});
+      files.push_back(f.as<std::string>());
+    }
+  } else {
+    throw core::ConfigError({path + ": include: expected a file name or a list of them"});
+  }
+  chain.push_back(path);
+  YAML::Node merged(YAML::NodeType::Map);
+  for (const std::string& f : files) {
+    const std::string file =
+        (std::filesystem::path(path).parent_path() / std::filesystem::path(f)).string();
+    if (!std::filesystem::is_regular_file(file))
+      throw core::ConfigError({path + ": include: no file '" + f + "' (" + file + ")"});
+    YAML::Node part = load_with_includes(file, chain);
+    if (!part.IsMap()) throw core::ConfigError({file + ": included file is not a mapping"});
+    part.remove("include");
+    merge_yaml(merged, part);
+  }
+  chain.pop_back();
+  root.remove("include");
+  merge_yaml(merged, root);
+  // Kept as a list (one file may be given as a scalar) to say where the
+  // set-up came from.
+  YAML::Node names(YAML::NodeType::Sequence);
+  for (const std::string& f : files) names.push_back(f);
+  merged["include"] = names;
+  return merged;
+}
+
+}  // namespace
+
+YAML::Node load_scenario_yaml(const std::string& path) {
+  std::vector<std::string> chain;
+  return load_with_includes(path, chain);
+}
+
 ScenarioConfig load_scenario(const std::string& path, const std::vector<std::string>& overrides,
                              std::vector<std::string>* point_errors) {
-  YAML::Node root = core::load_yaml_file(path);
+  YAML::Node root = load_scenario_yaml(path);
   for (const std::string& o : overrides) apply_override(root, o);
   ScenarioConfig cfg;
   core::YamlBinder binder(root, path);

@@ -58,6 +58,9 @@ struct LinkEntry {
 };
 
 struct ScenarioConfig {
+  // Files merged beneath this one when it was loaded (load_scenario): a
+  // shared testbed definition. Kept to say where the set-up came from.
+  std::vector<std::string> include;
   std::string name = "unnamed";
   std::string description;
   int64_t seed = 1;
@@ -81,6 +84,9 @@ struct ScenarioConfig {
   // of the reproduction table, the paper's figures and the verdict rules.
   SweepConfig sweep;
   std::string row;
+  // How the row's set-up differs from the paper's, each with its reason
+  // (the report's "differs from the paper" list).
+  std::vector<std::string> differs;
   std::map<std::string, std::string> published;  // sweep metric -> published figure
   std::vector<Check> checks;
   void bind(core::Binder& b);
@@ -192,7 +198,8 @@ struct MetricTerm {
     kCounter,
     kGoodput,
     kHistPct,
-    kCounterRate
+    kCounterRate,
+    kBaseRtt
   };
   Kind kind = Kind::kJob;
   double factor = 1;
@@ -202,7 +209,7 @@ struct MetricTerm {
   std::string counter;              // kCounter, kHistPct, kCounterRate: the statistic's full path
   double pct = 0;                   // kHistPct: the percentile, [0, 100]
   bool mean = false;                // kHistPct: the mean instead (mean(<histogram>))
-  std::string engine;               // kModelState: mprdma | irn
+  std::string engine;               // kModelState (mprdma | irn), kBaseRtt (any engine)
   std::vector<std::string> series;  // kSeriesAvg, kSeriesStdev, kSeriesReach, kSeriesSettle
                                     // (one), kJain (one or more)
   double band_lo = 0, band_hi = 0;  // kSeriesReach, kSeriesSettle: the band [lo, hi]
@@ -230,7 +237,14 @@ std::vector<std::string> aggregate_arg_metrics(const std::string& arg,
 // Loads and validates a scenario file; throws core::ConfigError naming the
 // file, line and key of every problem. With a sweep, every point (the file
 // with the point's overrides) is validated too; its errors name the point.
+// `include:` (a file or a list, relative to the including file) merges the
+// named files beneath this one first: mappings merge key by key, and
+// anything else the including file gives (a scalar, a list) replaces what
+// the included one has.
 ScenarioConfig load_scenario(const std::string& path);
+// The scenario file's YAML with its includes merged (see load_scenario);
+// throws core::ConfigError naming a missing or circular include.
+YAML::Node load_scenario_yaml(const std::string& path);
 // The same with command-line overrides "a.b.c=value" applied to the YAML
 // before it is checked (`--set`): map keys by name, list entries by index
 // (jobs.0.iterations=10) or every entry (jobs.*.iterations=10); the value

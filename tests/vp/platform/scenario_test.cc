@@ -474,6 +474,76 @@ TEST(Scenario, TransportImplIsCheckedAgainstTheTransport) {
       << bad;
 }
 
+// include: files merged beneath the including one: mappings key by key,
+// scalars and lists replaced, an empty section changing nothing; relative
+// to the including file, nested, and a cycle or a missing file is an error
+// naming it.
+TEST(Scenario, IncludeMergesASharedDefinitionBeneathTheFile) {
+  const std::string dir = test::temp_path("_include");
+  std::filesystem::create_directories(dir + "/beds");
+  std::ofstream(dir + "/beds/base.yaml") << "end_time: 5ms\n"
+                                            "nic: {mtu: 2048, transport: mprdma}\n";
+  std::ofstream(dir + "/beds/bed.yaml")
+      << "include: base.yaml\n"
+         "name: bed\n"
+         "seed: 7\n"
+         "nic: {mprdma: {initial_window: 60, rto: 320us}}\n"
+         "fabric: {topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 2,\n"
+         "         link: {delay: 1us}, switch: {ecn: {enabled: true, kmin: 20KB}}}\n";
+  std::ofstream(dir + "/row.yaml")
+      << "include: beds/bed.yaml\n"
+         "name: row\n"
+         "nic: {mprdma: {rto: 100us}}\n"
+         "fabric:\n"
+         "  uplink_rate: 10Gbps\n"
+         "  switch: {ecn: {kmax: 40KB}}\n"
+         "jobs:\n"
+         "  - {name: w, app: write_bw, client: t0h0, server: t1h0, sizes: [4KiB]}\n";
+  const ScenarioConfig cfg = load_scenario(dir + "/row.yaml");
+  EXPECT_EQ(cfg.name, "row");                                    // the row's own scalar
+  EXPECT_EQ(cfg.seed, 7);                                        // from the include
+  EXPECT_EQ(cfg.end_time.ps, core::Duration::from_us(5000).ps);  // nested include
+  EXPECT_EQ(cfg.nic.mtu.n, 2048u);
+  EXPECT_EQ(cfg.nic.transport, "mprdma");
+  EXPECT_EQ(cfg.include, (std::vector<std::string>{"beds/bed.yaml"}));
+  EXPECT_EQ(cfg.fabric.link.delay.ps, core::Duration::from_us(1).ps);
+  EXPECT_DOUBLE_EQ(cfg.fabric.uplink_rate.bps, 10e9);
+  EXPECT_EQ(cfg.fabric.hosts_per_leaf, 2);
+  // Maps merge key by key, however deep.
+  EXPECT_TRUE(cfg.fabric.sw.ecn.enabled);
+  EXPECT_EQ(cfg.fabric.sw.ecn.kmin.n, 20000u);
+  EXPECT_EQ(cfg.fabric.sw.ecn.kmax.n, 40000u);
+
+  // An empty section (comments only) changes nothing.
+  std::ofstream(dir + "/empty.yaml") << "include: beds/bed.yaml\n"
+                                        "name: e\n"
+                                        "fabric:\n"
+                                        "  # the testbed as it is\n";
+  const ScenarioConfig same = load_scenario(dir + "/empty.yaml");
+  EXPECT_EQ(same.fabric.link.delay.ps, core::Duration::from_us(1).ps);
+  EXPECT_EQ(same.fabric.hosts_per_leaf, 2);
+
+  std::ofstream(dir + "/missing.yaml") << "include: beds/nope.yaml\nname: m\n";
+  std::ofstream(dir + "/a.yaml") << "include: b.yaml\nname: a\n";
+  std::ofstream(dir + "/b.yaml") << "include: a.yaml\nname: b\n";
+  std::ofstream(dir + "/bad.yaml") << "include: {file: x}\nname: b\n";
+  std::ofstream(dir + "/unknown.yaml") << "include: beds/typo.yaml\nname: u\n";
+  std::ofstream(dir + "/beds/typo.yaml") << "nic: {mtuu: 1024}\n";
+  auto error = [&](const std::string& f) {
+    try {
+      load_scenario(dir + "/" + f);
+    } catch (const core::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("missing.yaml").find("include: no file 'beds/nope.yaml'"), std::string::npos);
+  EXPECT_NE(error("a.yaml").find("includes itself"), std::string::npos);
+  EXPECT_NE(error("bad.yaml").find("include: expected a file name"), std::string::npos);
+  // A bad key in an included file is reported like one in the file.
+  EXPECT_NE(error("unknown.yaml").find("mtuu"), std::string::npos);
+}
+
 TEST(Scenario, EveryShippedScenarioValidates) {
   int seen = 0;
   for (const auto& entry :

@@ -266,6 +266,36 @@ TEST_F(SeriesMetricsRun, PerHostNicOverrideRunsGoBackNBesideMpRdma) {
   EXPECT_EQ(missing, (std::vector<std::string>{"ood_after_end", "ood_gbn"}));
 }
 
+// <engine>.base_rtt_us: the smallest requester.rtt sample of the NICs that
+// run that engine, in us; the go-back-N hosts beside MP-RDMA ones keep
+// their own; an engine no NIC runs leaves the metric out.
+TEST_F(SeriesMetricsRun, BaseRttIsTheSmallestSampleOfTheEnginesNics) {
+  const std::string text =
+      std::string(kBase) + "jobs:\n" + sp_job("t0-s3") +
+      "  - {name: mp, app: write_bw, client: t0h0, server: t1h0, sizes: [64KiB], iterations: 30,\n"
+      "     after_previous: false}\n"
+      "metrics:\n"
+      "  mp_rtt: mprdma.base_rtt_us\n"
+      "  gbn_rtt: gbn.base_rtt_us\n"
+      "  irn_rtt: irn.base_rtt_us\n";
+  auto p = run(text);
+  const core::Histogram* mp = env->stats.find_histogram("nic.t0h0.requester.rtt");
+  const core::Histogram* gbn = env->stats.find_histogram("nic.t0h1.requester.rtt");
+  ASSERT_NE(mp, nullptr);
+  ASSERT_NE(gbn, nullptr);
+  ASSERT_GT(mp->count(), 0u);
+  ASSERT_GT(gbn->count(), 0u);
+  std::vector<std::string> missing;
+  const auto m = p->metrics(&missing);
+  // The receivers (t1h*) send no requests of their own: the senders' minima.
+  EXPECT_DOUBLE_EQ(m.at("mp_rtt"), mp->min() * 1e-3);
+  EXPECT_DOUBLE_EQ(m.at("gbn_rtt"), gbn->min() * 1e-3);
+  // Four 200 ns links each way and the frames' serialization: a few us.
+  EXPECT_GT(m.at("mp_rtt"), 1.6);
+  EXPECT_LT(m.at("mp_rtt"), 10.0);
+  EXPECT_EQ(missing, (std::vector<std::string>{"irn_rtt"}));
+}
+
 // MP-RDMA's windows as sampled series: the requester's summed cwnd (at
 // least one packet once its connection has sent), the server's 0 (its QP,
 // in RTS too, never sends), and no series on a go-back-N NIC.
