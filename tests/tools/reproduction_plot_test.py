@@ -203,6 +203,16 @@ def verdict_tests(rep):
     check("m.a == 10 (mismatch) [headline]" in text and "m.b <= 1 (partial)" in text
           and text.index("m.a") < text.index("m.b"),
           f"every failing check by name, in order: {text}")
+    lines = rep.sensitivity_lines({"key": "nic.mprdma.rto", "why": "no RTO in the paper",
+                                   "values": ["160us", "640us"],
+                                   "metrics": {"g.mprdma": {"half": 30.5, "as_run": 31.25,
+                                                            "double": None}}})
+    table = "\n".join(lines)
+    check("`nic.mprdma.rto`" in table and "no RTO in the paper" in table
+          and "| 160us (half) | as run | 640us (double) |" in table
+          and "| g.mprdma | 30.5 | 31.25 | - |" in table,
+          f"the sensitivity table: the key, why, and half / as run / double: {table}")
+    check(rep.sensitivity_lines(None) == [], "no sensitivity, no table")
     text = rep.verdict_text({"verdict": "match (calibrated)", "failing_checks": []})
     check(text == "**match (calibrated)**", f"nothing listed when all match: {text}")
 

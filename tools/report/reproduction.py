@@ -959,6 +959,25 @@ def draw_row_figures(rid, row, res, path, row_dir, scenario_path):
     return True
 
 
+def sensitivity_lines(sens):
+    """The row's sensitivity: its headline figures with one parameter the
+    paper does not state halved and doubled (results' `sensitivity`)."""
+    if not sens or not sens.get("metrics"):
+        return []
+    half, double = sens["values"]
+
+    def cell(v):
+        return "-" if v is None else md(v) if isinstance(v, str) else fmt(v)
+    lines = [f"Sensitivity to `{md(sens['key'])}` (not stated by the paper"
+             + (f": {md(sens['why'])}" if sens.get("why") else "") + "):", "",
+             f"| headline metric | {md(half)} (half) | as run | {md(double)} (double) |",
+             "|---|---|---|---|"]
+    for name, m in sens["metrics"].items():
+        lines.append(f"| {md(name)} | {cell(m.get('half'))} | {cell(m.get('as_run'))} | "
+                     f"{cell(m.get('double'))} |")
+    return lines + [""]
+
+
 def scenario_differs(path):
     """The scenario's declared differences from the paper (`differs:`),
     read from the file so that a declaration added after the run shows."""
@@ -1130,6 +1149,7 @@ def main():
                 d += ["Differs from the paper (declared in the scenario's `differs:`):", ""]
                 d += [f"- {md(x)}" for x in differs]
                 d.append("")
+            d += sensitivity_lines(res.get("sensitivity"))
             if res.get("published"):
                 d += ["Published, per metric: " + "; ".join(
                     f"{md(k)}: {md(v)}" for k, v in res["published"].items()), ""]

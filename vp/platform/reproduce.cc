@@ -32,18 +32,22 @@ std::string percent(double fraction) { return fmt(fraction * 100) + " %"; }
 
 }  // namespace
 
-std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vector<int64_t>& seeds,
-                                        const std::vector<RunRecord>& runs) {
-  std::vector<AggregatedMetric> out;
-  for (const SweepMetricInstance& inst : sweep_metric_instances(sweep)) {
+namespace {
+
+// One sweep metric over the runs of `point` (the instance's own point, or a
+// sensitivity variant of it).
+AggregatedMetric aggregate_instance(const SweepMetricInstance& inst, const std::string& point,
+                                    const std::vector<int64_t>& seeds,
+                                    const std::vector<RunRecord>& runs) {
+  {
     AggregatedMetric a;
     a.name = inst.name;
-    a.point = inst.point;
+    a.point = point;
     a.source = inst.source;
     for (int64_t seed : seeds) {
       const RunRecord* run = nullptr;
       for (const RunRecord& r : runs)
-        if (r.point == inst.point && r.seed == seed) run = &r;
+        if (r.point == point && r.seed == seed) run = &r;
       if (run && run->status != "failed" && run->labels.count(inst.source.metric)) {
         a.seeds.push_back(seed);
         a.labels.push_back(run->labels.at(inst.source.metric));
@@ -87,9 +91,66 @@ std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vec
       }
       a.value = a.source.stat == "min" ? a.min : a.source.stat == "max" ? a.max : a.mean;
     }
-    out.push_back(std::move(a));
+    return a;
   }
+}
+
+}  // namespace
+
+std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vector<int64_t>& seeds,
+                                        const std::vector<RunRecord>& runs) {
+  std::vector<AggregatedMetric> out;
+  for (const SweepMetricInstance& inst : sweep_metric_instances(sweep))
+    out.push_back(aggregate_instance(inst, inst.point, seeds, runs));
   return out;
+}
+
+nlohmann::json sensitivity_document(const ScenarioConfig& cfg, const std::vector<int64_t>& seeds,
+                                    const std::vector<RunRecord>& runs) {
+  const SensitivityConfig& s = cfg.sensitivity;
+  if (!s.enabled() || s.values.size() != 2) return nullptr;
+  // The metrics the headline checks read, on either side.
+  std::set<std::string> headline;
+  for (const Check& c : cfg.checks) {
+    if (!c.headline()) continue;
+    headline.insert(c.metric);
+    const CheckExpr e = parse_check(c.check);
+    if (!e.ref.empty()) headline.insert(e.ref);
+  }
+  const std::vector<SweepPoint> variants = sensitivity_points(s, sweep_points(cfg.sweep));
+  std::set<std::string> chosen;
+  for (const SweepPoint& v : variants) chosen.insert(v.id.substr(0, v.id.rfind('~')));
+  nlohmann::json doc;
+  doc["key"] = s.key;
+  doc["why"] = s.why;
+  doc["values"] = s.values;
+  doc["metrics"] = nlohmann::json::object();
+  auto value = [](const AggregatedMetric& a) -> nlohmann::json {
+    if (a.is_label()) return a.label;
+    if (a.measured()) return a.value;
+    return nullptr;
+  };
+  for (const SweepMetricInstance& inst : sweep_metric_instances(cfg.sweep)) {
+    if (!headline.count(inst.name) || !chosen.count(inst.point)) continue;
+    nlohmann::json j;
+    j["as_run"] = value(aggregate_instance(inst, inst.point, seeds, runs));
+    j["half"] = value(aggregate_instance(inst, inst.point + "~half", seeds, runs));
+    j["double"] = value(aggregate_instance(inst, inst.point + "~double", seeds, runs));
+    doc["metrics"][inst.name] = j;
+  }
+  doc["runs"] = nlohmann::json::array();
+  for (const RunRecord& r : runs) {
+    if (r.point.find('~') == std::string::npos) continue;
+    nlohmann::json rj;
+    rj["point"] = r.point;
+    rj["seed"] = r.seed;
+    rj["dir"] = r.dir;
+    rj["status"] = r.status;
+    if (!r.error.empty()) rj["error"] = r.error;
+    rj["wall_s"] = r.wall_s;
+    doc["runs"].push_back(rj);
+  }
+  return doc;
 }
 
 CheckVerdict evaluate_check(const Check& c, const std::map<std::string, double>& measured,
@@ -302,6 +363,8 @@ nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& 
   }
   doc["verdict"] = row_verdict(verdicts);
   doc["failing_checks"] = failing_checks(verdicts);
+  if (const nlohmann::json sens = sensitivity_document(cfg, seeds, runs); !sens.is_null())
+    doc["sensitivity"] = sens;
   return doc;
 }
 
@@ -366,6 +429,20 @@ void print_reproduce_table(std::ostream& os, const nlohmann::json& doc) {
     if (c.contains("calibrated"))
       os << " (calibrated: " << c["calibrated"].get<std::string>() << ")";
     os << "\n";
+  }
+  if (doc.contains("sensitivity")) {
+    const nlohmann::json& sens = doc["sensitivity"];
+    os << "sensitivity to " << sens["key"].get<std::string>() << " (half "
+       << sens["values"][0].get<std::string>() << ", double "
+       << sens["values"][1].get<std::string>() << "):\n";
+    auto text = [](const nlohmann::json& v) {
+      return v.is_null()     ? std::string("-")
+             : v.is_string() ? v.get<std::string>()
+                             : fmt(v.get<double>());
+    };
+    for (const auto& [name, m] : sens["metrics"].items())
+      os << "  " << name << ": " << text(m["half"]) << " | as run " << text(m["as_run"]) << " | "
+         << text(m["double"]) << "\n";
   }
   for (const auto& f : doc["failed_runs"]) os << "  FAILED run " << f.get<std::string>() << "\n";
   os << "verdict: " << doc["verdict"].get<std::string>() << "\n";
@@ -446,8 +523,11 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
       o.out.empty() ? "out/reproduce/" + (cfg.row.empty() ? cfg.name : cfg.row) : o.out;
   const std::vector<SweepPoint> points = sweep_points(cfg.sweep);
   const std::vector<int64_t> seeds = sweep_seeds(cfg.sweep, cfg.seed);
+  // The sensitivity's variant points run after the sweep's own.
+  std::vector<SweepPoint> all = points;
+  for (const SweepPoint& v : sensitivity_points(cfg.sensitivity, points)) all.push_back(v);
   std::vector<RunRecord> runs;
-  for (const SweepPoint& p : points)
+  for (const SweepPoint& p : all)
     for (int64_t s : seeds) {
       RunRecord r;
       r.point = p.id;
@@ -456,9 +536,12 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
       runs.push_back(r);
     }
   os << "reproduce " << (cfg.row.empty() ? cfg.name : "row " + cfg.row) << ": " << points.size()
-     << (points.size() == 1 ? " point" : " points") << " x " << seeds.size()
-     << (seeds.size() == 1 ? " seed" : " seeds") << ", " << std::max(1, o.jobs)
-     << " at a time, into " << out << "\n";
+     << (points.size() == 1 ? " point" : " points")
+     << (all.size() > points.size()
+             ? " (+" + std::to_string(all.size() - points.size()) + " for the sensitivity)"
+             : std::string())
+     << " x " << seeds.size() << (seeds.size() == 1 ? " seed" : " seeds") << ", "
+     << std::max(1, o.jobs) << " at a time, into " << out << "\n";
 
   std::vector<Child> active;
   size_t next = 0;
@@ -475,8 +558,8 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
     }
     std::vector<std::string> argv = {o.sim, "run", o.scenario};
     for (const std::string& s : o.overrides) argv.insert(argv.end(), {"--set", s});
-    const SweepPoint& p = *std::find_if(points.begin(), points.end(),
-                                        [&](const SweepPoint& q) { return q.id == r.point; });
+    const SweepPoint& p =
+        *std::find_if(all.begin(), all.end(), [&](const SweepPoint& q) { return q.id == r.point; });
     for (const std::string& s : p.overrides) argv.insert(argv.end(), {"--set", s});
     argv.insert(argv.end(), {"--seed", std::to_string(r.seed), "--out", dir.string(), "--quiet"});
     Child c;

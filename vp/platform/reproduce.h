@@ -83,6 +83,13 @@ std::string row_verdict(const std::vector<CheckVerdict>& verdicts);
 // "<name> (<verdict>)", with " [headline]" on headline checks.
 std::vector<std::string> failing_checks(const std::vector<CheckVerdict>& verdicts);
 
+// The sensitivity's figures: for every metric a headline check reads (on
+// either side) at a chosen point, its value as run, with the parameter
+// halved and doubled (null where not measured); null without a
+// sensitivity.
+nlohmann::json sensitivity_document(const ScenarioConfig& cfg, const std::vector<int64_t>& seeds,
+                                    const std::vector<RunRecord>& runs);
+
 // The row's results document (docs/results-schema.md).
 nlohmann::json reproduce_document(const ScenarioConfig& cfg, const std::string& scenario_file,
                                   const std::vector<SweepPoint>& points,

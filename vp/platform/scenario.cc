@@ -659,6 +659,10 @@ void ScenarioConfig::bind(core::Binder& b) {
           "The paper's figures: sweep metric -> published value or text, shown beside the "
           "measurement.");
   b.list("checks", checks, "Verdict rules over the sweep metrics (match, partial, mismatch).");
+  b.section("sensitivity", sensitivity,
+            "One parameter the paper does not state, moved to half and double its value: "
+            "`reproduce` runs the chosen sweep points with each and reports the headline "
+            "metrics (those of headline checks) beside the figures as run.");
   if (!b.reading()) return;
 
   // Per-host NIC overrides: the scenario's nic with the host's keys bound
@@ -1004,6 +1008,15 @@ void ScenarioConfig::bind(core::Binder& b) {
       // reported by the check
     }
   }
+  if (sensitivity.enabled()) {
+    std::set<std::string> ids;
+    try {
+      for (const SweepPoint& p : sweep_points(sweep)) ids.insert(p.id);
+    } catch (const std::exception&) {
+    }
+    for (const std::string& id : sensitivity.points)
+      if (!ids.count(id)) b.error("sensitivity: point '" + id + "' is not a point of the sweep");
+  }
   // Without a headline check no outcome could make the row a mismatch.
   if (!checks.empty() && !any_headline)
     b.error("checks: none has role: headline, so the row's verdict could not fail");
@@ -1165,11 +1178,14 @@ ScenarioConfig load_scenario(const std::string& path, const std::vector<std::str
   ScenarioConfig cfg;
   core::YamlBinder binder(root, path);
   binder.bind_root(cfg);
-  if (!cfg.sweep.parameters.empty()) {
+  if (!cfg.sweep.parameters.empty() || cfg.sensitivity.enabled()) {
     // Every point must be a valid scenario: its overrides name known keys
     // and give them acceptable values.
     std::vector<std::string> errors;
-    for (const SweepPoint& p : sweep_points(cfg.sweep)) {
+    std::vector<SweepPoint> all = sweep_points(cfg.sweep);
+    const std::vector<SweepPoint> variants = sensitivity_points(cfg.sensitivity, all);
+    all.insert(all.end(), variants.begin(), variants.end());
+    for (const SweepPoint& p : all) {
       std::string what = "sweep point " + p.id + " (";
       for (size_t i = 0; i < p.overrides.size(); ++i) what += (i ? ", " : "") + p.overrides[i];
       what += "): ";

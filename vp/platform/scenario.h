@@ -89,6 +89,7 @@ struct ScenarioConfig {
   std::vector<std::string> differs;
   std::map<std::string, std::string> published;  // sweep metric -> published figure
   std::vector<Check> checks;
+  SensitivityConfig sensitivity;  // the row's headline figures with one parameter moved
   void bind(core::Binder& b);
   // Gives each write_flows job the CDF its flow_sizes names (flow_size_cdfs
   // first, then the built-ins) and its largest flow as its one size.

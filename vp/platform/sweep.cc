@@ -82,6 +82,9 @@ void SweepParameter::bind(core::Binder& b) {
           "Scenario key path the parameter sets, as for --set: map keys by name, list entries "
           "by index or * for every entry (e.g. fabric.switch.pfc.enabled, jobs.0.iterations, "
           "jobs.*.post_list).");
+  b.field("also", also,
+          "Further keys set to the same value, for a parameter stated in two places (e.g. "
+          "jobs.*.mtu beside nic.mtu).");
   b.field("values", values,
           "Values the key takes, each YAML as for --set (e.g. [true, false], [1%, 2%]); at "
           "least one.");
@@ -391,6 +394,46 @@ CheckExpr parse_check(const std::string& text) {
   else
     throw std::invalid_argument("'" + rhs + "' is not <number> * <metric>");
   return c;
+}
+
+}  // namespace mprdma::platform
+
+namespace mprdma::platform {
+
+void SensitivityConfig::bind(core::Binder& b) {
+  b.field("key", key,
+          "Scenario key of a parameter the paper does not state, the row's most influential "
+          "one (e.g. nic.mprdma.rto), set as --set would.");
+  b.field("also", also,
+          "Further keys set to the same value, for a parameter stated in two places (e.g. "
+          "jobs.*.mtu beside nic.mtu).");
+  b.field("values", values,
+          "Its value halved and doubled, in that order (YAML text, e.g. [160us, 640us]).");
+  b.field("points", points,
+          "Sweep point ids (e.g. t-mprdma) run with each value and every seed; empty: every "
+          "point.");
+  b.field("why", why, "Why this parameter: what the paper leaves open and what it drives.");
+  if (!b.reading() || key.empty()) return;
+  if (values.size() != 2) b.error("sensitivity: values must be two, the half and the double");
+}
+
+std::vector<SweepPoint> sensitivity_points(const SensitivityConfig& s,
+                                           const std::vector<SweepPoint>& points) {
+  std::vector<SweepPoint> out;
+  if (!s.enabled() || s.values.size() != 2) return out;
+  static const char* const kNames[] = {"half", "double"};
+  for (const SweepPoint& p : points) {
+    if (!s.points.empty() && std::find(s.points.begin(), s.points.end(), p.id) == s.points.end())
+      continue;
+    for (size_t i = 0; i < 2; ++i) {
+      SweepPoint q = p;
+      q.id = p.id + "~" + kNames[i];
+      q.overrides.push_back(s.key + "=" + s.values[i]);
+      for (const std::string& k : s.also) q.overrides.push_back(k + "=" + s.values[i]);
+      out.push_back(q);
+    }
+  }
+  return out;
 }
 
 }  // namespace mprdma::platform

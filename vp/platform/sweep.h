@@ -82,6 +82,24 @@ struct SweepPoint {
   std::map<std::string, std::string> labels;  // parameter name -> label
 };
 
+// One sensitivity of a row: a parameter the paper does not state, moved to
+// half and to double its value; `reproduce` runs the named sweep points
+// (every point when none is named) with each value and every seed, and
+// reports their headline metrics beside the figures as run.
+struct SensitivityConfig {
+  std::string key;                  // scenario key, as for --set
+  std::vector<std::string> also;    // keys set to the same value (e.g. jobs.*.mtu)
+  std::vector<std::string> values;  // [half, double], YAML text
+  std::vector<std::string> points;  // sweep point ids; empty: every point
+  std::string why;                  // why this parameter
+  bool enabled() const { return !key.empty(); }
+  void bind(core::Binder& b);
+};
+// The variant points of a sensitivity: for each chosen point, "<id>~half"
+// and "<id>~double" with key=value added to its overrides.
+std::vector<SweepPoint> sensitivity_points(const SensitivityConfig& s,
+                                           const std::vector<SweepPoint>& points);
+
 // The points in order (the first parameter varies slowest); one point
 // "base" without parameters; none when a parameter has no values (zip: as
 // many as the shortest parameter).

@@ -270,6 +270,64 @@ TEST(Reproduce, CheckVerdictCarriesTheRoleAndCalibration) {
   EXPECT_FALSE(evaluate_check(c, {{"mp", 2}}).headline);
 }
 
+// A sensitivity runs the chosen points with the key at half and double
+// its value, and reports only what the headline checks read, per value.
+TEST(Reproduce, SensitivityRunsTheChosenPointsAtHalfAndDoubleAndReportsTheHeadline) {
+  ScenarioConfig cfg;
+  cfg.sweep = two_transports();
+  cfg.sensitivity.key = "nic.mprdma.rto";
+  cfg.sensitivity.values = {"160us", "640us"};
+  cfg.sensitivity.points = {"t-mprdma_pct-0.5"};
+  cfg.sensitivity.why = "the paper gives no RTO";
+  const std::vector<SweepPoint> variants =
+      sensitivity_points(cfg.sensitivity, sweep_points(cfg.sweep));
+  ASSERT_EQ(variants.size(), 2u);
+  EXPECT_EQ(variants[0].id, "t-mprdma_pct-0.5~half");
+  EXPECT_EQ(variants[1].id, "t-mprdma_pct-0.5~double");
+  EXPECT_EQ(variants[0].overrides.back(), "nic.mprdma.rto=160us");
+  EXPECT_EQ(variants[1].overrides.back(), "nic.mprdma.rto=640us");
+  // The variant keeps the point's own overrides first.
+  EXPECT_EQ(variants[0].overrides.size(), sweep_points(cfg.sweep)[2].overrides.size() + 1);
+  // A parameter stated in two places moves in both.
+  cfg.sensitivity.also = {"jobs.*.rto"};
+  const SweepPoint both = sensitivity_points(cfg.sensitivity, sweep_points(cfg.sweep))[1];
+  EXPECT_EQ(both.overrides[both.overrides.size() - 2], "nic.mprdma.rto=640us");
+  EXPECT_EQ(both.overrides.back(), "jobs.*.rto=640us");
+  cfg.sensitivity.also.clear();
+  // Every point when none is named.
+  cfg.sensitivity.points.clear();
+  EXPECT_EQ(sensitivity_points(cfg.sensitivity, sweep_points(cfg.sweep)).size(), 8u);
+  cfg.sensitivity.points = {"t-mprdma_pct-0.5"};
+
+  Check headline = check("goodput_gbps.mprdma.loss_0.5", ">= 2 * goodput_gbps.dcqcn.loss_0.5");
+  Check supporting = check("goodput_gbps.mprdma.loss_1", "> 1");
+  supporting.role = "supporting";
+  cfg.checks = {headline, supporting};
+  const std::vector<RunRecord> runs = {
+      run("t-mprdma_pct-0.5", 1, 38),        run("t-mprdma_pct-0.5", 2, 36),
+      run("t-dcqcn_pct-0.5", 1, 17),         run("t-mprdma_pct-1", 1, 30),
+      run("t-mprdma_pct-0.5~half", 1, 30),   run("t-mprdma_pct-0.5~half", 2, 32),
+      run("t-mprdma_pct-0.5~double", 1, 20), run("t-mprdma_pct-0.5~double", 2, 0, "failed")};
+  const nlohmann::json doc = sensitivity_document(cfg, {1, 2}, runs);
+  ASSERT_FALSE(doc.is_null());
+  EXPECT_EQ(doc["key"], "nic.mprdma.rto");
+  EXPECT_EQ(doc["why"], "the paper gives no RTO");
+  const nlohmann::json& m = doc["metrics"];
+  // The headline check's metric at the chosen point; the dcqcn point it
+  // compares with was not chosen, the supporting check's metric is not
+  // reported.
+  ASSERT_TRUE(m.contains("goodput_gbps.mprdma.loss_0.5"));
+  EXPECT_EQ(m.size(), 1u);
+  const nlohmann::json& g = m["goodput_gbps.mprdma.loss_0.5"];
+  EXPECT_DOUBLE_EQ(g["as_run"].get<double>(), 37);
+  EXPECT_DOUBLE_EQ(g["half"].get<double>(), 31);
+  EXPECT_DOUBLE_EQ(g["double"].get<double>(), 20);  // the failed seed left out
+  EXPECT_EQ(doc["runs"].size(), 4u);
+  // No sensitivity, no document.
+  cfg.sensitivity = SensitivityConfig();
+  EXPECT_TRUE(sensitivity_document(cfg, {1, 2}, runs).is_null());
+}
+
 TEST(Reproduce, DocumentAndTable) {
   ScenarioConfig cfg;
   cfg.row = "M2";

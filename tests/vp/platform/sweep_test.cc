@@ -272,6 +272,27 @@ TEST(Sweep, ChecksAndPublishedNameSweepMetrics) {
             std::string::npos);
 }
 
+TEST(Sweep, SensitivityNamesPointsOfTheSweepAndTwoValuesThatValidate) {
+  const std::string sweep =
+      "sweep:\n  parameters:\n    - {name: p, key: jobs.0.iterations, values: [10, 20]}\n"
+      "  metrics: {\"bw.{p}\": bw}\n";
+  EXPECT_EQ(error_of(kBase + sweep +
+                     "sensitivity: {key: nic.mtu, values: [2048, 4096], points: [p-10], why: x}\n"),
+            "");
+  EXPECT_NE(error_of(kBase + sweep + "sensitivity: {key: nic.mtu, values: [512], why: x}\n")
+                .find("values must be two"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep +
+                     "sensitivity: {key: nic.mtu, values: [512, 2048], "
+                     "points: [p-30]}\n")
+                .find("point 'p-30' is not a point of the sweep"),
+            std::string::npos);
+  // Each variant is validated like a sweep point: a bad value is named.
+  const std::string bad =
+      error_of(kBase + sweep + "sensitivity: {key: nic.mtu, values: [2048, 9000]}\n");
+  EXPECT_NE(bad.find("p-10~double"), std::string::npos) << bad;
+}
+
 TEST(Sweep, EveryCheckHasARoleAndARowWithChecksHasAHeadline) {
   const std::string sweep =
       "sweep:\n  parameters:\n    - {name: p, key: jobs.0.iterations, values: [10, 20]}\n"
