@@ -44,7 +44,7 @@ import yaml
 
 # Keys that are text or describe the run rather than configure it.
 SKIP_TOP = {"name", "description", "end_time", "metrics", "sweep", "checks", "published", "row",
-            "differs", "include"}
+            "differs", "include", "sensitivity"}
 
 SCALES = [0, 1e-9, 1e-6, 1e-3, 0.01, 0.3, 0.5, 0.9, 1.1, 2, 3, 10, 1000, 1e6, 1e9]
 INT_EXTREMES = [0, 1, 2**31, 2**32 - 1, 2**63 - 1]
@@ -239,7 +239,7 @@ def main():
             doc["include"] = [os.path.join(os.path.dirname(os.path.abspath(scenario)), f)
                               for f in inc]
         changes, unknown = mutate(rng, doc)
-        for k in ("metrics", "sweep", "checks", "published", "row"):
+        for k in ("metrics", "sweep", "checks", "published", "row", "sensitivity", "differs"):
             doc.pop(k, None)
         doc["end_time"] = args.end_time
         repeat = args.repeat_every > 0 and i % args.repeat_every == 0
