@@ -39,60 +39,58 @@ namespace {
 AggregatedMetric aggregate_instance(const SweepMetricInstance& inst, const std::string& point,
                                     const std::vector<int64_t>& seeds,
                                     const std::vector<RunRecord>& runs) {
-  {
-    AggregatedMetric a;
-    a.name = inst.name;
-    a.point = point;
-    a.source = inst.source;
-    for (int64_t seed : seeds) {
-      const RunRecord* run = nullptr;
-      for (const RunRecord& r : runs)
-        if (r.point == point && r.seed == seed) run = &r;
-      if (run && run->status != "failed" && run->labels.count(inst.source.metric)) {
-        a.seeds.push_back(seed);
-        a.labels.push_back(run->labels.at(inst.source.metric));
-        continue;
-      }
-      if (!run || run->status == "failed" || !run->metrics.count(inst.source.metric)) {
-        a.missing_seeds.push_back(seed);
-        continue;
-      }
+  AggregatedMetric a;
+  a.name = inst.name;
+  a.point = point;
+  a.source = inst.source;
+  for (int64_t seed : seeds) {
+    const RunRecord* run = nullptr;
+    for (const RunRecord& r : runs)
+      if (r.point == point && r.seed == seed) run = &r;
+    if (run && run->status != "failed" && run->labels.count(inst.source.metric)) {
       a.seeds.push_back(seed);
-      a.values.push_back(run->metrics.at(inst.source.metric));
+      a.labels.push_back(run->labels.at(inst.source.metric));
+      continue;
     }
-    if (a.is_label()) {
-      // The name most seeds gave; the earliest seed's on a tie.
-      size_t best = 0;
-      for (const std::string& l : a.labels) {
-        const size_t n = static_cast<size_t>(std::count(a.labels.begin(), a.labels.end(), l));
-        if (n > best) best = n, a.label = l;
-      }
-      if (!a.values.empty()) {  // some seeds gave numbers: not one metric
-        a.missing_seeds.insert(a.missing_seeds.end(), a.seeds.begin(), a.seeds.end());
-        a.seeds.clear();
-        a.labels.clear();
-        a.values.clear();
-        a.label.clear();
-      }
-    } else if (a.measured()) {
-      double sum = 0;
-      a.min = a.max = a.values.front();
-      for (double v : a.values) {
-        sum += v;
-        a.min = std::min(a.min, v);
-        a.max = std::max(a.max, v);
-      }
-      const double n = static_cast<double>(a.values.size());
-      a.mean = sum / n;
-      if (a.values.size() > 1) {
-        double ss = 0;
-        for (double v : a.values) ss += (v - a.mean) * (v - a.mean);
-        a.stddev = std::sqrt(ss / (n - 1));
-      }
-      a.value = a.source.stat == "min" ? a.min : a.source.stat == "max" ? a.max : a.mean;
+    if (!run || run->status == "failed" || !run->metrics.count(inst.source.metric)) {
+      a.missing_seeds.push_back(seed);
+      continue;
     }
-    return a;
+    a.seeds.push_back(seed);
+    a.values.push_back(run->metrics.at(inst.source.metric));
   }
+  if (a.is_label()) {
+    // The name most seeds gave; the earliest seed's on a tie.
+    size_t best = 0;
+    for (const std::string& l : a.labels) {
+      const size_t n = static_cast<size_t>(std::count(a.labels.begin(), a.labels.end(), l));
+      if (n > best) best = n, a.label = l;
+    }
+    if (!a.values.empty()) {  // some seeds gave numbers: not one metric
+      a.missing_seeds.insert(a.missing_seeds.end(), a.seeds.begin(), a.seeds.end());
+      a.seeds.clear();
+      a.labels.clear();
+      a.values.clear();
+      a.label.clear();
+    }
+  } else if (a.measured()) {
+    double sum = 0;
+    a.min = a.max = a.values.front();
+    for (double v : a.values) {
+      sum += v;
+      a.min = std::min(a.min, v);
+      a.max = std::max(a.max, v);
+    }
+    const double n = static_cast<double>(a.values.size());
+    a.mean = sum / n;
+    if (a.values.size() > 1) {
+      double ss = 0;
+      for (double v : a.values) ss += (v - a.mean) * (v - a.mean);
+      a.stddev = std::sqrt(ss / (n - 1));
+    }
+    a.value = a.source.stat == "min" ? a.min : a.source.stat == "max" ? a.max : a.mean;
+  }
+  return a;
 }
 
 }  // namespace
