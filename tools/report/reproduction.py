@@ -968,8 +968,11 @@ def sensitivity_lines(sens):
 
     def cell(v):
         return "-" if v is None else md(v) if isinstance(v, str) else fmt(v)
+    seeds = sens.get("seeds") or []
+    over = (f", over seed{'s' if len(seeds) > 1 else ''} "
+            + ", ".join(str(s) for s in seeds)) if seeds else ""
     lines = [f"Sensitivity to `{md(sens['key'])}` (not stated by the paper"
-             + (f": {md(sens['why'])}" if sens.get("why") else "") + "):", "",
+             + (f": {md(sens['why'])}" if sens.get("why") else "") + f"{over}):", "",
              f"| headline metric | {md(half)} (half) | as run | {md(double)} (double) |",
              "|---|---|---|---|"]
     for name, m in sens["metrics"].items():

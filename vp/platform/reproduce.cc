@@ -116,12 +116,17 @@ nlohmann::json sensitivity_document(const ScenarioConfig& cfg, const std::vector
     if (!e.ref.empty()) headline.insert(e.ref);
   }
   const std::vector<SweepPoint> variants = sensitivity_points(s, sweep_points(cfg.sweep));
+  // A row without headline checks (one that reports, e.g. O1) shows every
+  // metric of the chosen points.
+  const bool all_metrics = headline.empty();
+  const std::vector<int64_t> vseeds = sensitivity_seeds(s, seeds);
   std::set<std::string> chosen;
   for (const SweepPoint& v : variants) chosen.insert(v.id.substr(0, v.id.rfind('~')));
   nlohmann::json doc;
   doc["key"] = s.key;
   doc["why"] = s.why;
   doc["values"] = s.values;
+  doc["seeds"] = vseeds;
   doc["metrics"] = nlohmann::json::object();
   auto value = [](const AggregatedMetric& a) -> nlohmann::json {
     if (a.is_label()) return a.label;
@@ -129,11 +134,11 @@ nlohmann::json sensitivity_document(const ScenarioConfig& cfg, const std::vector
     return nullptr;
   };
   for (const SweepMetricInstance& inst : sweep_metric_instances(cfg.sweep)) {
-    if (!headline.count(inst.name) || !chosen.count(inst.point)) continue;
+    if ((!all_metrics && !headline.count(inst.name)) || !chosen.count(inst.point)) continue;
     nlohmann::json j;
-    j["as_run"] = value(aggregate_instance(inst, inst.point, seeds, runs));
-    j["half"] = value(aggregate_instance(inst, inst.point + "~half", seeds, runs));
-    j["double"] = value(aggregate_instance(inst, inst.point + "~double", seeds, runs));
+    j["as_run"] = value(aggregate_instance(inst, inst.point, vseeds, runs));
+    j["half"] = value(aggregate_instance(inst, inst.point + "~half", vseeds, runs));
+    j["double"] = value(aggregate_instance(inst, inst.point + "~double", vseeds, runs));
     doc["metrics"][inst.name] = j;
   }
   doc["runs"] = nlohmann::json::array();
@@ -524,9 +529,11 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
   // The sensitivity's variant points run after the sweep's own.
   std::vector<SweepPoint> all = points;
   for (const SweepPoint& v : sensitivity_points(cfg.sensitivity, points)) all.push_back(v);
+  const std::vector<int64_t> variant_seeds = sensitivity_seeds(cfg.sensitivity, seeds);
   std::vector<RunRecord> runs;
-  for (const SweepPoint& p : all)
-    for (int64_t s : seeds) {
+  for (size_t i = 0; i < all.size(); ++i)
+    for (int64_t s : i < points.size() ? seeds : variant_seeds) {
+      const SweepPoint& p = all[i];
       RunRecord r;
       r.point = p.id;
       r.seed = s;

@@ -1016,6 +1016,11 @@ void ScenarioConfig::bind(core::Binder& b) {
     }
     for (const std::string& id : sensitivity.points)
       if (!ids.count(id)) b.error("sensitivity: point '" + id + "' is not a point of the sweep");
+    const std::vector<int64_t> row_seeds = sweep_seeds(sweep, seed);
+    for (int64_t s : sensitivity_seeds(sensitivity, {}))
+      if (std::find(row_seeds.begin(), row_seeds.end(), s) == row_seeds.end())
+        b.error("sensitivity: seed " + std::to_string(s) +
+                " is not one of the row's seeds (its as-run figure would have no run)");
   }
   // Without a headline check no outcome could make the row a mismatch.
   if (!checks.empty() && !any_headline)

@@ -412,9 +412,18 @@ void SensitivityConfig::bind(core::Binder& b) {
   b.field("points", points,
           "Sweep point ids (e.g. t-mprdma) run with each value and every seed; empty: every "
           "point.");
+  b.field("seeds", seeds,
+          "Seeds of the variant runs, each one of the row's; empty: every seed of the row. "
+          "The as-run figure beside them is reduced over the same seeds (for rows whose runs "
+          "are long: the variants then cost less than the row).");
   b.field("why", why, "Why this parameter: what the paper leaves open and what it drives.");
   if (!b.reading() || key.empty()) return;
   if (values.size() != 2) b.error("sensitivity: values must be two, the half and the double");
+  for (const std::string& text : seeds) {
+    int64_t v = 0;
+    if (!parse_seed(text, &v))
+      b.error("sensitivity: seed '" + text + "' is not a non-negative integer");
+  }
 }
 
 std::vector<SweepPoint> sensitivity_points(const SensitivityConfig& s,
@@ -434,6 +443,16 @@ std::vector<SweepPoint> sensitivity_points(const SensitivityConfig& s,
     }
   }
   return out;
+}
+
+std::vector<int64_t> sensitivity_seeds(const SensitivityConfig& s,
+                                       const std::vector<int64_t>& row_seeds) {
+  std::vector<int64_t> out;
+  for (const std::string& text : s.seeds) {
+    int64_t v = 0;
+    if (parse_seed(text, &v)) out.push_back(v);
+  }
+  return out.empty() ? row_seeds : out;
 }
 
 }  // namespace mprdma::platform

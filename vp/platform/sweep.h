@@ -91,6 +91,7 @@ struct SensitivityConfig {
   std::vector<std::string> also;    // keys set to the same value (e.g. jobs.*.mtu)
   std::vector<std::string> values;  // [half, double], YAML text
   std::vector<std::string> points;  // sweep point ids; empty: every point
+  std::vector<std::string> seeds;   // seeds of the variant runs (integers); empty: the row's
   std::string why;                  // why this parameter
   bool enabled() const { return !key.empty(); }
   void bind(core::Binder& b);
@@ -99,6 +100,10 @@ struct SensitivityConfig {
 // and "<id>~double" with key=value added to its overrides.
 std::vector<SweepPoint> sensitivity_points(const SensitivityConfig& s,
                                            const std::vector<SweepPoint>& points);
+// The seeds the variant runs take (and the as-run figure is reduced over):
+// the sensitivity's own, or the row's.
+std::vector<int64_t> sensitivity_seeds(const SensitivityConfig& s,
+                                       const std::vector<int64_t>& row_seeds);
 
 // The points in order (the first parameter varies slowest); one point
 // "base" without parameters; none when a parameter has no values (zip: as

@@ -342,6 +342,7 @@ TEST_F(FabricScenarioRun, SlowPathTrapsAConnectionUnderPfcUnlessPruned) {
     SCOPED_TRACE(ooo_control ? "OOO control" : "no OOO control");
     std::vector<std::string> sets = {
         "sweep=null",
+        "sensitivity=null",
         "checks=[]",
         "published={}",
         "seed=2",

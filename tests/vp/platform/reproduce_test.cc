@@ -323,6 +323,21 @@ TEST(Reproduce, SensitivityRunsTheChosenPointsAtHalfAndDoubleAndReportsTheHeadli
   EXPECT_DOUBLE_EQ(g["half"].get<double>(), 31);
   EXPECT_DOUBLE_EQ(g["double"].get<double>(), 20);  // the failed seed left out
   EXPECT_EQ(doc["runs"].size(), 4u);
+  EXPECT_EQ(doc["seeds"], nlohmann::json::array({1, 2}));
+  // Variants run with fewer seeds than the row compare with the as-run
+  // figure over the same seeds (38, not the two seeds' 37).
+  cfg.sensitivity.seeds = {"1"};
+  const nlohmann::json one = sensitivity_document(cfg, {1, 2}, runs);
+  EXPECT_EQ(one["seeds"], nlohmann::json::array({1}));
+  EXPECT_DOUBLE_EQ(one["metrics"]["goodput_gbps.mprdma.loss_0.5"]["as_run"].get<double>(), 38);
+  EXPECT_DOUBLE_EQ(one["metrics"]["goodput_gbps.mprdma.loss_0.5"]["half"].get<double>(), 30);
+  cfg.sensitivity.seeds.clear();
+  // A row without headline checks (one that only reports) shows every
+  // metric of the chosen points.
+  cfg.checks.clear();
+  const nlohmann::json all = sensitivity_document(cfg, {1, 2}, runs);
+  EXPECT_TRUE(all["metrics"].contains("goodput_gbps.mprdma.loss_0.5"));
+  EXPECT_FALSE(all["metrics"].contains("goodput_gbps.dcqcn.loss_0.5"));  // not a chosen point
   // No sensitivity, no document.
   cfg.sensitivity = SensitivityConfig();
   EXPECT_TRUE(sensitivity_document(cfg, {1, 2}, runs).is_null());

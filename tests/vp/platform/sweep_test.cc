@@ -287,6 +287,19 @@ TEST(Sweep, SensitivityNamesPointsOfTheSweepAndTwoValuesThatValidate) {
                      "points: [p-30]}\n")
                 .find("point 'p-30' is not a point of the sweep"),
             std::string::npos);
+  // Its seeds must be seeds of the row (here the scenario's seed 1 only):
+  // the as-run figure beside the variants is reduced over them.
+  EXPECT_EQ(error_of(kBase + sweep +
+                     "sensitivity: {key: nic.mtu, values: [2048, 4096], seeds: [1], why: x}\n"),
+            "");
+  EXPECT_NE(error_of(kBase + sweep +
+                     "sensitivity: {key: nic.mtu, values: [2048, 4096], seeds: [2], why: x}\n")
+                .find("seed 2 is not one of the row's seeds"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep +
+                     "sensitivity: {key: nic.mtu, values: [2048, 4096], seeds: [x], why: x}\n")
+                .find("seed 'x' is not a non-negative integer"),
+            std::string::npos);
   // Each variant is validated like a sweep point: a bad value is named.
   const std::string bad =
       error_of(kBase + sweep + "sensitivity: {key: nic.mtu, values: [2048, 9000]}\n");
