@@ -1079,7 +1079,8 @@ def main():
         "headline checks only: match when every one matches (**match (calibrated)** when one",
         "rests on a value chosen because of that same figure, declared in",
         "[calibration.md](calibration.md)), mismatch when any mismatches, partial otherwise;",
-        "not-run without checks (figures reported beside another system's). Every check that",
+        "reported for a row without checks (figures beside another system's, nothing claimed);",
+        "not-run when no headline check could be judged. Every check that",
         "did not match is listed under the verdict by name, supporting ones included. Row "
         "sources and published figures: "
         "[reproduction-rows.yaml](reproduction-rows.yaml); results schema: "

@@ -262,6 +262,9 @@ std::string row_verdict(const std::vector<CheckVerdict>& verdicts) {
       calibrated |= !v.calibrated.empty();
     }
   }
+  // A row without checks reports figures and claims nothing (O1: another
+  // system's outcomes beside this NIC's transports): it ran, it is not judged.
+  if (headline == 0) return "reported";
   if (judged == 0) return "not-run";
   if (match < headline) return "partial";
   return calibrated ? "match (calibrated)" : "match";

