@@ -562,6 +562,9 @@ def report_tests(script, work):
         {"id": "X2", "experiment": "e", "published": "p"}]}]}
     for rid in ("X1", "X2"):
         with open(os.path.join(root, "scenarios", f"{rid}.yaml"), "w", encoding="utf-8") as fh:
+            if rid == "X1":
+                fh.write("# Row X1.\n#\n# Declared choices (docs/calibration.md): the RTO of\n"
+                         "# 320 us.\n#\n# Not part of it.\n")
             fh.write(f"name: {rid.lower()}\nrow: {rid}\n")
             if rid == "X1":
                 fh.write("differs:\n  - \"MTU 1024, not the paper's ~1.4 KB: RoCE on 1500 B\"\n")
@@ -595,6 +598,10 @@ def report_tests(script, work):
     check("Differs from the paper" in x1 and "- MTU 1024, not the paper's ~1.4 KB" in x1,
           "X1 lists its scenario's declared differences")
     check("Differs from the paper" not in x2, "X2 declares none and lists none")
+    check("Declared choices (docs/calibration.md): the RTO of 320 us. (from the scenario's header)"
+          in x1 and "Not part of it" not in x1,
+          "X1 names the declared choices of its header's paragraph, and only that paragraph")
+    check("Declared choices" not in x2, "X2's header names none")
     images = re.findall(r"!\[[^]]*\]\((reproduction/[^)]+)\)", x2)
     check(images == ["reproduction/X2-metrics.png"], f"X2: only the metric bars: {images}")
     for name in ("X1.png", "X1-metrics.png", "X2-metrics.png"):

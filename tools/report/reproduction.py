@@ -992,6 +992,29 @@ def scenario_differs(path):
     return [str(x) for x in (doc or {}).get("differs") or []]
 
 
+def scenario_declared(path):
+    """The paragraph of the scenario's header that names the values chosen
+    because of a row's outcome which the row rests on ("# Declared choices
+    ...", up to the next blank comment line or the end of the header)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return ""
+    out, inside = [], False
+    for line in lines:
+        if not line.startswith("#"):
+            break
+        text = line[1:].strip()
+        if text.startswith("Declared choices"):
+            inside = True
+        elif inside and not text:
+            break
+        if inside:
+            out.append(text)
+    return " ".join(out)
+
+
 def verdict_text(res):
     """The row's verdict, then every check that did not match, by name
     (results' failing_checks: headline ones first, marked)."""
@@ -1153,6 +1176,9 @@ def main():
                 d += ["Differs from the paper (declared in the scenario's `differs:`):", ""]
                 d += [f"- {md(x)}" for x in differs]
                 d.append("")
+            declared = scenario_declared(os.path.join(root, scenario))
+            if declared:
+                d += [md(declared) + " (from the scenario's header)", ""]
             d += sensitivity_lines(res.get("sensitivity"))
             if res.get("published"):
                 d += ["Published, per metric: " + "; ".join(
