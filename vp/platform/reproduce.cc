@@ -99,7 +99,8 @@ std::vector<AggregatedMetric> aggregate(const SweepConfig& sweep, const std::vec
                                         const std::vector<RunRecord>& runs) {
   std::vector<AggregatedMetric> out;
   for (const SweepMetricInstance& inst : sweep_metric_instances(sweep))
-    out.push_back(aggregate_instance(inst, inst.point, seeds, runs));
+    out.push_back(
+        aggregate_instance(inst, inst.point, point_seeds(sweep, inst.point, seeds), runs));
   return out;
 }
 
@@ -535,7 +536,7 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
   const std::vector<int64_t> variant_seeds = sensitivity_seeds(cfg.sensitivity, seeds);
   std::vector<RunRecord> runs;
   for (size_t i = 0; i < all.size(); ++i)
-    for (int64_t s : i < points.size() ? seeds : variant_seeds) {
+    for (int64_t s : i < points.size() ? point_seeds(cfg.sweep, all[i].id, seeds) : variant_seeds) {
       const SweepPoint& p = all[i];
       RunRecord r;
       r.point = p.id;
@@ -548,8 +549,10 @@ int run_reproduce(const ReproduceOptions& o, std::ostream& os) {
      << (all.size() > points.size()
              ? " (+" + std::to_string(all.size() - points.size()) + " for the sensitivity)"
              : std::string())
-     << " x " << seeds.size() << (seeds.size() == 1 ? " seed" : " seeds") << ", "
-     << std::max(1, o.jobs) << " at a time, into " << out << "\n";
+     << " x " << seeds.size() << (seeds.size() == 1 ? " seed" : " seeds")
+     << (runs.size() != all.size() * seeds.size() ? " (" + std::to_string(runs.size()) + " runs)"
+                                                  : std::string())
+     << ", " << std::max(1, o.jobs) << " at a time, into " << out << "\n";
 
   std::vector<Child> active;
   size_t next = 0;

@@ -155,6 +155,20 @@ void Check::bind(core::Binder& b) {
   }
 }
 
+void ExtraSeeds::bind(core::Binder& b) {
+  b.field("points", points, "Sweep point ids (e.g. v-no_ooo_control_case-degradation).");
+  b.field("seeds", seeds,
+          "Seeds those points run with beyond the row's (non-negative integers, none of them "
+          "the row's).");
+  if (!b.reading()) return;
+  if (points.empty()) b.error("extra_seeds: name the points that run them");
+  for (const std::string& text : seeds) {
+    int64_t v = 0;
+    if (!parse_seed(text, &v))
+      b.error("extra_seeds: seed '" + text + "' is not a non-negative integer");
+  }
+}
+
 void SweepConfig::bind(core::Binder& b) {
   b.field("seeds", seeds,
           "Seeds every point runs with (non-negative integers, each once); empty: see "
@@ -167,6 +181,10 @@ void SweepConfig::bind(core::Binder& b) {
            "product: every combination of the parameters' values; zip: the i-th values of "
            "every parameter together (all need as many values).");
   b.list("parameters", parameters, "Scenario keys the sweep varies.");
+  b.list("extra_seeds", extra_seeds,
+         "More seeds for some points, whose figures spread widely from seed to seed (each "
+         "point's metrics are reduced over all its seeds; the report gives each metric's "
+         "count).");
   b.field("metrics", metrics,
           "Sweep metrics: name template -> per-run metric, reduced over a point's seeds: "
           "\"m\" or \"mean(m)\" (mean; min, max, stddev and every seed's value are reported "
@@ -227,6 +245,15 @@ void SweepConfig::bind(core::Binder& b) {
       b.error("combine: zip gives point '" + p.id + "' twice (its labels repeat another's)");
       return;
     }
+  for (const ExtraSeeds& e : extra_seeds) {
+    for (const std::string& id : e.points)
+      if (!ids.count(id)) b.error("extra_seeds: point '" + id + "' is not a point of the sweep");
+    for (const std::string& text : e.seeds) {
+      int64_t v = 0;
+      if (parse_seed(text, &v) && seen_seeds.count(v))
+        b.error("extra_seeds: seed " + text + " is already one of the row's seeds");
+    }
+  }
   for (const auto& [tmpl, src] : metrics) {
     for (const SweepPoint& p : points) {
       std::string name;
@@ -300,6 +327,20 @@ std::vector<int64_t> sweep_seeds(const SweepConfig& s, int64_t scenario_seed) {
   if (!out.empty()) return out;
   const int64_t n = s.seed_count > 0 ? s.seed_count : 1;
   for (int64_t i = 0; i < n; ++i) out.push_back(scenario_seed + i);
+  return out;
+}
+
+std::vector<int64_t> point_seeds(const SweepConfig& s, const std::string& id,
+                                 const std::vector<int64_t>& row_seeds) {
+  std::vector<int64_t> out = row_seeds;
+  for (const ExtraSeeds& e : s.extra_seeds) {
+    if (std::find(e.points.begin(), e.points.end(), id) == e.points.end()) continue;
+    for (const std::string& text : e.seeds) {
+      int64_t v = 0;
+      if (parse_seed(text, &v) && std::find(out.begin(), out.end(), v) == out.end())
+        out.push_back(v);
+    }
+  }
   return out;
 }
 

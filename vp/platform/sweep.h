@@ -39,15 +39,26 @@ struct SweepParameter {
   std::string label(size_t i) const { return i < labels.size() ? labels[i] : values.at(i); }
 };
 
+// Seeds some points run beyond the row's: a point whose figure spreads
+// widely from seed to seed, where running every point that often would make
+// the row too long (M8).
+struct ExtraSeeds {
+  std::vector<std::string> points;  // sweep point ids
+  std::vector<std::string> seeds;   // integers, none of them the row's
+  void bind(core::Binder& b);
+};
+
 struct SweepConfig {
   std::vector<std::string> seeds;  // explicit seeds (integers)
   int64_t seed_count = 0;          // without seeds: seed .. seed + count - 1
   std::string combine = "product";
   std::vector<SweepParameter> parameters;
   std::map<std::string, std::string> metrics;  // name template -> [mean|min|max](metric)
+  std::vector<ExtraSeeds> extra_seeds;
   void bind(core::Binder& b);
   bool enabled() const {
-    return !seeds.empty() || seed_count > 0 || !parameters.empty() || !metrics.empty();
+    return !seeds.empty() || seed_count > 0 || !parameters.empty() || !metrics.empty() ||
+           !extra_seeds.empty();
   }
 };
 
@@ -111,6 +122,10 @@ std::vector<int64_t> sensitivity_seeds(const SensitivityConfig& s,
 std::vector<SweepPoint> sweep_points(const SweepConfig& s);
 // The seeds every point runs with.
 std::vector<int64_t> sweep_seeds(const SweepConfig& s, int64_t scenario_seed);
+// The seeds point `id` runs with, and its metrics are reduced over: the
+// row's, then the extra seeds given for it.
+std::vector<int64_t> point_seeds(const SweepConfig& s, const std::string& id,
+                                 const std::vector<int64_t>& row_seeds);
 
 // A sweep metric's right-hand side: "x", "mean(x)", "min(x)" or "max(x)".
 struct SweepMetricSource {

@@ -185,6 +185,21 @@ TEST_F(ReproduceRun, AggregatesSeedsAndReportsAFailedChildWithoutLosingTheOthers
   EXPECT_EQ(long1["flows"]["w"]["sizes"]["4096"]["iterations"], 40);
 }
 
+// extra_seeds runs the named point with more seeds, and only that point.
+TEST_F(ReproduceRun, ExtraSeedsRunOnlyTheirPoint) {
+  const fs::path out = dir_ / "out";
+  const Output o =
+      run("'" + sim_path() + "' reproduce '" + scenario_.string() + "' --out '" + out.string() +
+          "' --jobs 2 --set 'sweep.extra_seeds=[{points: [n-long], " + "seeds: [3]}]'");
+  EXPECT_EQ(o.rc, 0) << o.text;
+  EXPECT_NE(o.text.find("(5 runs)"), std::string::npos) << o.text;
+  EXPECT_TRUE(fs::exists(out / "runs/n-long/3/results.json"));
+  EXPECT_FALSE(fs::exists(out / "runs/n-short/3"));
+  const nlohmann::json doc = read_json(out / "results.json");
+  EXPECT_EQ(doc["metrics"]["bw.long"]["seeds"], nlohmann::json::array({1, 2, 3}));
+  EXPECT_EQ(doc["metrics"]["bw.short"]["seeds"], nlohmann::json::array({1, 2}));
+}
+
 TEST_F(ReproduceRun, RowIsFoundByIdAndRunRunsTheBasePoint) {
   const Output none = run("'" + sim_path() + "' reproduce T9 --scenarios '" + dir_.string() + "'");
   EXPECT_EQ(none.rc, 2);

@@ -84,6 +84,29 @@ TEST(Reproduce, MeanMinMaxStddevOverSeedsPerPoint) {
   EXPECT_FALSE(find(all, "goodput_gbps.dcqcn.loss_1").measured());
 }
 
+// A point with extra seeds is reduced over the row's seeds and its own;
+// the other points over the row's only.
+TEST(Reproduce, ExtraSeedsWidenOnlyTheirPoints) {
+  SweepConfig s = two_transports();
+  ExtraSeeds e;
+  e.points = {"t-dcqcn_pct-0.5"};
+  e.seeds = {"4", "5"};
+  s.extra_seeds = {e};
+  EXPECT_EQ(point_seeds(s, "t-dcqcn_pct-0.5", {1, 2}), (std::vector<int64_t>{1, 2, 4, 5}));
+  EXPECT_EQ(point_seeds(s, "t-mprdma_pct-0.5", {1, 2}), (std::vector<int64_t>{1, 2}));
+  const std::vector<RunRecord> runs = {
+      run("t-mprdma_pct-0.5", 1, 38), run("t-mprdma_pct-0.5", 2, 36),
+      run("t-mprdma_pct-0.5", 4, 99),  // not one of this point's seeds: ignored
+      run("t-dcqcn_pct-0.5", 1, 10),  run("t-dcqcn_pct-0.5", 2, 20),
+      run("t-dcqcn_pct-0.5", 4, 30),  run("t-dcqcn_pct-0.5", 5, 0, "failed")};
+  const auto all = aggregate(s, {1, 2}, runs);
+  const AggregatedMetric& d = find(all, "goodput_gbps.dcqcn.loss_0.5");
+  EXPECT_DOUBLE_EQ(d.value, 20);
+  EXPECT_EQ(d.seeds, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(d.missing_seeds, (std::vector<int64_t>{5}));
+  EXPECT_DOUBLE_EQ(find(all, "goodput_gbps.mprdma.loss_0.5").value, 37);
+}
+
 TEST(Reproduce, IncompleteRunsCountAndMissingMetricsDoNot) {
   SweepConfig s;
   s.metrics["g"] = "goodput";

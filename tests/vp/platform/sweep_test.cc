@@ -272,6 +272,25 @@ TEST(Sweep, ChecksAndPublishedNameSweepMetrics) {
             std::string::npos);
 }
 
+TEST(Sweep, ExtraSeedsNamePointsOfTheSweepAndNewSeeds) {
+  const std::string sweep =
+      "sweep:\n  seeds: [1, 2]\n  parameters:\n    - {name: p, key: jobs.0.iterations, values: "
+      "[10, 20]}\n  metrics: {\"bw.{p}\": bw}\n";
+  EXPECT_EQ(error_of(kBase + sweep + "  extra_seeds: [{points: [p-10], seeds: [3, 4]}]\n"), "");
+  EXPECT_NE(error_of(kBase + sweep + "  extra_seeds: [{points: [p-30], seeds: [3]}]\n")
+                .find("extra_seeds: point 'p-30' is not a point of the sweep"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "  extra_seeds: [{points: [p-10], seeds: [2]}]\n")
+                .find("extra_seeds: seed 2 is already one of the row's seeds"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "  extra_seeds: [{points: [p-10], seeds: [-3]}]\n")
+                .find("extra_seeds: seed '-3' is not a non-negative integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase + sweep + "  extra_seeds: [{seeds: [3]}]\n")
+                .find("extra_seeds: name the points that run them"),
+            std::string::npos);
+}
+
 TEST(Sweep, SensitivityNamesPointsOfTheSweepAndTwoValuesThatValidate) {
   const std::string sweep =
       "sweep:\n  parameters:\n    - {name: p, key: jobs.0.iterations, values: [10, 20]}\n"
@@ -287,10 +306,10 @@ TEST(Sweep, SensitivityNamesPointsOfTheSweepAndTwoValuesThatValidate) {
                      "points: [p-30]}\n")
                 .find("point 'p-30' is not a point of the sweep"),
             std::string::npos);
-  // Its seeds must be seeds of the row (here the scenario's seed 1 only):
+  // Its seeds must be seeds of the row (here the scenario's seed 7 only):
   // the as-run figure beside the variants is reduced over them.
   EXPECT_EQ(error_of(kBase + sweep +
-                     "sensitivity: {key: nic.mtu, values: [2048, 4096], seeds: [1], why: x}\n"),
+                     "sensitivity: {key: nic.mtu, values: [2048, 4096], seeds: [7], why: x}\n"),
             "");
   EXPECT_NE(error_of(kBase + sweep +
                      "sensitivity: {key: nic.mtu, values: [2048, 4096], seeds: [2], why: x}\n")
