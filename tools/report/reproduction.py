@@ -1003,6 +1003,8 @@ def scenario_declared(path):
         return ""
     out, inside = [], False
     for line in lines:
+        if not line.strip():
+            continue  # a blank line inside the header
         if not line.startswith("#"):
             break
         text = line[1:].strip()
