@@ -123,13 +123,29 @@ TEST_F(UcTest, WriteWithImmediateCompletesARecvAndPlainWriteNone) {
     EXPECT_EQ(r.imm_data, 0x0df0adbau);
     EXPECT_EQ(r.flags & MPR_CQE_F_IMM, uint32_t{MPR_CQE_F_IMM});
     EXPECT_EQ(r.wr_id, 9u);
+    // A multi-packet SEND with immediate: the immediate and SE come with
+    // its last packet.
+    Recv(10, 80000, 4096);
+    const mpr_sge sge = pair.a.sge(8192, 2500);
+    mpr_send_wr wr = SendWr(4, MPR_WQE_SEND_IMM, &sge, 1, MPR_WQE_F_SIGNALED | MPR_WQE_F_SOLICITED);
+    wr.imm_data = 0x44332211;
+    ASSERT_EQ(pair.a.ctx->post_send(pair.a.qp, wr), 0);
+    const mpr_wc ri = WaitWc(*pair.b.ctx, pair.b.rcq);
+    EXPECT_EQ(ri.status, MPR_CQE_SUCCESS);
+    EXPECT_EQ(ri.opcode, MPR_CQE_RESP_RECV_IMM);
+    EXPECT_EQ(ri.byte_len, 2500u);
+    EXPECT_EQ(ri.imm_data, 0x44332211u);
+    EXPECT_EQ(ri.flags, uint32_t{MPR_CQE_F_IMM | MPR_CQE_F_SOLICITED});
+    EXPECT_EQ(ri.wr_id, 10u);
+    EXPECT_TRUE(SameBytes(pair.b.get(80000, 2500),
+                          std::vector<uint8_t>(a0.begin() + 8192, a0.begin() + 10692)));
     EXPECT_TRUE(SameBytes(pair.b.get(60000, 3000),
                           std::vector<uint8_t>(a0.begin() + 4096, a0.begin() + 7096)));
     EXPECT_TRUE(
         SameBytes(pair.b.get(50000, 2000), std::vector<uint8_t>(a0.begin(), a0.begin() + 2000)));
     // A WRITE with immediate and no RECV posted: dropped, never answered.
     ASSERT_EQ(Write(3, 0, 100, 70000, MPR_WQE_RDMA_WRITE_IMM), 0);
-    EXPECT_EQ(WaitWcs(*pair.a.ctx, pair.a.scq, 3).size(), 3u);
+    EXPECT_EQ(WaitWcs(*pair.a.ctx, pair.a.scq, 4).size(), 4u);
     EXPECT_TRUE(StaysEmpty(*pair.b.ctx, pair.b.rcq));
     EXPECT_EQ(pair.b.query().qp_state, MPR_QPS_RTS);
   });
