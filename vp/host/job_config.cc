@@ -41,7 +41,8 @@ void JobConfig::bind(core::Binder& b) {
            "(an 8-byte inline payload, or the immediate when header-only), the answers of one "
            "poll (at most post_list) behind one doorbell, RECVs re-posted per poll behind one "
            "doorbell on both sides; the client checks its numbers grow. "
-           "The rate counts answers.");
+           "The rate counts answers. With request uc_write the requests are HERD's UC WRITEs "
+           "into the server's memory instead (see request).");
   b.field("client", client, "Host that issues the requests.");
   b.field("server", server, "Host that answers them.");
   b.field("enabled", enabled,
@@ -108,9 +109,21 @@ void JobConfig::bind(core::Binder& b) {
   b.field("post_list", post_list,
           "Bandwidth tests: post this many WQEs behind one doorbell (perftest --post_list).", 1,
           4096, "WQEs");
-  b.choice("transport", transport, {{"rc", QpType::rc}, {"ud", QpType::ud}},
+  b.choice("transport", transport, {{"rc", QpType::rc}, {"ud", QpType::ud}, {"uc", QpType::uc}},
            "send_bw: rc = one RC connection per copy; ud = UD QPs, every SEND a datagram "
-           "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first).");
+           "(payload at most the MTU, no ACKs, the server's RECVs take 40 bytes of GRH first). "
+           "write_bw, send_bw: uc = one UC connection per copy (no ACKs, no retransmission, no "
+           "rate control: a WQE completes once its packets left; a lost packet loses its "
+           "message; send_bw needs rx_depth >= iterations, UC having no RNR NAK). rpc_bw: ud "
+           "(its answers are UD SENDs).");
+  b.choice("request", request, {{"send", RpcRequest::send}, {"uc_write", RpcRequest::uc_write}},
+           "rpc_bw: how requests reach the server. send = UD SENDs into RECVs (a receive CQE "
+           "per request); uc_write = HERD (Kalia et al., ATC'16 §4.2): each connection adds a "
+           "UC QP pair, the client RDMA WRITEs its 8-byte request (inline; a nonzero sequence "
+           "number that marks the slot valid) into its own ring of rx_depth 64-byte slots in "
+           "the server's memory, and the server thread polls that ring (it wakes on the NIC's "
+           "DMA writes into it and pays poll_overhead per poll that finds requests; no CQE), "
+           "clears each slot it takes and answers by UD SEND as with send. Needs sizes [8].");
   b.choice("qp_transport", qp_transport, nic::EngineRegistry::instance().qp_transport_names(),
            "RC: the transport engine of the job's QPs (CREATE_QP's transport, by its name in "
            "<mprdma/hw.h>): default is the NICs' nic.transport; another must be offered by "
@@ -212,6 +225,19 @@ void JobConfig::bind(core::Binder& b) {
     if (transport == QpType::ud && app != App::send_bw && app != App::rpc_bw)
       b.error("transport ud applies to send_bw and rpc_bw only");
     if (app == App::rpc_bw && transport != QpType::ud) b.error("rpc_bw needs transport ud");
+    if (transport == QpType::uc && app != App::write_bw && app != App::send_bw)
+      b.error("transport uc applies to write_bw and send_bw only");
+    if (transport == QpType::uc && app == App::send_bw && rx_depth < iterations)
+      b.error(
+          "send_bw over transport uc needs rx_depth >= iterations: UC has no RNR NAK, a SEND "
+          "finding no RECV is lost and the server would wait for it for ever");
+    if (transport == QpType::uc && qp_transport != "default" && qp_transport != "gbn")
+      b.error("qp_transport applies to RC: UC QPs have no transport engine");
+    if (request != RpcRequest::send && app != App::rpc_bw)
+      b.error("request applies to rpc_bw only");
+    if (request == RpcRequest::uc_write)
+      for (const core::Bytes& s : sizes)
+        if (s.n != 8) b.error("request uc_write carries 8-byte requests: sizes must be [8]");
     if (app == App::rpc_bw && sizes.size() != 1) b.error("rpc_bw takes one size");
     if (app == App::rpc_bw)
       for (const core::Bytes& s : sizes)

@@ -104,6 +104,8 @@ uint64_t PerfTest::buffer_bytes(const JobConfig& cfg) {
     m = std::max(m, static_cast<uint64_t>(cfg.counters - 1) * cfg.counter_stride.n + 8);
   if (cfg.transport == JobConfig::QpType::ud)
     m = std::max<uint64_t>(m, MPR_UD_GRH_BYTES);  // GRH space
+  // rpc_bw: a 64-byte slot per RECV (send) or per request (uc_write's ring
+  // in the server's receive half).
   if (cfg.app == JobConfig::App::rpc_bw)
     m = std::max<uint64_t>(m, static_cast<uint64_t>(cfg.rx_depth) * 64);
   return m;
@@ -117,6 +119,8 @@ PerfTest::EndTables PerfTest::end_tables(const JobConfig& cfg) {
   EndTables t;
   const uint64_t bytes = static_cast<uint64_t>(buffer_halves(cfg)) * buffer_bytes(cfg);
   t.mtt_entries = (bytes + SparseMemory::kPageBytes - 1) / SparseMemory::kPageBytes;
+  if (cfg.app == JobConfig::App::rpc_bw && cfg.request == JobConfig::RpcRequest::uc_write)
+    t.qps = 2;  // the UD QP of the answers and the UC QP of the requests
   return t;
 }
 
@@ -136,7 +140,9 @@ void PerfTest::setup() {
     caps.max_inline = std::max<uint32_t>(caps.max_inline, 8);
   caps.max_recv_sge = static_cast<uint32_t>(cfg_.recv_sges);
   const bool ud = cfg_.transport == JobConfig::QpType::ud;
+  const bool uc = cfg_.transport == JobConfig::QpType::uc;
   if (ud) caps.qp_type = MPR_QPT_UD;
+  if (uc) caps.qp_type = MPR_QPT_UC;
   caps.transport = transport_kind(cfg_.qp_transport);
   for (Side* s : {client_.get(), server_.get()}) {
     s->ctx = std::make_unique<VerbsContext>(s->host.driver(), s->as, s->host.config());
@@ -162,9 +168,36 @@ void PerfTest::setup() {
     server_->ctx->activate_ud(server_->qp, kQkey, si.psn);
     client_->peer = VerbsContext::ud_dest(si, kQkey);
     server_->peer = VerbsContext::ud_dest(ci, kQkey);
+    if (cfg_.app == JobConfig::App::rpc_bw && cfg_.request == JobConfig::RpcRequest::uc_write) {
+      // HERD: requests by UC WRITE into the server's request ring (its
+      // receive half); the server's UC QP only receives (RTR).
+      QpCaps uc_caps;
+      uc_caps.qp_type = MPR_QPT_UC;
+      uc_caps.max_send_wr = caps.max_send_wr;
+      uc_caps.max_recv_wr = 2;  // no RECV is ever posted: plain WRITEs take none
+      uc_caps.max_inline = 8;
+      for (Side* s : {client_.get(), server_.get()})
+        s->uc_qp = s->ctx->create_qp(s->pd, s->scq, s->rcq, uc_caps);
+      const auto cu =
+          client_->ctx->local_info(client_->uc_qp, static_cast<uint32_t>(psn.below(1 << 24)));
+      const auto su =
+          server_->ctx->local_info(server_->uc_qp, static_cast<uint32_t>(psn.below(1 << 24)));
+      const uint8_t mtu = mtu_code(cfg_.mtu.n);
+      client_->ctx->connect_uc(client_->uc_qp, cu, su, mtu, access);
+      server_->ctx->connect_uc(server_->uc_qp, su, cu, mtu, access, 0, /*to_rts=*/false);
+      client_->req_va = server_->buf + server_->half;
+      client_->req_rkey = server_->mr.key;
+    }
     return;
   }
   const uint8_t mtu = mtu_code(cfg_.mtu.n);
+  if (uc) {
+    // UC: connected like RC, without the acknowledgement attributes.
+    client_->ctx->connect_uc(client_->qp, ci, si, mtu, access,
+                             static_cast<uint16_t>(cfg_.udp_sport));
+    server_->ctx->connect_uc(server_->qp, si, ci, mtu, access);
+    return;
+  }
   client_->ctx->connect(client_->qp, ci, si, mtu, access, cfg_.timeout, cfg_.retry_cnt, 7, 16,
                         static_cast<uint16_t>(cfg_.udp_sport));
   server_->ctx->connect(server_->qp, si, ci, mtu, access, cfg_.timeout, cfg_.retry_cnt);
@@ -393,6 +426,29 @@ SizeResult PerfTest::run_bw(uint64_t size) {
   }
   std::vector<uint8_t> got(size);
   dst.as.read(dst.buf + dst.half, got.data(), size);
+  if (cfg_.transport == JobConfig::QpType::uc && !send && got != pattern && size) {
+    // UC: the client's completions say only that the packets left (the
+    // run's time ends there, as perftest's UC test measures it); wait for
+    // the last WRITE to land, woken by the NIC's DMA writes into the
+    // destination, for at most kUcLandingLimitUs of simulated time (a lost
+    // packet leaves the data check failing).
+    constexpr double kUcLandingLimitUs = 1000;
+    const sc_core::sc_time limit =
+        sc_core::sc_time_stamp() + sc_core::sc_time(kUcLandingLimitUs, sc_core::SC_US);
+    sc_core::sc_event landed;
+    pcie::RootComplex& rc = dst.host.root_complex();
+    const uint64_t kPage = SparseMemory::kPageBytes;
+    for (uint64_t va = dst.buf + dst.half, end = va + size; va < end;) {
+      const uint64_t chunk = std::min(end - va, kPage - va % kPage);
+      rc.add_write_watch(dst.as.translate(va), chunk, &landed);
+      va += chunk;
+    }
+    while (got != pattern && sc_core::sc_time_stamp() < limit) {
+      sc_core::wait(limit - sc_core::sc_time_stamp(), landed);
+      dst.as.read(dst.buf + dst.half, got.data(), size);
+    }
+    rc.remove_write_watch(&landed);
+  }
   r.data_ok = got == pattern;
   if (!r.data_ok) r.error = "destination buffer differs from the source";
   return r;

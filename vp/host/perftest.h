@@ -107,9 +107,19 @@ struct JobConfig {
   int64_t post_list = 1;
   // send_bw: "ud" runs it over UD QPs (datagram SENDs with the server's
   // address in every WQE, one packet per message, no ACKs; the server's
-  // RECVs leave 40 bytes of GRH space before the data).
-  enum class QpType { rc, ud };
+  // RECVs leave 40 bytes of GRH space before the data). write_bw, send_bw:
+  // "uc" over UC QPs (no ACKs: a WQE completes once its packets left).
+  enum class QpType { rc, ud, uc };
   QpType transport = QpType::rc;
+  // rpc_bw: how requests reach the server. send: UD SENDs into RECVs (a CQE
+  // per request at the server); uc_write: HERD (Kalia et al., SIGCOMM'14,
+  // ATC'16 §4.2): each client connection has a UC QP connected to one of
+  // the server's, and WRITEs its 8-byte request (inline, a nonzero sequence
+  // number that marks the slot valid) into its own ring of 64-byte slots in
+  // the server's memory; the server thread polls that memory (no CQE),
+  // answers as with send (UD SENDs, one doorbell per poll).
+  enum class RpcRequest { send, uc_write };
+  RpcRequest request = RpcRequest::send;
   // RC: the QPs' transport engine (CREATE_QP's transport): "default" (the
   // NIC's nic.transport), gbn, dcqcn, mprdma or irn.
   std::string qp_transport = "default";
@@ -189,7 +199,7 @@ class PerfTest {
   // 4 KiB pages are MTT entries), one QP, a send and a receive CQ.
   struct EndTables {
     uint64_t mtt_entries = 0;
-    uint64_t mrs = 1, qps = 1, cqs = 2;
+    uint64_t mrs = 1, qps = 1, cqs = 2;  // qps: 2 for rpc_bw's uc_write (UD + UC)
   };
   static EndTables end_tables(const JobConfig& cfg);
   // `copy` numbers the connections of a job with qps > 1; copy 0 draws
@@ -218,6 +228,12 @@ class PerfTest {
   SizeResult run_atomic(uint64_t size);
   SizeResult run_rpc(uint64_t size);
   void rpc_server_loop(uint64_t count, std::string& error);
+  // rpc_bw with request uc_write: the server thread polls its request
+  // region (woken by the NIC's DMA writes into it) instead of a CQ.
+  void rpc_herd_server_loop(uint64_t count, std::string& error);
+  // Posts (no doorbell) the answer to request `answered` on the server's UD
+  // QP, making room in its send queue first; false with `error` set.
+  bool post_rpc_answer(uint64_t answered, uint64_t count, uint64_t& unsignaled, std::string& error);
   int post_rpc_recv(Side& side, uint64_t slot, bool header_only);
   void server_recv_loop(uint64_t count, uint64_t& received, std::string& error);
   int wait_completions(Side& s, CompletionQueue* cq, int n, mpr_wc* wc);

@@ -27,6 +27,12 @@ struct PerfTest::Side {
   CompletionQueue* rcq = nullptr;
   QueuePair* qp = nullptr;
   mpr_wqe_ud peer{};  // transport ud: the other side's address
+  // rpc_bw, request uc_write: the UC QP requests go by (client) or arrive
+  // on (server), and on the client the server's request ring (its first
+  // slot's address and the rkey).
+  QueuePair* uc_qp = nullptr;
+  uint64_t req_va = 0;
+  uint32_t req_rkey = 0;
 };
 
 namespace perftest_detail {

@@ -394,4 +394,40 @@ void VerbsContext::connect(QueuePair* qp, const PeerInfo& local, const PeerInfo&
   if (!r.ok()) fail("MODIFY_QP to RTS", r);
 }
 
+void VerbsContext::connect_uc(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote,
+                              uint8_t path_mtu, uint32_t access, uint16_t udp_sport, bool to_rts) {
+  mpr_qp_attr a{};
+  a.attr_mask =
+      MPR_QP_ATTR_STATE | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS;
+  a.qp_state = MPR_QPS_INIT;
+  a.port_num = 1;
+  a.access_flags = access;
+  CommandResult r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP (UC) to INIT", r);
+
+  a = mpr_qp_attr{};
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU | MPR_QP_ATTR_DEST_QPN |
+                MPR_QP_ATTR_RQ_PSN;
+  a.qp_state = MPR_QPS_RTR;
+  a.path_mtu = path_mtu;
+  a.dest_qpn = remote.qpn;
+  a.rq_psn = remote.psn;
+  a.sgid_index = 0;
+  a.hop_limit = 64;
+  a.udp_sport = udp_sport;  // 0: the NIC derives it from the QPNs
+  const auto gid = ipv4_gid(remote.ip);
+  std::memcpy(a.dgid, gid.data(), 16);
+  std::memcpy(a.dmac, remote.mac.data(), 6);
+  r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP (UC) to RTR", r);
+  if (!to_rts) return;
+
+  a = mpr_qp_attr{};
+  a.attr_mask = MPR_QP_ATTR_STATE | MPR_QP_ATTR_SQ_PSN;
+  a.qp_state = MPR_QPS_RTS;
+  a.sq_psn = local.psn;
+  r = modify_qp(qp, a);
+  if (!r.ok()) fail("MODIFY_QP (UC) to RTS", r);
+}
+
 }  // namespace mprdma::host

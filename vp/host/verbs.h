@@ -64,7 +64,7 @@ struct QpCaps {
   uint32_t max_recv_sge = 1;
   uint32_t max_inline = 0;
   bool sq_sig_all = false;
-  uint8_t qp_type = MPR_QPT_RC;               // or MPR_QPT_UD
+  uint8_t qp_type = MPR_QPT_RC;               // or MPR_QPT_UC, MPR_QPT_UD
   uint8_t transport = MPR_TRANSPORT_DEFAULT;  // enum mpr_transport
 };
 
@@ -128,6 +128,12 @@ class VerbsContext {
   void connect(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote, uint8_t path_mtu,
                uint32_t access, uint8_t timeout = 14, uint8_t retry_cnt = 7, uint8_t rnr_retry = 7,
                uint8_t max_rd_atomic = 16, uint16_t udp_sport = 0, bool to_rts = true);
+
+  // A UC QP: RESET -> INIT -> RTR -> RTS with the attributes UC has (no
+  // ACK timeout, retries or READ/atomic limits; the firmware refuses them).
+  // `to_rts` false: stays in RTR, a QP that only receives.
+  void connect_uc(QueuePair* qp, const PeerInfo& local, const PeerInfo& remote, uint8_t path_mtu,
+                  uint32_t access, uint16_t udp_sport = 0, bool to_rts = true);
 
   AddressSpace& address_space() { return as_; }
   Driver& driver() { return driver_; }

@@ -67,7 +67,26 @@ constexpr OpInfo kUdOps[2] = {
     {"UD_SEND_ONLY_WITH_IMMEDIATE", kDeth | kImm | kPayload | kOnly | kRequest},
 };
 
-inline const OpInfo& info_of(uint8_t v) { return v < kNumOpcodes ? kOps[v] : kUdOps[v - 0x64]; }
+// UC opcodes 0x20..0x2B (IBA table 38, UC column): the RC SEND and WRITE
+// opcodes' headers, under their own names.
+constexpr OpInfo kUcOps[kNumUcOpcodes] = {
+    {"UC_SEND_FIRST", kPayload | kFirst | kRequest},
+    {"UC_SEND_MIDDLE", kPayload | kMiddle | kRequest},
+    {"UC_SEND_LAST", kPayload | kLast | kRequest},
+    {"UC_SEND_LAST_WITH_IMMEDIATE", kImm | kPayload | kLast | kRequest},
+    {"UC_SEND_ONLY", kPayload | kOnly | kRequest},
+    {"UC_SEND_ONLY_WITH_IMMEDIATE", kImm | kPayload | kOnly | kRequest},
+    {"UC_RDMA_WRITE_FIRST", kReth | kPayload | kFirst | kRequest},
+    {"UC_RDMA_WRITE_MIDDLE", kPayload | kMiddle | kRequest},
+    {"UC_RDMA_WRITE_LAST", kPayload | kLast | kRequest},
+    {"UC_RDMA_WRITE_LAST_WITH_IMMEDIATE", kImm | kPayload | kLast | kRequest},
+    {"UC_RDMA_WRITE_ONLY", kReth | kPayload | kOnly | kRequest},
+    {"UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", kReth | kImm | kPayload | kOnly | kRequest},
+};
+
+inline const OpInfo& info_of(uint8_t v) {
+  return v < kNumOpcodes ? kOps[v] : is_uc_opcode(v) ? kUcOps[v - kUcOpcodeBase] : kUdOps[v - 0x64];
+}
 
 inline uint16_t flags_of(Opcode op) {
   const auto v = static_cast<uint8_t>(op);
@@ -191,7 +210,7 @@ PacketPtr build_roce(const RoceFields& f, const uint8_t* payload, size_t len) {
   const auto op = static_cast<uint8_t>(f.opcode);
   if (!is_valid_opcode(op))
     throw std::invalid_argument("build_roce: opcode " + std::to_string(op) +
-                                " is not an RC or UD opcode");
+                                " is not an RC, UC or UD opcode");
   const uint16_t flags = info_of(op).flags;
   if (f.trailer_len > len)
     throw std::invalid_argument("build_roce: a trailer of " + std::to_string(f.trailer_len) +

@@ -1,6 +1,7 @@
 // RoCEv2 packets as real bytes: building and parsing Ethernet II / IPv4 /
 // UDP / InfiniBand BTH (+ extended transport headers) / payload / pad / ICRC
-// for the Reliable Connection opcodes and the Unreliable Datagram SENDs.
+// for the Reliable Connection opcodes, the Unreliable Connection SENDs and
+// WRITEs, and the Unreliable Datagram SENDs.
 //
 // Frame layout (offsets from the destination MAC):
 //   0  Ethernet II, 14 B, ethertype 0x0800
@@ -47,6 +48,21 @@ enum class Opcode : uint8_t {
   ATOMIC_ACKNOWLEDGE = 0x12,
   COMPARE_SWAP = 0x13,
   FETCH_ADD = 0x14,
+  // UC (transport bits 7..5 = 001): the RC SEND and RDMA WRITE opcodes plus
+  // 0x20, with the same headers (IBA table 38, UC column); no READ, atomics
+  // or acknowledgements exist on UC.
+  UC_SEND_FIRST = 0x20,
+  UC_SEND_MIDDLE = 0x21,
+  UC_SEND_LAST = 0x22,
+  UC_SEND_LAST_WITH_IMMEDIATE = 0x23,
+  UC_SEND_ONLY = 0x24,
+  UC_SEND_ONLY_WITH_IMMEDIATE = 0x25,
+  UC_RDMA_WRITE_FIRST = 0x26,
+  UC_RDMA_WRITE_MIDDLE = 0x27,
+  UC_RDMA_WRITE_LAST = 0x28,
+  UC_RDMA_WRITE_LAST_WITH_IMMEDIATE = 0x29,
+  UC_RDMA_WRITE_ONLY = 0x2A,
+  UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE = 0x2B,
   // UD (transport bits 7..5 = 011): single-packet datagrams with a DETH.
   UD_SEND_ONLY = 0x64,
   UD_SEND_ONLY_WITH_IMMEDIATE = 0x65,
@@ -55,12 +71,32 @@ constexpr int kNumOpcodes = 0x15;  // every value below this is a valid RC Opcod
 
 // The two UD opcodes.
 constexpr bool is_ud_opcode(uint8_t v) { return v == 0x64 || v == 0x65; }
-// True for the 21 RC opcodes and the 2 UD opcodes above.
-constexpr bool is_valid_opcode(uint8_t v) { return v < kNumOpcodes || is_ud_opcode(v); }
+// The twelve UC opcodes (0x20..0x2B).
+constexpr uint8_t kUcOpcodeBase = 0x20;
+constexpr int kNumUcOpcodes = 12;
+constexpr bool is_uc_opcode(uint8_t v) {
+  return v >= kUcOpcodeBase && v < kUcOpcodeBase + kNumUcOpcodes;
+}
+inline bool is_uc(Opcode op) { return is_uc_opcode(static_cast<uint8_t>(op)); }
+// The RC opcode a UC opcode mirrors (same headers, same place in its
+// message): UC_SEND_FIRST -> SEND_FIRST, ...; other opcodes unchanged.
+inline Opcode rc_equivalent(Opcode op) {
+  return is_uc(op) ? static_cast<Opcode>(static_cast<uint8_t>(op) - kUcOpcodeBase) : op;
+}
+// The UC opcode of an RC SEND or RDMA WRITE opcode (SEND_FIRST ..
+// RDMA_WRITE_ONLY_WITH_IMMEDIATE); others unchanged.
+inline Opcode uc_of(Opcode op) {
+  const auto v = static_cast<uint8_t>(op);
+  return v < kNumUcOpcodes ? static_cast<Opcode>(v + kUcOpcodeBase) : op;
+}
+// True for the 21 RC opcodes, the 12 UC and the 2 UD opcodes above.
+constexpr bool is_valid_opcode(uint8_t v) {
+  return v < kNumOpcodes || is_uc_opcode(v) || is_ud_opcode(v);
+}
 // "SEND_FIRST", ...; "INVALID" for other values.
 const char* to_string(Opcode op);
 
-// Which headers and data an opcode carries (IBA table 38 for RC).
+// Which headers and data an opcode carries (IBA table 38: RC, UC, UD).
 bool has_deth(Opcode op);  // UD: Q_Key and source QP
 bool has_reth(Opcode op);
 bool has_aeth(Opcode op);
@@ -176,7 +212,7 @@ enum class ParseStatus {
   truncated,        // fewer bytes than the IP total length (or a header) needs
   bad_ip_checksum,  // IPv4 header checksum wrong
   bad_icrc,         // invariant CRC wrong
-  bad_opcode,       // not an RC or UD opcode
+  bad_opcode,       // not an RC, UC or UD opcode
   bad_length,       // IP/UDP lengths inconsistent, payload where none may be,
                     // or pad longer than the payload area
 };

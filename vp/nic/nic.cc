@@ -100,7 +100,7 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
                                     "partition (IB: P_Key violations)")),
       foreign_drops_(env.stats.counter(
           "nic." + cfg.name + ".rx.foreign_drops", "packets",
-          "Packets for a connected (RC) QP from an address other than its peer's")) {
+          "Packets for a connected (RC, UC) QP from an address other than its peer's")) {
   tx_.set_sources(&responder_, &requester_);
   cq_.set_cqc_cache(&cqc_cache_);
   for (auto [cause, cache] : {std::pair<StallCause, const char*>{StallCause::qpc, "qpc"},
@@ -410,10 +410,11 @@ bool Nic::admitted(const net::RoceFields& f) {
     return false;
   }
   // A connected QP takes packets from its peer only: RoCEv2 carries no
-  // source QP number for RC, so the peer is its address (the QP's
+  // source QP number for RC or UC, so the peer is its address (the QP's
   // destination GID). Datagram QPs take anyone's (they check the Q_Key).
   const mpr_qpc* q = contexts_.qp(f.dest_qp);
-  if (q && q->qp_type == MPR_QPT_RC && (q->state == MPR_QPS_RTR || q->state == MPR_QPS_RTS)) {
+  if (q && (q->qp_type == MPR_QPT_RC || q->qp_type == MPR_QPT_UC) &&
+      (q->state == MPR_QPS_RTR || q->state == MPR_QPS_RTS)) {
     const uint8_t* g = q->attr.dgid;
     const uint32_t peer =
         uint32_t{g[12]} << 24 | uint32_t{g[13]} << 16 | uint32_t{g[14]} << 8 | g[15];

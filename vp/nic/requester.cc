@@ -111,6 +111,8 @@ Requester::Requester(sc_core::sc_module_name name, NicCore& core)
                                            "Send WQEs taken from the MMIO write, no DMA read")),
       ud_sends_(
           core.env.stats.counter(core.stat("requester.ud_sends"), "packets", "UD datagrams sent")),
+      uc_packets_(core.env.stats.counter(core.stat("requester.uc_packets"), "packets",
+                                         "UC request packets sent (no ACK, never resent)")),
       read_acks_tx_(core.env.stats.counter(core.stat("requester.read_acks_tx"), "packets",
                                            "Read (N)ACKs sent for READ responses (IRN)")),
       read_acks_rx_(core.env.stats.counter(core.stat("requester.read_acks_rx"), "packets",
@@ -240,7 +242,9 @@ void Requester::qp_to_rts(uint32_t qpn) {
   if (!answering) qp.next_psn = q->attr.sq_psn;
   qp.next_recv_msn = 0;
   qp.ud = q->qp_type == MPR_QPT_UD;
+  qp.uc = q->qp_type == MPR_QPT_UC;
   qp.qkey = q->attr.qkey;
+  if (qp.uc) return fetch(qp);  // no engine, no rate control: path MTU, SQ PSN
   if (qp.ud) {
     // Datagrams: no connection, no engine; a message is one packet of at
     // most the port's MTU (UD QPs have no path MTU attribute).
@@ -279,14 +283,15 @@ Requester::Qp* Requester::limited(uint32_t qpn) {
   Qp* qp = find(qpn);
   if (!qp) {
     const mpr_qpc* q = core_.contexts.qp(qpn);
-    if (!q || q->qp_type == MPR_QPT_UD || (q->state != MPR_QPS_RTR && q->state != MPR_QPS_RTS))
+    if (!q || q->qp_type == MPR_QPT_UD || q->qp_type == MPR_QPT_UC ||
+        (q->state != MPR_QPS_RTR && q->state != MPR_QPS_RTS))
       return nullptr;
     auto [it, created] = qps_.try_emplace(qpn);
     qp = &it->second;
     qp->qpn = qpn;
     qp->generation = ++generation_;
   }
-  if (qp->ud || qp->error) return nullptr;
+  if (qp->ud || qp->uc || qp->error) return nullptr;
   ensure_rp(*qp);
   return qp->rp ? qp : nullptr;
 }
@@ -451,6 +456,12 @@ void Requester::parse(Qp& qp, const uint8_t* wqe, uint32_t index, Message& m) {
   };
   if (ctrl.opcode == MPR_WQE_NOP || ctrl.opcode > MPR_WQE_OPCODE_MAX)
     return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_BAD_OPCODE);
+  if (qp.uc && (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode))) {
+    // No READ or atomic exists on UC (IBA ch. 9.2): a local QP operation
+    // error, as hardware reports it.
+    MPR_LOG(log_, info, "UC QP " << qp.qpn << " WQE " << index << ": no READ or atomics on UC");
+    return bad(MPR_CQE_LOC_QP_OP_ERR, MPR_SYN_UNSUPPORTED);
+  }
   const EngineTraits& engine = qp.traits;
   if (!engine.carries_read_atomic && (ctrl.opcode == MPR_WQE_RDMA_READ || is_atomic(ctrl.opcode)) &&
       !engine.read_as_data) {
@@ -558,6 +569,7 @@ bool Requester::local_still_valid(const Qp& qp, Message& m) {
 
 void Requester::assign(Qp& qp) {
   if (qp.ud) return assign_ud(qp);
+  if (qp.uc) return assign_uc(qp);
   // READ and atomics travel as data (MP-RDMA): see send_read_data.
   const bool as_data = qp.traits.read_as_data;
   bool added = false;
@@ -678,6 +690,7 @@ bool Requester::try_emit(uint32_t qpn) {
   Qp* qp = find(qpn);
   if (!qp || !sending(*qp) || qp->error) return false;
   if (qp->ud) return emit_ud(*qp);
+  if (qp->uc) return emit_uc(*qp);
   if (!qp->read_acks.empty()) return emit_read_ack(*qp);
   const uint64_t now = core_.now_cycle();
   if (qp->rp) {
@@ -919,7 +932,7 @@ void Requester::on_response(net::PacketPtr pkt, const net::RoceFields& f) {
     return;
   }
   Qp* qp = find(qpn);
-  if (!qp || !sending(*qp) || qp->error || qp->ud) {
+  if (!qp || !sending(*qp) || qp->error || qp->ud || qp->uc) {
     ++bad_responses_;
     return;
   }
@@ -1112,7 +1125,7 @@ void Requester::build_ooo(const Message& m, uint32_t k, bool retx,
 
 void Requester::retire(Qp& qp) {
   if (qp.error) return;
-  if (qp.ud) return retire_ud(qp);
+  if (qp.ud || qp.uc) return retire_unacked(qp);
   const uint32_t una = sending(qp) ? core_.engine.snd_una(qp.qpn) : qp.next_psn;
   bool retired = false;
   while (!qp.inflight.empty()) {
@@ -1171,14 +1184,14 @@ void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syn
     q->state = MPR_QPS_ERR;
     q->attr.qp_state = MPR_QPS_ERR;
   }
-  for (const Qp::UdSent& u : qp.ud_sent) {  // UD: sent, not yet completed
+  for (const Qp::Unacked& u : qp.unacked) {  // UD, UC: sent, not yet completed
     Message m;
     m.index = u.index;
     m.opcode = u.opcode;
     m.length = u.length;
     complete(qp, m, MPR_CQE_WR_FLUSH_ERR, MPR_SYN_FLUSHED);
   }
-  qp.ud_sent.clear();
+  qp.unacked.clear();
   if (culprit && culprit->answers_read) {
     // The responses to the peer's READ failed (retries exhausted): the
     // oldest WQE, if any, carries the status.
@@ -1190,6 +1203,7 @@ void Requester::fail(Qp& qp, const Message* culprit, uint8_t status, uint8_t syn
   for (auto* list : {&qp.inflight, &qp.pending})
     for (const Message& m : *list) {
       if (m.answers_read) continue;  // no WQE of this QP
+      if (m.uc_next) continue;       // UC, partly sent: flushed with `unacked` above
       const bool guilty = &m == culprit;
       complete(qp, m, guilty ? status : uint8_t{MPR_CQE_WR_FLUSH_ERR},
                guilty ? syndrome : uint8_t{MPR_SYN_FLUSHED});

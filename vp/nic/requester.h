@@ -1,4 +1,5 @@
-// Requester: the send side of every RC and UD QP (UD: requester_ud.cc).
+// Requester: the send side of every RC, UC and UD QP (UD: requester_ud.cc,
+// UC: requester_uc.cc).
 //
 // Doorbell -> WQE fetch by DMA (up to wqe_fetch_batch WQEs per read) -> parse,
 // validate and translate each WQE (latency.wqe_parse cycles) -> PSNs assigned
@@ -153,6 +154,8 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
     // messages that consume a RECV (SEND, WRITE with immediate), carried by
     // every packet so the responder places it in the right RECV WQE.
     uint32_t recv_msn = 0;
+    // UC: the next of its packets to build (requester_uc.cc).
+    uint32_t uc_next = 0;
     // UD: the WQE's address segment (struct mpr_wqe_ud).
     struct UdDest {
       uint32_t qpn = 0, qkey = 0, dst_ip = 0;
@@ -221,14 +224,21 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
     // completes once its one packet is built (payload read).
     bool ud = false;
     uint32_t qkey = 0;
-    struct UdSent {
+    // UC QP (requester_uc.cc): no transport engine, no ACKs; a WQE
+    // completes once all its packets are built (payloads read).
+    bool uc = false;
+    // UD and UC: WQEs whose packets are being built or were all built,
+    // completing in SQ order once `built` and no payload read is pending.
+    struct Unacked {
       uint32_t index = 0;
       uint8_t opcode = 0, flags = 0;
       uint64_t length = 0;
-      bool ready = false;
+      bool built = false;  // its last packet is built
+      uint32_t reads = 0;  // payload DMA reads not yet returned
       uint8_t status = MPR_CQE_SUCCESS, syndrome = MPR_SYN_NONE;
+      bool ready() const { return built && reads == 0; }
     };
-    std::deque<UdSent> ud_sent;  // emitted, completing in SQ order
+    std::deque<Unacked> unacked;
   };
 
   Qp* find(uint32_t qpn);
@@ -306,14 +316,19 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   // ONLY with their own RETH (try_emit).
   void build_ooo(const Message& m, uint32_t k, bool retx, std::vector<uint8_t>& trailer) const;
   // UD (requester_ud.cc). parse_ud reads the address segment (false: the
-  // WQE failed and carries its status); assign_ud, retire_ud and emit_ud
-  // replace assign, retire and try_emit for a UD QP; ud_complete retires
-  // the emitted WQEs whose packets are built, in order.
+  // WQE failed and carries its status); assign_ud, retire_unacked and
+  // emit_ud replace assign, retire and try_emit for a UD QP;
+  // unacked_complete retires the emitted WQEs whose packets are built, in
+  // order (UD and UC).
   bool parse_ud(Qp& qp, const uint8_t*& seg, const uint8_t* end, Message& m);
   void assign_ud(Qp& qp);
-  void retire_ud(Qp& qp);
+  void retire_unacked(Qp& qp);
   bool emit_ud(Qp& qp);
-  void ud_complete(Qp& qp);
+  void unacked_complete(Qp& qp);
+  // UC (requester_uc.cc): PSNs per packet over the path MTU, packets built
+  // one per turn, no engine, no ACK; completion as UD (unacked_complete).
+  void assign_uc(Qp& qp);
+  bool emit_uc(Qp& qp);
 
   NicCore& core_;
   core::Calendar calendar_;
@@ -332,6 +347,7 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   core::Counter& doorbells_dropped_;
   core::Counter& wqes_by_mmio_;
   core::Counter& ud_sends_;
+  core::Counter& uc_packets_;
   core::Counter& read_acks_tx_;
   core::Counter& read_acks_rx_;
   core::Counter& read_data_tx_;

@@ -78,8 +78,9 @@ void Requester::assign_ud(Qp& qp) {
   if (added && qp.active && !qp.error) core_.tx.activate(qp.qpn);
 }
 
-void Requester::retire_ud(Qp& qp) {
-  if (!qp.inflight.empty() && qp.inflight.front().npsn == 0 && qp.ud_sent.empty()) {
+void Requester::retire_unacked(Qp& qp) {
+  // A WQE that failed locally, at the head once those before it completed.
+  if (!qp.inflight.empty() && qp.inflight.front().npsn == 0 && qp.unacked.empty()) {
     const Message& m = qp.inflight.front();
     fail(qp, &m, m.status, m.syndrome);
   }
@@ -89,7 +90,7 @@ bool Requester::emit_ud(Qp& qp) {
   if (qp.inflight.empty()) return false;
   Message& m = qp.inflight.front();
   if (m.npsn == 0) {
-    retire_ud(qp);  // a failed WQE at the head (after the sent ones complete)
+    retire_unacked(qp);  // a failed WQE at the head (after the sent ones complete)
     return false;
   }
   if (m.length && m.inline_data.empty() && !local_still_valid(qp, m)) {
@@ -97,7 +98,7 @@ bool Requester::emit_ud(Qp& qp) {
     m.npsn = 0;
     m.status = MPR_CQE_LOC_PROT_ERR;
     m.syndrome = MPR_SYN_BAD_LKEY;
-    retire_ud(qp);
+    retire_unacked(qp);
     return false;
   }
   const bool imm = m.opcode == MPR_WQE_SEND_IMM;
@@ -117,18 +118,19 @@ bool Requester::emit_ud(Qp& qp) {
   ++packets_;
   ++ud_sends_;
   const TxScheduler::Slot slot = core_.tx.reserve(f);  // sets f.ip_id
-  Qp::UdSent sent;
+  Qp::Unacked sent;
   sent.index = m.index;
   sent.opcode = m.opcode;
   sent.flags = m.flags;
   sent.length = m.length;
+  sent.built = true;  // its one packet
   const uint32_t plen = static_cast<uint32_t>(m.length);
   if (plen == 0 || !m.inline_data.empty()) {
     core_.tx.fill(slot, net::build_roce(f, plen ? m.inline_data.data() : nullptr, plen));
-    sent.ready = true;
-    qp.ud_sent.push_back(sent);
+    qp.unacked.push_back(sent);
   } else {
-    qp.ud_sent.push_back(sent);
+    sent.reads = 1;
+    qp.unacked.push_back(sent);
     const uint32_t qpn = qp.qpn;
     const uint64_t gen = qp.generation;
     const uint32_t index = m.index;
@@ -140,27 +142,27 @@ bool Requester::emit_ud(Qp& qp) {
                          core_.tx.cancel(slot);
                        Qp* q = find(qpn);
                        if (!q || q->generation != gen) return;
-                       for (Qp::UdSent& u : q->ud_sent)
+                       for (Qp::Unacked& u : q->unacked)
                          if (u.index == index) {
-                           u.ready = true;
+                           --u.reads;
                            if (!ok) {
                              u.status = MPR_CQE_LOC_PROT_ERR;
                              u.syndrome = MPR_SYN_DMA_FAULT;
                            }
                          }
-                       ud_complete(*q);
+                       unacked_complete(*q);
                      });
   }
   qp.inflight.pop_front();
-  ud_complete(qp);
+  unacked_complete(qp);
   return true;
 }
 
-void Requester::ud_complete(Qp& qp) {
+void Requester::unacked_complete(Qp& qp) {
   bool retired = false;
-  while (!qp.ud_sent.empty() && qp.ud_sent.front().ready) {
-    const Qp::UdSent u = qp.ud_sent.front();
-    qp.ud_sent.pop_front();
+  while (!qp.unacked.empty() && qp.unacked.front().ready()) {
+    const Qp::Unacked u = qp.unacked.front();
+    qp.unacked.pop_front();
     Message m;
     m.index = u.index;
     m.opcode = u.opcode;
@@ -176,7 +178,7 @@ void Requester::ud_complete(Qp& qp) {
     retired = true;
   }
   if (!retired || qp.error) return;
-  if (qp.ud_sent.empty()) retire_ud(qp);
+  if (qp.unacked.empty()) retire_unacked(qp);
   if (!qp.error) fetch(qp);
 }
 

@@ -74,6 +74,36 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
                                          "UD datagrams dropped: Q_Key differs from the QP's")),
       ud_drops_(core.env.stats.counter(core.stat("responder.ud_drops"), "packets",
                                        "UD datagrams dropped: no RECV posted, or not a UD SEND")),
+      uc_drops_psn_(core.env.stats.counter(
+          core.stat("responder.uc_drops.psn"), "packets",
+          "UC MIDDLE/LAST packets dropped: PSN not the expected one (a packet before it lost)")),
+      uc_drops_sequence_(core.env.stats.counter(
+          core.stat("responder.uc_drops.sequence"), "packets",
+          "UC MIDDLE/LAST packets dropped: no message of their kind in progress")),
+      uc_drops_discarding_(core.env.stats.counter(
+          core.stat("responder.uc_drops.discarding"), "packets",
+          "UC packets dropped as the rest of a message already being dropped (until the next "
+          "FIRST or ONLY)")),
+      uc_drops_access_(core.env.stats.counter(
+          core.stat("responder.uc_drops.access"), "packets",
+          "UC WRITE packets dropped: rkey, bounds or the QP's REMOTE_WRITE right failed (no NAK "
+          "exists on UC)")),
+      uc_drops_no_recv_(core.env.stats.counter(
+          core.stat("responder.uc_drops.no_recv"), "packets",
+          "UC SEND (first packet) or WRITE with immediate (last packet) dropped: no RECV posted "
+          "(no RNR NAK on UC)")),
+      uc_drops_length_(core.env.stats.counter(
+          core.stat("responder.uc_drops.length"), "packets",
+          "UC packets dropped: payload not one MTU (last: at most one), WRITE payload beyond its "
+          "RETH length or longer than the largest message, SEND longer than its RECV (the RECV "
+          "completes LOC_LEN_ERR and the QP goes to ERR)")),
+      uc_drops_opcode_(core.env.stats.counter(
+          core.stat("responder.uc_drops.opcode"), "packets",
+          "Packets dropped: an RC opcode on a UC QP, or a UC opcode on an RC QP")),
+      uc_partial_(core.env.stats.counter(
+          core.stat("responder.uc_partial"), "messages",
+          "UC messages abandoned part way (a drop, or a FIRST/ONLY arriving before their last "
+          "packet); a SEND's RECV is reused, WRITE data placed stays")),
       header_only_recvs_(core.env.stats.counter(
           core.stat("responder.header_only_recvs"), "RECVs",
           "SENDs without payload taken by RECVs without scatter entries: completed with "
@@ -166,8 +196,11 @@ void Responder::qp_to_rtr(uint32_t qpn) {
   qp.max_dest_rd_atomic = std::max<uint32_t>(1, q->attr.max_dest_rd_atomic);
   qp.base = qp_base_fields(*q, core_.cfg, core_.contexts);
   qp.ud = q->qp_type == MPR_QPT_UD;
+  qp.uc = q->qp_type == MPR_QPT_UC;
   qp.qkey = q->attr.qkey;
-  if (!qp.ud) {
+  qp.uc_epsn = q->attr.rq_psn;
+  qp.uc_discarding = false;
+  if (!qp.ud && !qp.uc) {
     try {
       core_.engine.open(conn_params(*q, core_.cfg, qp.base));
     } catch (const EngineContextExhausted& e) {
@@ -260,11 +293,11 @@ void Responder::fetch_recv(Qp& qp) {
                    if (!q2 || q2->generation != gen) return;
                    q2->rq_fetching = false;
                    if (!ok) {
-                     if (q2->active && !q2->ud) {
+                     if (q2->active && !q2->ud && !q2->uc) {
                        fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
                              MPR_EQE_QP_FATAL, "receive queue unreadable", MPR_SYN_DMA_FAULT);
                      } else {
-                       // Before RTR, and on a UD QP, there is no peer to NAK:
+                       // Before RTR, and on a UD or UC QP, there is no peer to NAK:
                        // report and fail the QP.
                        MPR_LOG(log_, info, "QP " << qpn << ": receive queue unreadable");
                        if (mpr_qpc* ctx = core_.contexts.qp(qpn))
@@ -318,7 +351,9 @@ void Responder::data_ce(Qp& qp) {
   // DCQCN notification point: CE-marked data of the QP (a request, or a
   // READ response its requester received) asks for a CNP to the peer's QP,
   // at most one per min_cnp_interval, whatever becomes of the packet.
-  if (np_ && !qp.ud && !qp.traits.own_congestion_control && np_->on_ce(qp.qpn, core_.now_cycle())) {
+  // Not for UD or UC QPs: their senders have no reaction point.
+  if (np_ && !qp.ud && !qp.uc && !qp.traits.own_congestion_control &&
+      np_->on_ce(qp.qpn, core_.now_cycle())) {
     qp.cnp_due = true;
     core_.tx.activate(qp.qpn);
   }
@@ -346,6 +381,7 @@ void Responder::drain_stalled(Qp& qp) {
 
 Responder::Step Responder::handle(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f) {
   if (qp.ud || net::has_deth(f.opcode)) return handle_ud(qp, pkt, f);
+  if (qp.uc || net::is_uc(f.opcode)) return handle_uc(qp, pkt, f);
   if (qp.traits.out_of_order) return handle_ooo(qp, pkt, f);
   switch (core_.engine.classify(qp.qpn, f.psn, core_.now_cycle())) {
     case RxVerdict::accept:

@@ -1,4 +1,5 @@
-// Responder: the receive side of every RC and UD QP (UD: responder_ud.cc).
+// Responder: the receive side of every RC, UC and UD QP (UD: responder_ud.cc,
+// UC: responder_uc.cc).
 //
 // Request packets arrive from the MAC in order per QP. The transport engine
 // classifies each PSN (next expected, duplicate, or beyond); the responder
@@ -202,6 +203,12 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     // UD QP (responder_ud.cc): datagrams, no engine, no ACKs.
     bool ud = false;
     uint32_t qkey = 0;
+    // UC QP (responder_uc.cc): no engine, no ACKs. The PSN the next packet
+    // of the message in progress must carry, and whether the rest of a
+    // message is being dropped (until the next FIRST or ONLY).
+    bool uc = false;
+    uint32_t uc_epsn = 0;
+    bool uc_discarding = false;
   };
   // Runs one atomic's read-modify-write; it holds its bucket's lock.
   void start_rmw(const AtomicJob& job);
@@ -221,6 +228,19 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   // RECV, writes its CQE (src_qp); drops what it cannot take, never NAKs.
   Step handle_ud(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
   Step execute(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
+  // UC: checks the PSN and the opcode sequence, places SEND and WRITE data
+  // in order; drops (and counts) what it cannot take, never answers.
+  Step handle_uc(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
+  // UC: the message in progress is given up (its RECV, not consumed, goes
+  // back to the head of the receive queue; WRITE data placed stays).
+  void uc_abandon(Qp& qp);
+  // UC: the packet is dropped for `reason` (counted), the message in
+  // progress abandoned, and the rest of this packet's message dropped too
+  // unless the packet was its last.
+  void uc_drop(Qp& qp, const net::RoceFields& f, core::Counter& reason, const char* why);
+  // UC: a receive-side error completed a RECV in error: the QP goes to ERR
+  // (no NAK exists on UC; the error CQE tells the application).
+  void uc_fail(Qp& qp, const char* why);
   // Out-of-order engines: place a SEND/WRITE packet wherever it falls,
   // complete messages in order as the engine reports them.
   Step handle_ooo(Qp& qp, net::PacketPtr& pkt, const net::RoceFields& f);
@@ -329,6 +349,15 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   core::Counter& rnr_drops_;
   core::Counter& qkey_drops_;
   core::Counter& ud_drops_;
+  // UC drops, by reason (responder.uc_drops.*), and partial messages.
+  core::Counter& uc_drops_psn_;
+  core::Counter& uc_drops_sequence_;
+  core::Counter& uc_drops_discarding_;
+  core::Counter& uc_drops_access_;
+  core::Counter& uc_drops_no_recv_;
+  core::Counter& uc_drops_length_;
+  core::Counter& uc_drops_opcode_;
+  core::Counter& uc_partial_;
   core::Counter& header_only_recvs_;
   core::Counter& inline_recvs_;
   core::Counter& read_retransmits_;

@@ -462,6 +462,7 @@ struct mpr_cmd_create_cq {
 
 enum mpr_qp_type {
 	MPR_QPT_RC = 2, /* IBV_QPT_RC */
+	MPR_QPT_UC = 3, /* IBV_QPT_UC: connected, no ACKs (SEND, WRITE), CAPS.UC */
 	MPR_QPT_UD = 4, /* IBV_QPT_UD: datagrams, CAPS.UD */
 };
 

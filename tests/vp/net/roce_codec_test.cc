@@ -202,7 +202,14 @@ TEST(RoceIcrc, MatchesScapyUcExample) {
   EXPECT_EQ(roce_icrc(&frame[14], 64 - 4), 0xf353f378u);
   EXPECT_EQ(reference_icrc(frame), 0xf353f378u);
   EXPECT_EQ(ipv4_checksum(&frame[14], 20), 0);
-  EXPECT_EQ(parse(frame), ParseStatus::bad_opcode);  // UC opcode 0x24
+  // UC SEND_ONLY (0x24) parses: destination QP 0xd3, PSN 0xcf1710, 18
+  // bytes of payload behind the pad count 2.
+  RoceFields f;
+  ASSERT_EQ(parse_roce(frame.data(), frame.size(), f), ParseStatus::ok);
+  EXPECT_EQ(f.opcode, Opcode::UC_SEND_ONLY);
+  EXPECT_EQ(f.dest_qp, 0xd3u);
+  EXPECT_EQ(f.psn, 0xcf1710u);
+  EXPECT_EQ(f.payload_len, 18u);
 }
 
 TEST(RoceIcrc, BuiltPacketsMatchIndependentReference) {
@@ -561,7 +568,8 @@ TEST(RoceParse, NotIpv4AndNotRoce) {
 }
 
 TEST(RoceParse, BadOpcode) {
-  for (uint8_t op : {0x15, 0x1F, 0x24, 0x63, 0x66, 0x81, 0xFF}) {  // 0x64, 0x65: UD
+  // 0x20..0x2B: UC; 0x64, 0x65: UD.
+  for (uint8_t op : {0x15, 0x1F, 0x2C, 0x3F, 0x63, 0x66, 0x81, 0xFF}) {
     auto d = build(full_fields(Opcode::SEND_ONLY), 0);
     d[42] = op;
     reseal(d);
@@ -711,6 +719,46 @@ TEST(RoceUd, DethRoundTripAndLayout) {
   f.opcode = Opcode::UD_SEND_ONLY;
   f.deth_src_qp = 1u << 24;
   EXPECT_THROW(build_roce(f, nullptr, 0), std::invalid_argument);
+}
+
+TEST(RoceUc, OpcodesMirrorRcSendAndWrite) {
+  // Each UC opcode has the headers of the RC opcode 0x20 below it, round
+  // trips, and maps back to it; nothing beyond RDMA_WRITE_ONLY_WITH_IMMEDIATE
+  // exists on UC.
+  RoceFields f;
+  f.dest_qp = 0x000777;
+  f.psn = 0x123456;
+  f.reth_va = 0x1122334455667788;
+  f.reth_rkey = 0xAABBCCDD;
+  f.reth_dma_len = 4096;
+  f.imm = 0x0BADF00D;
+  const std::vector<uint8_t> payload(33, 0x42);
+  for (int v = 0x20; v <= 0x2B; ++v) {
+    const auto op = static_cast<Opcode>(v);
+    const Opcode rc = static_cast<Opcode>(v - 0x20);
+    EXPECT_TRUE(is_valid_opcode(static_cast<uint8_t>(v)));
+    EXPECT_TRUE(is_uc(op));
+    EXPECT_EQ(rc_equivalent(op), rc);
+    EXPECT_EQ(uc_of(rc), op);
+    EXPECT_EQ(ext_header_bytes(op), ext_header_bytes(rc)) << to_string(op);
+    EXPECT_EQ(is_first(op), is_first(rc));
+    EXPECT_EQ(is_last(op), is_last(rc));
+    EXPECT_EQ(is_only(op), is_only(rc));
+    EXPECT_TRUE(is_request(op));
+    EXPECT_EQ(std::string(to_string(op)), std::string("UC_") + to_string(rc));
+    f.opcode = op;
+    const PacketPtr p = build_roce(f, payload.data(), payload.size());
+    EXPECT_EQ(p->data[kBthOffset], v);
+    RoceFields g;
+    ASSERT_EQ(parse_roce(*p, g), ParseStatus::ok) << to_string(op);
+    EXPECT_EQ(g.opcode, op);
+    EXPECT_EQ(g.payload_len, payload.size());
+    EXPECT_EQ(g.reth_rkey, has_reth(op) ? 0xAABBCCDDu : 0u);
+    EXPECT_EQ(g.imm, has_imm(op) ? 0x0BADF00Du : 0u);
+  }
+  EXPECT_FALSE(is_valid_opcode(0x2C));
+  EXPECT_EQ(rc_equivalent(Opcode::SEND_ONLY), Opcode::SEND_ONLY);
+  EXPECT_EQ(uc_of(Opcode::RDMA_READ_REQUEST), Opcode::RDMA_READ_REQUEST);
 }
 
 }  // namespace

@@ -476,10 +476,10 @@ TEST_F(FirmwareTest, QueryDeviceWritesTheLimitsByteForByte) {
   // ICM: 64 QPCs of 256 B (4 pages), 64 CQCs of 64 B (1), 64 MPTs of 64 B
   // (1), 4096 MTT entries of 8 B (8).
   want.icm_pages = 14;
-  // What this NIC implements, as the CAPS register advertises it: RC, UD,
+  // What this NIC implements, as the CAPS register advertises it: RC, UC, UD,
   // atomics, inline data, WQE by MMIO, inline receive and the engines the
   // HAL offers (here go-back-N only).
-  want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__UD_bm |
+  want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__UC_bm | MPRDMA_BAR0__CAPS__UD_bm |
                    MPRDMA_BAR0__CAPS__ATOMICS_bm | MPRDMA_BAR0__CAPS__INLINE_bm |
                    MPRDMA_BAR0__CAPS__WQE_BY_MMIO_bm | MPRDMA_BAR0__CAPS__INLINE_RECV_bm |
                    MPRDMA_BAR0__CAPS__GBN_bm;
@@ -1162,8 +1162,8 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
     uint32_t syndrome;
   };
   const Case cases[] = {
-      {"UC qp type", [](mpr_cmd_create_qp& q) { q.qp_type = 3; }, MPR_CMD_BAD_PARAM,
-       MPR_CMD_SYN_QP_TYPE},
+      {"qp type 5 (none: RC 2, UC 3, UD 4)", [](mpr_cmd_create_qp& q) { q.qp_type = 5; },
+       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE},
       {"qp type 0", [](mpr_cmd_create_qp& q) { q.qp_type = 0; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_QP_TYPE},
       {"reserved", [](mpr_cmd_create_qp& q) { q.rsvd0 = 1; }, MPR_CMD_BAD_PARAM,

@@ -71,7 +71,34 @@ TEST_F(PerftestRpc, TwoClientsShareTheServersSequencer) {
   EXPECT_EQ(counter("nic.s.requester.ud_sends"), 2 * kRequests);
 }
 
+// HERD (request uc_write): requests are 8-byte UC WRITEs into the server's
+// request ring, polled in memory: no RECV and no CQE at the server for them,
+// no payload DMA read at the client (inline), one UC packet per request.
+TEST_F(PerftestRpc, HerdRequestsByUcWriteNeedNoServerCqe) {
+  ASSERT_TRUE(run(scenario("sizes: [8], inline_size: 8, request: uc_write", 2)));
+  for (size_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(result(j).error, "") << j;
+    EXPECT_TRUE(result(j).data_ok) << j;
+    EXPECT_EQ(result(j).iterations, kRequests) << j;
+  }
+  EXPECT_EQ(counter("nic.c0.requester.uc_packets"), kRequests);
+  EXPECT_EQ(counter("nic.c1.requester.uc_packets"), kRequests);
+  EXPECT_EQ(counter("nic.s.requester.ud_sends"), 2 * kRequests) << "one answer per request";
+  // The server's only receive-side traffic: 8 bytes per request into its
+  // ring, no receive CQE (its CQEs are the signalled answers' only).
+  EXPECT_EQ(counter("nic.s.dma.payload_write_bytes"), 2 * kRequests * 8);
+  EXPECT_EQ(counter("nic.s.responder.messages"), 2 * kRequests);
+  EXPECT_EQ(counter("nic.s.dma.recv_wqe_read_bytes"), 0u) << "the server posts no RECV";
+}
+
 TEST_F(PerftestRpc, OptionsAreChecked) {
+  {
+    std::string e = config_error(scenario("sizes: [16], request: uc_write"));
+    EXPECT_NE(e.find("request uc_write carries 8-byte requests"), std::string::npos) << e;
+    e = config_error(scenario("sizes: [8], request: uc_read"));
+    EXPECT_NE(e.find("request"), std::string::npos) << e;
+    EXPECT_NE(e.find("uc_read"), std::string::npos) << e;
+  }
   std::string e = config_error(scenario("sizes: [25]"));
   EXPECT_NE(e.find("rpc_bw requests carry at most 24 bytes"), std::string::npos) << e;
   std::string rc = scenario("sizes: [8]");

@@ -103,6 +103,42 @@ QpTransitionRule qp_transition_rule_ud(uint8_t from, uint8_t to) {
   return {};
 }
 
+QpTransitionRule qp_transition_rule_uc(uint8_t from, uint8_t to) {
+  // Linux's ib_modify_qp_is_ok table, UC column: the RC attributes less
+  // those of acknowledgements (timeout, retry_cnt, rnr_retry, min_rnr_timer)
+  // and of READ/atomics (max_rd_atomic, max_dest_rd_atomic). UC has no use
+  // for them, and like Linux we refuse them (BAD_ATTR) rather than ignore
+  // them: a caller passing them believes it configures something that does
+  // not exist on this QP type.
+  constexpr uint32_t S = MPR_QP_ATTR_STATE;
+  if (to == MPR_QPS_RESET || to == MPR_QPS_ERR) return {from <= MPR_QPS_ERR, S, 0};
+  switch (from) {
+    case MPR_QPS_RESET:
+      if (to == MPR_QPS_INIT)
+        return {true, S | MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS, 0};
+      break;
+    case MPR_QPS_INIT:
+      if (to == MPR_QPS_INIT)
+        return {true, 0, MPR_QP_ATTR_PKEY_INDEX | MPR_QP_ATTR_PORT | MPR_QP_ATTR_ACCESS_FLAGS};
+      if (to == MPR_QPS_RTR)
+        return {
+            true,
+            S | MPR_QP_ATTR_AV | MPR_QP_ATTR_PATH_MTU | MPR_QP_ATTR_DEST_QPN | MPR_QP_ATTR_RQ_PSN,
+            MPR_QP_ATTR_ACCESS_FLAGS | MPR_QP_ATTR_PKEY_INDEX};
+      break;
+    case MPR_QPS_RTR:
+      if (to == MPR_QPS_RTS)
+        return {true, S | MPR_QP_ATTR_SQ_PSN, MPR_QP_ATTR_CUR_STATE | MPR_QP_ATTR_ACCESS_FLAGS};
+      break;
+    case MPR_QPS_RTS:
+      if (to == MPR_QPS_RTS) return {true, 0, MPR_QP_ATTR_CUR_STATE | MPR_QP_ATTR_ACCESS_FLAGS};
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
 const char* Firmware::opcode_name(uint16_t opcode) {
   switch (opcode) {
     case MPR_CMD_NOP:
@@ -282,8 +318,8 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.max_msg_size = MPR_MAX_MSG_SIZE;
   a.icm_pages = hal_.contexts().icm().pages();
   // As the CAPS register reads, with the engines this NIC offers.
-  a.cap_flags = MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UD) | MPR_RESET(CAPS, ATOMICS) |
-                MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
+  a.cap_flags = MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UC) | MPR_RESET(CAPS, UD) |
+                MPR_RESET(CAPS, ATOMICS) | MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
                 MPR_RESET(CAPS, INLINE_RECV) | hal_.transports().caps();
   write_output(cmd, c, &a, sizeof a);
 }
@@ -517,17 +553,20 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   const NicLimits& l = ctx.limits();
   const mpr_cmd_create_qp& in = cmd.u.create_qp;
   const int max_log_wr = log2_floor(static_cast<uint64_t>(l.max_qp_wr));
-  if (in.qp_type != MPR_QPT_RC && in.qp_type != MPR_QPT_UD)
+  if (in.qp_type != MPR_QPT_RC && in.qp_type != MPR_QPT_UC && in.qp_type != MPR_QPT_UD)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE);
   const bool ud = in.qp_type == MPR_QPT_UD;
+  // UC, like UD, has no transport engine: nothing is acknowledged or
+  // retransmitted.
+  const bool no_engine = ud || in.qp_type == MPR_QPT_UC;
   if (in.rsvd0) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
-  // The QP's engine: one the NIC offers; datagrams have none (go-back-N's
-  // slot, unused).
+  // The QP's engine: one the NIC offers; datagrams and UC have none
+  // (go-back-N's slot, unused).
   const TransportOffer offer = hal_.transports();
   const uint8_t transport =
       in.transport == MPR_TRANSPORT_DEFAULT ? offer.default_kind : in.transport;
   if (transport >= 32 || !(offer.kinds >> transport & 1) ||
-      (ud && in.transport != MPR_TRANSPORT_DEFAULT && in.transport != MPR_TRANSPORT_GBN))
+      (no_engine && in.transport != MPR_TRANSPORT_DEFAULT && in.transport != MPR_TRANSPORT_GBN))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT);
   if (in.sq_log_size < 1 || in.sq_log_size > max_log_wr || in.rq_log_size < 1 ||
       in.rq_log_size > max_log_wr)
@@ -573,7 +612,7 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   q->sq_log_stride = in.sq_log_stride;
   q->rq_log_size = in.rq_log_size;
   q->rq_log_stride = in.rq_log_stride;
-  q->transport = ud ? uint8_t{MPR_TRANSPORT_GBN} : transport;
+  q->transport = no_engine ? uint8_t{MPR_TRANSPORT_GBN} : transport;
   q->sq_sig_all = in.sq_sig_all;
   ctx.pd_ref(in.pdn, +1);
   ++scq->num_qps;
@@ -596,7 +635,9 @@ void Firmware::modify_qp(const mpr_cmd& cmd, Comp& c) {
     return fail(c, MPR_CMD_BAD_STATE, MPR_QP_ATTR_CUR_STATE);
 
   const bool ud = q->qp_type == MPR_QPT_UD;
-  QpTransitionRule rule = ud ? qp_transition_rule_ud(from, to) : qp_transition_rule(from, to);
+  QpTransitionRule rule = ud                         ? qp_transition_rule_ud(from, to)
+                          : q->qp_type == MPR_QPT_UC ? qp_transition_rule_uc(from, to)
+                                                     : qp_transition_rule(from, to);
   if (!rule.allowed) return fail(c, MPR_CMD_BAD_STATE, MPR_QP_ATTR_STATE);
   const uint32_t missing = rule.required & ~mask;
   if (missing) return fail(c, MPR_CMD_BAD_ATTR, missing & (~missing + 1));
@@ -628,7 +669,11 @@ void Firmware::modify_qp(const mpr_cmd& cmd, Comp& c) {
   };
   for (const Check& chk : checks)
     if ((mask & chk.bit) && chk.bad) return fail(c, MPR_CMD_BAD_PARAM, chk.bit);
-  // The Q_Key word is reserved on RC QPs (and ignored without QKEY on UD).
+  // UC responders take SENDs and WRITEs only: REMOTE_READ and
+  // REMOTE_ATOMIC are accepted in the flags (applications pass the RC set)
+  // and have no effect, as no READ or atomic request exists on UC.
+  // The Q_Key word is reserved on RC and UC QPs (and ignored without QKEY on
+  // UD).
   if (a.rsvd0 || (!ud && a.qkey)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
 
   // Apply: copy each present attribute into the context's attribute block.

@@ -58,5 +58,10 @@ QpTransitionRule qp_transition_rule(uint8_t from, uint8_t to);
 // P_Key index, port and Q_Key; RTR needs only the state; RTS the SQ PSN;
 // the Q_Key may change on every later transition; no path attributes).
 QpTransitionRule qp_transition_rule_ud(uint8_t from, uint8_t to);
+// The same for a UC QP (ib_modify_qp_is_ok's UC column): RC's rules without
+// the acknowledgement and READ/atomic attributes (timeout, retry_cnt,
+// rnr_retry, min_rnr_timer, max_rd_atomic, max_dest_rd_atomic), which a UC
+// QP refuses with BAD_ATTR.
+QpTransitionRule qp_transition_rule_uc(uint8_t from, uint8_t to);
 
 }  // namespace mprdma::nic
