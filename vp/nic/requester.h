@@ -325,6 +325,11 @@ class Requester : public sc_core::sc_module, public TxSource, public RequesterSi
   void retire_unacked(Qp& qp);
   bool emit_ud(Qp& qp);
   void unacked_complete(Qp& qp);
+  // Reads `segs` as the payload of the packet in TX slot `slot` (header
+  // fields `f`) of WQE `index`, then fills the slot and lets the WQE
+  // complete (a DMA fault fails it): the payload step of UD and UC.
+  void gather_unacked(const Qp& qp, const std::vector<Segment>& segs, const net::RoceFields& f,
+                      TxScheduler::Slot slot, uint32_t index);
   // UC (requester_uc.cc): PSNs per packet over the path MTU, packets built
   // one per turn, no engine, no ACK; completion as UD (unacked_complete).
   void assign_uc(Qp& qp);

@@ -109,27 +109,7 @@ bool Requester::emit_uc(Qp& qp) {
     ++u.reads;
     std::vector<Segment> segs;
     slice_segments(m.local, offset, plen, segs);
-    const uint32_t qpn = qp.qpn;
-    const uint64_t gen = qp.generation;
-    const uint32_t index = m.index;
-    core_.dma.gather(segs, DmaPurpose::payload,
-                     [this, f, slot, qpn, gen, index](bool ok, std::vector<uint8_t>&& data) {
-                       if (ok)
-                         core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
-                       else
-                         core_.tx.cancel(slot);
-                       Qp* q = find(qpn);
-                       if (!q || q->generation != gen) return;
-                       for (Qp::Unacked& w : q->unacked)
-                         if (w.index == index) {
-                           --w.reads;
-                           if (!ok) {
-                             w.status = MPR_CQE_LOC_PROT_ERR;
-                             w.syndrome = MPR_SYN_DMA_FAULT;
-                           }
-                         }
-                       unacked_complete(*q);
-                     });
+    gather_unacked(qp, segs, f, slot, m.index);
   }
   if (last) {
     u.built = true;

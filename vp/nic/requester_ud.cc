@@ -131,31 +131,35 @@ bool Requester::emit_ud(Qp& qp) {
   } else {
     sent.reads = 1;
     qp.unacked.push_back(sent);
-    const uint32_t qpn = qp.qpn;
-    const uint64_t gen = qp.generation;
-    const uint32_t index = m.index;
-    core_.dma.gather(m.local, DmaPurpose::payload,
-                     [this, f, slot, qpn, gen, index](bool ok, std::vector<uint8_t>&& data) {
-                       if (ok)
-                         core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
-                       else
-                         core_.tx.cancel(slot);
-                       Qp* q = find(qpn);
-                       if (!q || q->generation != gen) return;
-                       for (Qp::Unacked& u : q->unacked)
-                         if (u.index == index) {
-                           --u.reads;
-                           if (!ok) {
-                             u.status = MPR_CQE_LOC_PROT_ERR;
-                             u.syndrome = MPR_SYN_DMA_FAULT;
-                           }
-                         }
-                       unacked_complete(*q);
-                     });
+    gather_unacked(qp, m.local, f, slot, m.index);
   }
   qp.inflight.pop_front();
   unacked_complete(qp);
   return true;
+}
+
+void Requester::gather_unacked(const Qp& qp, const std::vector<Segment>& segs,
+                               const net::RoceFields& f, TxScheduler::Slot slot, uint32_t index) {
+  const uint32_t qpn = qp.qpn;
+  const uint64_t gen = qp.generation;
+  core_.dma.gather(segs, DmaPurpose::payload,
+                   [this, f, slot, qpn, gen, index](bool ok, std::vector<uint8_t>&& data) {
+                     if (ok)
+                       core_.tx.fill(slot, net::build_roce(f, data.data(), data.size()));
+                     else
+                       core_.tx.cancel(slot);
+                     Qp* q = find(qpn);
+                     if (!q || q->generation != gen) return;  // reset or destroyed since
+                     for (Qp::Unacked& u : q->unacked)
+                       if (u.index == index) {
+                         --u.reads;
+                         if (!ok) {
+                           u.status = MPR_CQE_LOC_PROT_ERR;
+                           u.syndrome = MPR_SYN_DMA_FAULT;
+                         }
+                       }
+                     unacked_complete(*q);
+                   });
 }
 
 void Requester::unacked_complete(Qp& qp) {

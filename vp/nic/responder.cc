@@ -267,6 +267,30 @@ void Responder::flush_recvs(Qp& qp) {
   qp.rq_fetching = false;
 }
 
+bool Responder::begin_send(Qp& qp) {
+  qp.send_wqe = std::move(qp.recv_cache.front());
+  qp.recv_cache.pop_front();
+  qp.send_cap = 0;
+  qp.send_off = 0;
+  qp.in_send = true;
+  for (const mpr_wqe_data& d : qp.send_wqe.sges) {
+    if (core_.translation.check(d.lkey, qp.pdn, d.addr, d.byte_count, MPR_ACCESS_LOCAL_WRITE) !=
+        AccessStatus::ok) {
+      abort_send(qp, MPR_CQE_LOC_PROT_ERR, MPR_SYN_BAD_LKEY);
+      return false;
+    }
+    qp.send_cap += d.byte_count;
+  }
+  fetch_recv(qp);
+  return true;
+}
+
+void Responder::abort_send(Qp& qp, uint8_t status, uint8_t syndrome) {
+  recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, status, syndrome);
+  qp.in_send = false;
+  ++qp.rq_ci;
+}
+
 void Responder::fetch_recv(Qp& qp) {
   if (qp.rq_fetching || qp.error) return;
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);
@@ -472,31 +496,14 @@ Responder::Step Responder::execute(Qp& qp, net::PacketPtr& pkt, const net::RoceF
       bool have;
       if (take_recv(qp, f, have) == Step::stall) return Step::stall;
       if (!have) return Step::done;  // RNR NAK queued
-      qp.send_wqe = std::move(qp.recv_cache.front());
-      qp.recv_cache.pop_front();
-      qp.send_cap = 0;
-      qp.send_off = 0;
-      qp.in_send = true;
-      for (const mpr_wqe_data& d : qp.send_wqe.sges) {
-        if (core_.translation.check(d.lkey, qp.pdn, d.addr, d.byte_count, MPR_ACCESS_LOCAL_WRITE) !=
-            AccessStatus::ok) {
-          recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_PROT_ERR,
-                   MPR_SYN_BAD_LKEY);
-          qp.in_send = false;
-          ++qp.rq_ci;
-          fatal(qp, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
-                "RECV buffer fails its lkey check", MPR_SYN_BAD_LKEY);
-          return Step::done;
-        }
-        qp.send_cap += d.byte_count;
+      if (!begin_send(qp)) {
+        fatal(qp, net::NakCode::remote_operational_error, f.psn, MPR_EQE_QP_FATAL,
+              "RECV buffer fails its lkey check", MPR_SYN_BAD_LKEY);
+        return Step::done;
       }
-      fetch_recv(qp);
     }
     if (qp.send_off + plen > qp.send_cap) {
-      recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_LEN_ERR,
-               MPR_SYN_RECV_TOO_SMALL);
-      qp.in_send = false;
-      ++qp.rq_ci;
+      abort_send(qp, MPR_CQE_LOC_LEN_ERR, MPR_SYN_RECV_TOO_SMALL);
       fatal(qp, net::NakCode::invalid_request, f.psn, MPR_EQE_QP_REQ_ERR,
             "SEND longer than the RECV buffers");
       return Step::done;

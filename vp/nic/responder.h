@@ -287,6 +287,14 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   void schedule_read_wake(Qp& qp);
   void prune_read_table(Qp& qp);
   void fetch_recv(Qp& qp);
+  // A SEND's first packet takes the RECV at the head of the cache (RC and
+  // UC alike). False: a scatter entry failed its lkey check, the RECV
+  // completed with LOC_PROT_ERR and is consumed; the caller fails the QP
+  // its transport's way.
+  bool begin_send(Qp& qp);
+  // The SEND in progress ends in error: its RECV completes with `status`
+  // and is consumed.
+  void abort_send(Qp& qp, uint8_t status, uint8_t syndrome);
   void push_ack(Qp& qp, uint32_t psn);
   void push_nak(Qp& qp, uint8_t syndrome, uint32_t psn);
   void fatal(Qp& qp, net::NakCode code, uint32_t psn, uint8_t event, const char* why,

@@ -117,31 +117,14 @@ Responder::Step Responder::handle_uc(Qp& qp, net::PacketPtr& pkt, const net::Roc
 
   if (send) {
     if (first) {
-      qp.send_wqe = std::move(qp.recv_cache.front());
-      qp.recv_cache.pop_front();
-      qp.send_cap = 0;
-      qp.send_off = 0;
-      qp.in_send = true;
-      for (const mpr_wqe_data& d : qp.send_wqe.sges) {
-        if (core_.translation.check(d.lkey, qp.pdn, d.addr, d.byte_count, MPR_ACCESS_LOCAL_WRITE) !=
-            AccessStatus::ok) {
-          recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_PROT_ERR,
-                   MPR_SYN_BAD_LKEY);
-          qp.in_send = false;
-          ++qp.rq_ci;
-          uc_fail(qp, "RECV buffer fails its lkey check");
-          return Step::done;
-        }
-        qp.send_cap += d.byte_count;
+      if (!begin_send(qp)) {
+        uc_fail(qp, "RECV buffer fails its lkey check");
+        return Step::done;
       }
-      fetch_recv(qp);
     }
     if (qp.send_off + plen > qp.send_cap) {
       ++uc_drops_length_;
-      recv_cqe(qp, qp.send_wqe, MPR_CQE_RESP_RECV, 0, nullptr, MPR_CQE_LOC_LEN_ERR,
-               MPR_SYN_RECV_TOO_SMALL);
-      qp.in_send = false;
-      ++qp.rq_ci;
+      abort_send(qp, MPR_CQE_LOC_LEN_ERR, MPR_SYN_RECV_TOO_SMALL);
       uc_fail(qp, "SEND longer than the RECV buffers");
       return Step::done;
     }
