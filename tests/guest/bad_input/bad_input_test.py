@@ -117,7 +117,7 @@ EXPECTED_OK = {
         "modify_qp_wrong_cur_state", "modify_qp_rts_path_mtu_not_allowed",
         "modify_qp_reserved_nonzero", "own_qp_still_rts", "query_device_no_mailbox",
         "query_device_short_mailbox", "query_port_no_mailbox", "query_counters_no_mailbox", "set_gid_index_99",
-        "set_gid_reserved_nonzero", "create_qp_uc_type", "create_qp_reserved_nonzero",
+        "set_gid_reserved_nonzero", "create_qp_raw_packet_type", "create_qp_reserved_nonzero",
         "create_qp_mp_rdma_transport", "create_qp_log_size_40", "create_qp_stride_32",
         "create_qp_unaligned_ring", "create_qp_uar_out_of_range",
         "create_qp_max_inline_too_big", "create_eq_log_size_0", "create_eq_base_0",

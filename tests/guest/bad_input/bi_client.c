@@ -1014,8 +1014,8 @@ static void test_admin(void)
 		   MPR_CMD_SYN_RESERVED);
 
 	valid_create_qp(&cmd, ram);
-	cmd.u.create_qp.qp_type = 3; /* IBV_QPT_UC: not offered */
-	expect_cmd("create_qp_uc_type", &cmd, NULL, 0, NULL, 0, MPR_CMD_BAD_PARAM,
+	cmd.u.create_qp.qp_type = 8; /* IBV_QPT_RAW_PACKET: not offered (UC is, since CAPS.UC) */
+	expect_cmd("create_qp_raw_packet_type", &cmd, NULL, 0, NULL, 0, MPR_CMD_BAD_PARAM,
 		   MPR_CMD_SYN_QP_TYPE);
 	valid_create_qp(&cmd, ram);
 	cmd.u.create_qp.rsvd0 = 1;
