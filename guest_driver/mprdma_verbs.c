@@ -879,6 +879,19 @@ static int mprdma_qp_ucmd(struct ib_udata *udata, enum ib_qp_type type,
 	return 0;
 }
 
+/* The NIC's QP types are ib_core's numbers; only these three exist. */
+static u8 mprdma_qpt_to_hw(enum ib_qp_type type)
+{
+	switch (type) {
+	case IB_QPT_UD:
+		return MPR_QPT_UD;
+	case IB_QPT_UC:
+		return MPR_QPT_UC;
+	default:
+		return MPR_QPT_RC;
+	}
+}
+
 int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		     struct ib_udata *udata)
 {
@@ -896,6 +909,7 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	if (!udata)
 		return -EOPNOTSUPP;	/* no kernel consumers */
 	if ((init_attr->qp_type != IB_QPT_RC &&
+	     init_attr->qp_type != IB_QPT_UC &&
 	     init_attr->qp_type != IB_QPT_UD) ||
 	    init_attr->srq || init_attr->create_flags)
 		return -EOPNOTSUPP;
@@ -932,7 +946,7 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	in.send_cqn = to_mcq(init_attr->send_cq)->cqn;
 	in.recv_cqn = to_mcq(init_attr->recv_cq)->cqn;
 	in.uar_index = uctx->uar_index;
-	in.qp_type = qp->type == IB_QPT_UD ? MPR_QPT_UD : MPR_QPT_RC;
+	in.qp_type = mprdma_qpt_to_hw(qp->type);
 	in.sq_log_size = qp->sq_log_size;
 	in.sq_log_stride = qp->sq_log_stride;
 	in.rq_log_size = qp->rq_log_size;

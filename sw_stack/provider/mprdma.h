@@ -172,7 +172,8 @@ int mprdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 /* mprdma_wr.c: the ibv_qp_ex work-request API. Returns 0, or EOPNOTSUPP
  * for send_ops_flags the device does not have. */
-int mprdma_qp_init_wr_ops(struct mprdma_qp *qp, uint64_t send_ops_flags);
+int mprdma_qp_init_wr_ops(struct mprdma_qp *qp, enum ibv_qp_type type,
+			  uint64_t send_ops_flags);
 
 /* Points ctx->dp_ops at this context's UAR page and QP table. */
 void mprdma_init_dp_ops(struct mprdma_context *ctx);

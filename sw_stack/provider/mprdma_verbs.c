@@ -27,6 +27,10 @@ SAME_VALUE(MPR_DP_QPS_INIT, IBV_QPS_INIT);
 SAME_VALUE(MPR_DP_QPS_RTR, IBV_QPS_RTR);
 SAME_VALUE(MPR_DP_QPS_RTS, IBV_QPS_RTS);
 SAME_VALUE(MPR_DP_QPS_ERR, IBV_QPS_ERR);
+/* And the QP types of the NIC and verbs. */
+SAME_VALUE(MPR_QPT_RC, IBV_QPT_RC);
+SAME_VALUE(MPR_QPT_UC, IBV_QPT_UC);
+SAME_VALUE(MPR_QPT_UD, IBV_QPT_UD);
 
 /* Completions translated per call of the data path's poll. */
 #define MPRDMA_POLL_BATCH 16
@@ -512,8 +516,9 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 	struct mprdma_qp *qp;
 	int ret;
 
-	/* RC and UD, no SRQ, no XRC; the ibv_wr_*() API on RC only. */
-	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) ||
+	/* RC, UC and UD, no SRQ, no XRC; the ibv_wr_*() API on RC and UC. */
+	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	     attr->qp_type != IBV_QPT_UD) ||
 	    attr->srq ||
 	    (attr->qp_type == IBV_QPT_UD &&
 	     (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
@@ -540,7 +545,8 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 		return NULL;
 	/* Checked before the kernel creates anything. */
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		ret = mprdma_qp_init_wr_ops(qp, attr->send_ops_flags);
+		ret = mprdma_qp_init_wr_ops(qp, attr->qp_type,
+					    attr->send_ops_flags);
 		if (ret)
 			goto err_free;
 	}
@@ -580,7 +586,8 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 		goto err_unmap_sq;
 
 	qp->dp.qpn = r->qpn;
-	qp->dp.qp_type = attr->qp_type == IBV_QPT_UD ? MPR_QPT_UD : MPR_QPT_RC;
+	/* enum mpr_qp_type uses the verbs' numbers. */
+	qp->dp.qp_type = attr->qp_type;
 	qp->dp.state = MPR_DP_QPS_RESET;
 	qp->dp.max_inline = r->max_inline;
 	qp->dp.sq_sig_all = attr->sq_sig_all;

@@ -227,15 +227,19 @@ static void mprdma_wr_abort(struct ibv_qp_ex *qpx)
 	pthread_spin_unlock(&qp->sq.lock);
 }
 
-int mprdma_qp_init_wr_ops(struct mprdma_qp *qp, uint64_t send_ops_flags)
+int mprdma_qp_init_wr_ops(struct mprdma_qp *qp, enum ibv_qp_type type,
+			  uint64_t send_ops_flags)
 {
 	uint64_t known =
 	    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-	    IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-	    IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-	    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	    IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
 
+	/* UC has no READ and no atomics (no responses to carry them). */
+	if (type == IBV_QPT_RC)
+		known |= IBV_QP_EX_WITH_RDMA_READ |
+			 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	/* LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO, FLUSH, ATOMIC_WRITE: no
 	 * such WQE. */
 	if (send_ops_flags & ~known)

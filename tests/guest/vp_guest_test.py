@@ -10,7 +10,7 @@ rdma_check (tests/guest/tools/rdma_check.c) into the guests' 9p shares,
 runs `mprdma-vp-sim run SCENARIO --out DIR` and asserts on its exit status,
 results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
-checks): devinfo, rc_pingpong, perftest, integrity, badlkey, reload,
+checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, perftest, integrity, badlkey, reload,
 peer_death, qp_transport, rtl, wqe_by_mmio,
 inline_recv, hw_counters, transport_mismatch. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
 
@@ -420,6 +420,38 @@ def test_ud_pingpong(r):
     resolves, GRH and source QP in the receive completions; sizes up to the
     1024-byte MTU."""
     pingpong(r, "ud", [(512, 300, 18611), (1024, 200, 18612)])
+
+
+def test_uc_pingpong(r):
+    """rdma-core's ibv_uc_pingpong (UC SEND/RECV, -c validating every
+    buffer) between two guests across the two-ToR testbed fabric, 4 KiB
+    messages of four 1024-byte packets each. The NICs run MP-RDMA, which
+    UC QPs do not use: their packets carry no ACK request and none comes
+    back, so the count of UC packets each NIC sent must be exactly its
+    messages times their packets, and no responder may have dropped one."""
+    size, iters = 4096, 200
+    pp = f"ibv_uc_pingpong -d mprdma_0 -g 3 -c -s {size} -n {iters} -p 18671"
+    r.scenario([("t0h0", "qemu", f"retry_connect {pp} 10.0.0.2 || exit 1\n"),
+                ("t1h0", "qemu", f"{pp} || exit 1\n")],
+               fabric="{topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 1}",
+               extra="nic: {transport: mprdma}")
+    r.run()
+    for g in ("t0h0", "t1h0"):
+        r.expect_exit(g)
+        r.check(not r.find(g, r"invalid data|Failed|Couldn't|error"),
+                f"{g}: error lines in the output")
+        r.find(g, rf"^{2 * size * iters} bytes in [\d.]+ seconds", f"{g}: the byte count")
+        st = r.nic(g)
+        sent = st.get("requester.uc_packets") or 0
+        drops = {k: v for k, v in st.items() if k.startswith("responder.uc_drops.") and v}
+        print(f"nic {g}: UC packets sent {sent}, MP-RDMA ACKs {st.get('transport.acks')}, "
+              f"UC drops {drops}")
+        # Each side sends `iters` messages of size/1024 packets (path MTU
+        # 1024, ibv_uc_pingpong's default).
+        r.check(sent == iters * size // 1024, f"nic {g}: {sent} UC packets sent, "
+                f"wanted {iters * size // 1024}")
+        r.check(not drops, f"nic {g}: UC packets dropped: {drops}")
+        r.check(not st.get("transport.acks"), f"nic {g}: ACKs on a UC-only run")
 
 
 # perftest bounds. The guests run under TCG and simulated time follows wall
@@ -1051,6 +1083,7 @@ def test_transport_mismatch(r):
 TESTS = {
     "devinfo": test_devinfo,
     "rc_pingpong": test_rc_pingpong,
+    "uc_pingpong": test_uc_pingpong,
     "ud_pingpong": test_ud_pingpong,
     "perftest": test_perftest,
     "main_demo": test_main_demo,
