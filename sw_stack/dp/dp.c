@@ -268,7 +268,8 @@ int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr,
 	uint32_t idx = qp->rq.pi;
 	uint32_t i;
 
-	if (qp->state == MPR_DP_QPS_RESET)
+	/* A QP of an SRQ has no receive queue: its RECVs go to the SRQ. */
+	if (qp->state == MPR_DP_QPS_RESET || qp->srq)
 		return -EINVAL;
 	if (wr->num_sge > qp->rq.max_sge || wr->num_sge > max)
 		return -EINVAL;
@@ -293,6 +294,92 @@ int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr,
 	return 0;
 }
 
+static inline struct mpr_wqe_srq_next *srq_slot(const struct mpr_dp_srq *srq,
+						uint32_t slot)
+{
+	return (struct mpr_wqe_srq_next *)(srq->buf +
+					   ((size_t)slot << srq->log_stride));
+}
+
+void mpr_dp_srq_init(struct mpr_dp_srq *srq)
+{
+	uint32_t size = 1u << srq->log_size;
+	uint32_t i;
+
+	for (i = 0; i < size; i++) {
+		struct mpr_wqe_srq_next *n = srq_slot(srq, i);
+
+		n->next_index = htole16((uint16_t)((i + 1) & (size - 1)));
+		n->rsvd0 = 0;
+	}
+	srq->head = 0;
+	srq->tail = size - 1;
+	srq->count = 0;
+	srq->outstanding = 0;
+}
+
+uint32_t mpr_dp_srq_space(const struct mpr_dp_srq *srq)
+{
+	return (1u << srq->log_size) - 1 - srq->outstanding;
+}
+
+void mpr_dp_ring_srq(struct mpr_dp_srq *srq)
+{
+	mpr_wmb();
+	srq->ops->uar_write64(srq->ops->ctx, MPR_UAR_SRQ_DB,
+			      MPR_SRQ_DB(srq->srqn, srq->count));
+}
+
+int mpr_dp_post_srq_recv(struct mpr_dp_srq *srq, const struct mpr_recv_wr *wr,
+			 int ring)
+{
+	uint32_t stride = 1u << srq->log_stride;
+	uint32_t max = (stride - sizeof(struct mpr_wqe_srq_next)) /
+		       sizeof(struct mpr_wqe_data);
+	struct mpr_wqe_srq_next *next;
+	struct mpr_wqe_data *data;
+	uint32_t i;
+
+	if (wr->num_sge > srq->max_sge || wr->num_sge > max)
+		return -EINVAL;
+	if (srq->head == srq->tail)
+		return -ENOMEM;
+	next = srq_slot(srq, srq->head);
+	data = (struct mpr_wqe_data *)(next + 1);
+	for (i = 0; i < wr->num_sge; i++) {
+		data[i].byte_count = htole32(wr->sg_list[i].length);
+		data[i].lkey = htole32(wr->sg_list[i].lkey);
+		data[i].addr = htole64(wr->sg_list[i].addr);
+	}
+	if (i < max) {
+		data[i].byte_count = 0;
+		data[i].lkey = htole32(MPR_LKEY_END);
+		data[i].addr = 0;
+	}
+	srq->wr_id[srq->head] = wr->wr_id;
+	srq->head = le16toh(next->next_index) & ((1u << srq->log_size) - 1);
+	srq->count++;
+	srq->outstanding++;
+	if (ring)
+		mpr_dp_ring_srq(srq);
+	return 0;
+}
+
+/* A completion gave slot `slot` back: it becomes the list's new tail. */
+static void srq_free_slot(struct mpr_dp_srq *srq, uint32_t slot)
+{
+	const struct mpr_dp_ops *ops = srq->ops;
+
+	if (ops->srq_lock)
+		ops->srq_lock(ops->ctx, srq, 1);
+	srq_slot(srq, srq->tail)->next_index = htole16((uint16_t)slot);
+	srq->tail = slot;
+	if (srq->outstanding)
+		srq->outstanding--;
+	if (ops->srq_lock)
+		ops->srq_lock(ops->ctx, srq, 0);
+}
+
 /* A CQE names the 16-bit index of the WQE it completes; recover the
  * free-running index nearest above the queue's consumer index. */
 static uint32_t widen_index(uint32_t ci, uint16_t idx16)
@@ -301,14 +388,11 @@ static uint32_t widen_index(uint32_t ci, uint16_t idx16)
 }
 
 /* Inline receive: the CQE slot's first byte_len bytes go to the buffers of
- * the RECV WQE at `idx`, in order. Returns 0, or -EFAULT when the buffers
- * are too small or a copy fails. */
-static int scatter_inline(struct mpr_dp_qp *qp, uint32_t idx,
-			  const uint8_t *data, uint32_t len)
+ * the RECV WQE whose `max` segments start at `seg`, in order. Returns 0, or
+ * -EFAULT when the buffers are too small or a copy fails. */
+static int scatter_inline(struct mpr_dp_qp *qp, const struct mpr_wqe_data *seg,
+			  uint32_t max, const uint8_t *data, uint32_t len)
 {
-	const struct mpr_wqe_data *seg =
-		(const struct mpr_wqe_data *)wq_slot(&qp->rq, idx);
-	uint32_t max = (1u << qp->rq.log_stride) / sizeof(*seg);
 	uint32_t i;
 
 	for (i = 0; i < max && len; i++) {
@@ -362,14 +446,35 @@ int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc)
 		out->wr_id = 0;
 
 		qp = cq->ops->lookup_qp(cq->ops->ctx, out->qpn);
-		if (qp) {
+		if (qp && out->is_recv && qp->srq) {
+			struct mpr_dp_srq *srq = qp->srq;
+			uint32_t slot = out->wqe_index & ((1u << srq->log_size) - 1);
+			uint32_t stride = 1u << srq->log_stride;
+
+			out->wr_id = srq->wr_id[slot];
+			if ((out->flags & MPR_CQE_F_INLINE) &&
+			    out->status == MPR_CQE_SUCCESS &&
+			    (out->byte_len > MPR_CQE_INLINE_MAX(log_slot) ||
+			     scatter_inline(qp,
+					    (const struct mpr_wqe_data *)(srq_slot(srq, slot) + 1),
+					    (stride - sizeof(struct mpr_wqe_srq_next)) /
+						    sizeof(struct mpr_wqe_data),
+					    base, out->byte_len))) {
+				out->status = MPR_CQE_LOC_PROT_ERR;
+				out->syndrome = MPR_SYN_DMA_FAULT;
+			}
+			srq_free_slot(srq, slot);
+		} else if (qp) {
 			wq = out->is_recv ? &qp->rq : &qp->sq;
 			idx = widen_index(wq->ci, (uint16_t)out->wqe_index);
 			out->wr_id = wq->wr_id[idx & ((1u << wq->log_size) - 1)];
 			if (out->is_recv && (out->flags & MPR_CQE_F_INLINE) &&
 			    out->status == MPR_CQE_SUCCESS &&
 			    (out->byte_len > MPR_CQE_INLINE_MAX(log_slot) ||
-			     scatter_inline(qp, idx, base, out->byte_len))) {
+			     scatter_inline(qp,
+					    (const struct mpr_wqe_data *)wq_slot(&qp->rq, idx),
+					    (1u << qp->rq.log_stride) / sizeof(struct mpr_wqe_data),
+					    base, out->byte_len))) {
 				out->status = MPR_CQE_LOC_PROT_ERR;
 				out->syndrome = MPR_SYN_DMA_FAULT;
 			}

@@ -228,6 +228,9 @@ CommandResult Driver::execute(mpr_cmd& cmd, const void* in, size_t in_len, void*
   r.status = comp.status;
   r.syndrome = comp.syndrome;
   r.out0 = comp.out[0];
+  r.out1 = comp.out[1];
+  r.out2 = comp.out[2];
+  r.out3 = comp.out[3];
   if (!r.ok())
     MPR_LOG(log_, info,
             "command " << cmd.hdr.opcode << " failed: status " << int(r.status) << " syndrome "

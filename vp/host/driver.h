@@ -30,6 +30,7 @@ struct CommandResult {
   uint8_t status = MPR_CMD_OK;
   uint32_t syndrome = 0;
   uint32_t out0 = 0;
+  uint32_t out1 = 0, out2 = 0, out3 = 0;  // the completion's other outputs (QUERY_SRQ)
   bool ok() const { return status == MPR_CMD_OK; }
 };
 

@@ -189,9 +189,9 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq, Comple
       MPR_RQ_LOG_STRIDE_MIN, log2_ceil(caps.max_recv_sge * sizeof(mpr_wqe_data)));
   SparseMemory& mem = driver_.memory();
   const uint64_t sq_bytes = uint64_t{1} << (sq_log + sq_stride);
-  const uint64_t rq_bytes = uint64_t{1} << (rq_log + rq_stride);
+  const uint64_t rq_bytes = caps.srq ? 0 : uint64_t{1} << (rq_log + rq_stride);
   const uint64_t sq_pa = mem.alloc_contiguous(sq_bytes);
-  const uint64_t rq_pa = mem.alloc_contiguous(rq_bytes);
+  const uint64_t rq_pa = caps.srq ? 0 : mem.alloc_contiguous(rq_bytes);
 
   mpr_cmd cmd{};
   cmd.hdr.opcode = MPR_CMD_CREATE_QP;
@@ -205,8 +205,12 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq, Comple
   c.qp_type = caps.qp_type;
   c.sq_log_size = static_cast<uint8_t>(sq_log);
   c.sq_log_stride = static_cast<uint8_t>(sq_stride);
-  c.rq_log_size = static_cast<uint8_t>(rq_log);
-  c.rq_log_stride = static_cast<uint8_t>(rq_stride);
+  c.rq_log_size = caps.srq ? 0 : static_cast<uint8_t>(rq_log);
+  c.rq_log_stride = caps.srq ? 0 : static_cast<uint8_t>(rq_stride);
+  if (caps.srq) {
+    c.flags = MPR_CREATE_QP_F_SRQ;
+    c.srqn = caps.srq->srqn;
+  }
   c.transport = caps.transport;
   c.sq_sig_all = caps.sq_sig_all;
   c.max_inline = caps.max_inline;
@@ -226,8 +230,10 @@ QueuePair* VerbsContext::create_qp(uint32_t pd, CompletionQueue* send_cq, Comple
   d.sq_sig_all = caps.sq_sig_all;
   d.sq = mpr_dp_wq{mem.ptr(sq_pa, sq_bytes), qp->sq_wrid.data(), sq_log, sq_stride, 0, 0,
                    caps.max_send_sge};
-  d.rq = mpr_dp_wq{mem.ptr(rq_pa, rq_bytes), qp->rq_wrid.data(), rq_log, rq_stride, 0, 0,
-                   caps.max_recv_sge};
+  if (!caps.srq)
+    d.rq = mpr_dp_wq{mem.ptr(rq_pa, rq_bytes), qp->rq_wrid.data(), rq_log, rq_stride, 0, 0,
+                     caps.max_recv_sge};
+  d.srq = caps.srq ? &caps.srq->dp : nullptr;
   d.ops = &ops_;
   QueuePair* raw = qp.get();
   qps_[raw->qpn] = std::move(qp);
@@ -264,6 +270,74 @@ void VerbsContext::destroy_qp(QueuePair* qp) {
   const CommandResult r = driver_.execute(cmd);
   if (!r.ok()) fail("DESTROY_QP", r);
   qps_.erase(qp->qpn);
+}
+
+SharedReceiveQueue* VerbsContext::create_srq(uint32_t pd, uint32_t max_wr, uint32_t max_sge,
+                                             uint32_t limit) {
+  auto srq = std::make_unique<SharedReceiveQueue>();
+  // One slot more than max_wr: the list's tail stays free.
+  const uint32_t log_size = std::max<uint32_t>(1, log2_ceil(max_wr + 1));
+  const uint32_t log_stride = std::max<uint32_t>(
+      MPR_SRQ_LOG_STRIDE_MIN, log2_ceil(sizeof(mpr_wqe_srq_next) + max_sge * sizeof(mpr_wqe_data)));
+  const uint64_t bytes = uint64_t{1} << (log_size + log_stride);
+  SparseMemory& mem = driver_.memory();
+  const uint64_t pa = mem.alloc_contiguous(bytes);
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_CREATE_SRQ;
+  cmd.u.create_srq.base = pa;
+  cmd.u.create_srq.pdn = pd;
+  cmd.u.create_srq.uar_index = uar_;
+  cmd.u.create_srq.log_size = static_cast<uint8_t>(log_size);
+  cmd.u.create_srq.log_stride = static_cast<uint8_t>(log_stride);
+  cmd.u.create_srq.limit = limit;
+  const CommandResult r = driver_.execute(cmd);
+  if (!r.ok()) fail("CREATE_SRQ", r);
+  srq->srqn = r.out0;
+  srq->wrid.assign(size_t{1} << log_size, 0);
+  mpr_dp_srq& d = srq->dp;
+  d.buf = mem.ptr(pa, bytes);
+  d.wr_id = srq->wrid.data();
+  d.srqn = srq->srqn;
+  d.log_size = log_size;
+  d.log_stride = log_stride;
+  d.max_sge = max_sge;
+  d.ops = &ops_;
+  mpr_dp_srq_init(&d);
+  SharedReceiveQueue* raw = srq.get();
+  srqs_[raw->srqn] = std::move(srq);
+  return raw;
+}
+
+CommandResult VerbsContext::modify_srq(SharedReceiveQueue* srq, uint32_t attr_mask,
+                                       uint32_t limit) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_MODIFY_SRQ;
+  cmd.u.modify_srq.srqn = srq->srqn;
+  cmd.u.modify_srq.attr_mask = attr_mask;
+  cmd.u.modify_srq.limit = limit;
+  return driver_.execute(cmd);
+}
+
+CommandResult VerbsContext::query_srq(SharedReceiveQueue* srq) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_QUERY_SRQ;
+  cmd.u.handle.handle = srq->srqn;
+  return driver_.execute(cmd);
+}
+
+CommandResult VerbsContext::destroy_srq(SharedReceiveQueue* srq) {
+  mpr_cmd cmd{};
+  cmd.hdr.opcode = MPR_CMD_DESTROY_SRQ;
+  cmd.u.handle.handle = srq->srqn;
+  const uint32_t srqn = srq->srqn;
+  const CommandResult r = driver_.execute(cmd);
+  if (r.ok()) srqs_.erase(srqn);
+  return r;
+}
+
+int VerbsContext::post_srq_recv(SharedReceiveQueue* srq, const mpr_recv_wr& wr) {
+  if (host_.post_overhead.ps) sc_core::wait(host_.post_overhead.sc());
+  return mpr_dp_post_srq_recv(&srq->dp, &wr, 1);
 }
 
 int VerbsContext::post_send(QueuePair* qp, const mpr_send_wr& wr) {

@@ -49,6 +49,13 @@ struct CompletionQueue {
   sc_core::sc_event event;    // a completion event arrived (armed CQ)
 };
 
+// A shared receive queue (struct mpr_dp_srq keeps its list).
+struct SharedReceiveQueue {
+  uint32_t srqn = 0;
+  mpr_dp_srq dp{};
+  std::vector<uint64_t> wrid;
+};
+
 struct QueuePair {
   uint32_t qpn = 0;
   mpr_dp_qp dp{};
@@ -66,6 +73,8 @@ struct QpCaps {
   bool sq_sig_all = false;
   uint8_t qp_type = MPR_QPT_RC;               // or MPR_QPT_UC, MPR_QPT_UD
   uint8_t transport = MPR_TRANSPORT_DEFAULT;  // enum mpr_transport
+  // RECVs come from this SRQ (max_recv_wr and max_recv_sge are unused).
+  SharedReceiveQueue* srq = nullptr;
 };
 
 // enum mpr_transport of a name: default, gbn, dcqcn, mprdma, irn.
@@ -93,6 +102,16 @@ class VerbsContext {
   CommandResult query_qp(QueuePair* qp, mpr_qp_attr& out);
   void destroy_qp(QueuePair* qp);
   void destroy_cq(CompletionQueue* cq);
+  // Shared receive queues: `max_wr` WQEs of `max_sge` entries (the ring has
+  // one slot more), limit 0 = none armed. modify_srq arms the limit;
+  // query_srq returns QUERY_SRQ's completion (out0 the limit, out1 the WQEs
+  // left); destroy_srq returns the command result (BUSY while QPs use it).
+  SharedReceiveQueue* create_srq(uint32_t pd, uint32_t max_wr, uint32_t max_sge,
+                                 uint32_t limit = 0);
+  CommandResult modify_srq(SharedReceiveQueue* srq, uint32_t attr_mask, uint32_t limit);
+  CommandResult query_srq(SharedReceiveQueue* srq);
+  CommandResult destroy_srq(SharedReceiveQueue* srq);
+  int post_srq_recv(SharedReceiveQueue* srq, const mpr_recv_wr& wr);
 
   // Data path (sw_stack/dp), with the CPU cost of the call.
   int post_send(QueuePair* qp, const mpr_send_wr& wr);
@@ -154,6 +173,7 @@ class VerbsContext {
   mpr_dp_ops ops_{};
   std::map<uint32_t, std::unique_ptr<QueuePair>> qps_;
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
+  std::map<uint32_t, std::unique_ptr<SharedReceiveQueue>> srqs_;
 };
 
 }  // namespace mprdma::host

@@ -26,6 +26,7 @@ class CommandProcessor : public sc_core::sc_module, public FirmwareHal {
   struct DataPathHooks {
     std::function<void(uint32_t qpn, uint8_t from, uint8_t to)> qp_state_changed;
     std::function<void(uint32_t qpn)> qp_destroyed;
+    std::function<void(uint32_t srqn)> srq_destroyed;
   };
 
   SC_HAS_PROCESS(CommandProcessor);
@@ -47,6 +48,9 @@ class CommandProcessor : public sc_core::sc_module, public FirmwareHal {
   ContextMemory& contexts() override { return contexts_; }
   void qp_state_changed(uint32_t qpn, uint8_t from, uint8_t to) override;
   void qp_destroyed(uint32_t qpn) override;
+  void srq_destroyed(uint32_t srqn) override {
+    if (hooks_.srq_destroyed) hooks_.srq_destroyed(srqn);
+  }
   PortInfo port() const override;
   TransportOffer transports() const override;
   // Since the last device reset.

@@ -53,12 +53,14 @@ void ContextMemory::clear() {
   pds_.reset(static_cast<uint64_t>(limits_.max_pd));
   eqs_.reset(static_cast<uint64_t>(limits_.max_eq));
   cqs_.reset(static_cast<uint64_t>(limits_.max_cq));
+  srqs_.reset(static_cast<uint64_t>(limits_.max_srq));
   qps_.reset(static_cast<uint64_t>(limits_.max_qp));
   mpts_.reset(static_cast<uint64_t>(limits_.max_mr));
   mtt_.reset(static_cast<uint64_t>(limits_.max_mtt));
   pd_used_.reset();
   eq_used_.reset();
   cq_used_.reset();
+  srq_used_.reset();
   qp_used_.reset();
   mr_used_.reset();
   release_all(mr_variant_);
@@ -102,9 +104,10 @@ size_t ContextMemory::bytes_allocated() const {
   // then the key and value.
   constexpr size_t kMapNodeBytes = 32 + sizeof(std::pair<const uint32_t, uint32_t>);
   return pds_.bytes_allocated() + eqs_.bytes_allocated() + cqs_.bytes_allocated() +
-         qps_.bytes_allocated() + mpts_.bytes_allocated() + mtt_.bytes_allocated() +
-         pd_used_.bytes() + eq_used_.bytes() + cq_used_.bytes() + qp_used_.bytes() +
-         mr_used_.bytes() + (mr_variant_.capacity() + qp_variant_.capacity()) * sizeof(uint32_t) +
+         srqs_.bytes_allocated() + srq_used_.bytes() + qps_.bytes_allocated() +
+         mpts_.bytes_allocated() + mtt_.bytes_allocated() + pd_used_.bytes() + eq_used_.bytes() +
+         cq_used_.bytes() + qp_used_.bytes() + mr_used_.bytes() +
+         (mr_variant_.capacity() + qp_variant_.capacity()) * sizeof(uint32_t) +
          gids_.capacity() * sizeof(gids_[0]) + (gid_set_.capacity() + 7) / 8 +
          mtt_free_.size() * kMapNodeBytes;
 }
@@ -172,6 +175,26 @@ mpr_cqc* ContextMemory::cq(uint32_t cqn) {
 void ContextMemory::free_cq(uint32_t cqn) {
   if (mpr_cqc* q = cqs_.find(cqn)) *q = mpr_cqc{};
   cq_used_.release(cqn);
+}
+
+int64_t ContextMemory::alloc_srq() {
+  int64_t i = srq_used_.take_lowest(limits_.max_srq);
+  if (i < 0) return -1;
+  mpr_srqc* q = srqs_.touch(static_cast<uint64_t>(i));
+  *q = mpr_srqc{};
+  q->srqn = static_cast<uint32_t>(i);
+  q->valid = 1;
+  return i;
+}
+
+mpr_srqc* ContextMemory::srq(uint32_t srqn) {
+  mpr_srqc* q = srqs_.find(srqn);
+  return q && q->valid ? q : nullptr;
+}
+
+void ContextMemory::free_srq(uint32_t srqn) {
+  if (mpr_srqc* q = srqs_.find(srqn)) *q = mpr_srqc{};
+  srq_used_.release(srqn);
 }
 
 int64_t ContextMemory::alloc_qp() {

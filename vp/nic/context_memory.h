@@ -68,6 +68,11 @@ class ContextMemory {
   // A QP number is (random bits << qpn_index_bits) | (index + kFirstQpn);
   // with lowest-free numbers there are no random bits. qp() finds the QP
   // only under its whole number.
+  // Shared receive queues: handles are the entry's index.
+  int64_t alloc_srq();
+  mpr_srqc* srq(uint32_t srqn);
+  void free_srq(uint32_t srqn);
+
   int64_t alloc_qp();  // returns a QPN
   mpr_qpc* qp(uint32_t qpn);
   const mpr_qpc* qp(uint32_t qpn) const;
@@ -151,9 +156,10 @@ class ContextMemory {
   Icm icm_;
   // Entries per page: pages of 1 KiB (EQs) to 8 KiB (QPs).
   PagedTable<Pd, 8> pds_;
-  Handles pd_used_, eq_used_, cq_used_, qp_used_, mr_used_;
+  Handles pd_used_, eq_used_, cq_used_, qp_used_, mr_used_, srq_used_;
   PagedTable<mpr_eqc, 5> eqs_;
   PagedTable<mpr_cqc, 6> cqs_;
+  PagedTable<mpr_srqc, 6> srqs_;
   PagedTable<mpr_qpc, 6> qps_;  // index qpn - kFirstQpn
   PagedTable<mpr_mpt, 7> mpts_;
   std::vector<uint32_t> mr_variant_;             // random bits of each MPT index's last key

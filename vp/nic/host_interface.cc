@@ -171,10 +171,7 @@ uint32_t HostInterface::read_bar0(uint64_t off) {
       return MPR_SET(VERSION, MAJOR, MPR_IF_VERSION_MAJOR) |
              MPR_SET(VERSION, MINOR, MPR_IF_VERSION_MINOR);
     case MPR_BAR0_OFF(CAPS):
-      return MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UC) | MPR_RESET(CAPS, UD) |
-             MPR_RESET(CAPS, ATOMICS) | MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
-             MPR_RESET(CAPS, INLINE_RECV) |
-             TransportOffer{cfg_.transport_kinds(), MPR_TRANSPORT_GBN}.caps();
+      return fixed_caps() | TransportOffer{cfg_.transport_kinds(), MPR_TRANSPORT_GBN}.caps();
     case MPR_BAR0_OFF(FW_VERSION):
       return MPR_RESET(FW_VERSION, FW);
     case MPR_BAR0_OFF(STATUS):

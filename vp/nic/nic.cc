@@ -88,7 +88,8 @@ Nic::Nic(sc_core::sc_module_name name, const NicConfig& cfg, core::SimEnv& env)
       cp_("firmware", cfg_, env, clock_, dma_port_, hostif_, contexts_,
           CommandProcessor::DataPathHooks{
               [this](uint32_t qpn, uint8_t from, uint8_t to) { on_qp_state(qpn, from, to); },
-              [this](uint32_t qpn) { on_qp_destroyed(qpn); }}),
+              [this](uint32_t qpn) { on_qp_destroyed(qpn); },
+              [this](uint32_t srqn) { responder_.srq_destroyed(srqn); }}),
       calendar_("calendar"),
       bad_doorbells_(env.stats.counter("nic." + cfg.name + ".hostif.bad_doorbells", "doorbells",
                                        "Doorbells naming an object not bound to their UAR page")),
@@ -158,6 +159,18 @@ void Nic::decode_uar(uint32_t page, uint32_t offset, uint64_t value) {
           requester_.sq_doorbell(qpn, pi);
         else
           responder_.rq_doorbell(qpn, pi);
+        return;
+      }
+      case MPR_UAR_SRQ_DB: {
+        const mpr_srqc* s = contexts_.srq(qpn);  // the same bits name the SRQ
+        if (!s || s->uar_index != page) {
+          ++bad_doorbells_;
+          MPR_LOG(log_, warn,
+                  "doorbell for SRQ " << qpn << " on UAR page " << page
+                                      << " dropped (not its page or no such SRQ)");
+          return;
+        }
+        responder_.srq_doorbell(qpn, pi);
         return;
       }
       case MPR_UAR_CQ_DB:
@@ -372,6 +385,13 @@ void Nic::check_sram() {
   budget.add_fixed("cache.mpt", tcache_.mpt().sram_bytes());
   budget.add_fixed("cache.mtt", tcache_.mtt().sram_bytes());
   budget.add_fixed("cache.wqe", wqe_cache_.sram_bytes());
+  // Shared receive queues: every context on chip, and the RECV WQEs each
+  // keeps fetched ahead (rq_prefetch of them, room for max_sge entries).
+  const auto srqs = static_cast<uint64_t>(cfg_.limits.max_srq);
+  budget.add_fixed("srq.contexts", srqs * sizeof(mpr_srqc));
+  budget.add_fixed("srq.prefetch",
+                   srqs * static_cast<uint64_t>(std::max<int64_t>(1, cfg_.rq_prefetch)) *
+                       static_cast<uint64_t>(cfg_.limits.max_sge) * sizeof(mpr_wqe_data));
   auto& st = env_.stats;
   const std::string p = "nic." + cfg_.name + ".sram.";
   st.counter(p + "size", "bytes", "On-chip SRAM (nic.sram.size)").set(budget.total_bytes());

@@ -40,6 +40,9 @@ void NicLatencies::bind(core::Binder& b) {
 void NicLimits::bind(core::Binder& b) {
   b.field("max_qp", max_qp, "Queue pairs.", 1, 1 << 20);
   b.field("max_cq", max_cq, "Completion queues.", 1, 1 << 20);
+  b.field("max_srq", max_srq,
+          "Shared receive queues (contexts on chip: each costs SRAM, nic.sram srq.contexts).", 1,
+          1 << 16);
   b.field("max_eq", max_eq, "Event queues (one MSI-X vector each, at most 32).", 1, 32);
   b.field("max_pd", max_pd, "Protection domains.", 1, 1 << 20);
   b.field("max_mr", max_mr, "Memory regions.", 1, 1 << 24);

@@ -41,6 +41,9 @@ struct NicLatencies {
 struct NicLimits {
   int64_t max_qp = 4096;
   int64_t max_cq = 4096;
+  // Shared receive queues. Their contexts are on chip (no ICM), so each
+  // costs SRAM (nic.sram: srq.contexts) whether or not it is in use.
+  int64_t max_srq = 64;
   int64_t max_eq = 32;
   int64_t max_pd = 4096;
   int64_t max_mr = 65536;

@@ -104,6 +104,15 @@ Responder::Responder(sc_core::sc_module_name name, NicCore& core)
           core.stat("responder.uc_partial"), "messages",
           "UC messages abandoned part way (a drop, or a FIRST/ONLY arriving before their last "
           "packet); a SEND's RECV is reused, WRITE data placed stays")),
+      srq_taken_(core.env.stats.counter(core.stat("responder.srq.taken"), "WQEs",
+                                        "RECV WQEs QPs took from shared receive queues")),
+      srq_limit_events_(
+          core.env.stats.counter(core.stat("responder.srq.limit_events"), "events",
+                                 "SRQ limit events raised (fewer WQEs left than the armed limit)")),
+      srq_list_breaks_(core.env.stats.counter(
+          core.stat("responder.srq.list_breaks"), "fetches",
+          "SRQ fetches cut short where the list left the slots read in order (the next WQE "
+          "named a slot elsewhere in the ring: another DMA read)")),
       header_only_recvs_(core.env.stats.counter(
           core.stat("responder.header_only_recvs"), "RECVs",
           "SENDs without payload taken by RECVs without scatter entries: completed with "
@@ -144,6 +153,7 @@ void Responder::reset() {
   ++reset_epoch_;
   ++generation_;
   qps_.clear();
+  srqs_.clear();
   atomics_.clear();
   locks_ = uarch::AtomicLockTable(lock_params(core_.cfg));
   lock_waiters_.clear();
@@ -156,6 +166,12 @@ void Responder::rq_doorbell(uint32_t qpn, uint16_t pi16) {
     ++doorbells_dropped_;
     MPR_LOG(log_, warn,
             "RQ doorbell for QP " << qpn << (q ? " in RESET" : " (no such QP)") << " dropped");
+    return;
+  }
+  if (q->flags & MPR_CREATE_QP_F_SRQ) {
+    // Its RECVs come from the SRQ: there is no ring to read.
+    ++doorbells_dropped_;
+    MPR_LOG(log_, warn, "RQ doorbell for QP " << qpn << ", which uses an SRQ, dropped");
     return;
   }
   auto [it, created] = qps_.try_emplace(qpn);
@@ -200,6 +216,8 @@ void Responder::qp_to_rtr(uint32_t qpn) {
   qp.qkey = q->attr.qkey;
   qp.uc_epsn = q->attr.rq_psn;
   qp.uc_discarding = false;
+  qp.srq = q->flags & MPR_CREATE_QP_F_SRQ;
+  qp.srqn = q->srqn;
   if (!qp.ud && !qp.uc) {
     try {
       core_.engine.open(conn_params(*q, core_.cfg, qp.base));
@@ -226,7 +244,11 @@ void Responder::qp_to_error(uint32_t qpn) {
   if (created) {
     qp.qpn = qpn;
     qp.generation = ++generation_;
-    if (const mpr_qpc* q = core_.contexts.qp(qpn)) qp.rq_pi = q->rq_pi;
+    if (const mpr_qpc* q = core_.contexts.qp(qpn)) {
+      qp.rq_pi = q->rq_pi;
+      qp.srq = q->flags & MPR_CREATE_QP_F_SRQ;
+      qp.srqn = q->srqn;
+    }
   }
   if (qp.error) return;
   qp.error = true;
@@ -242,6 +264,9 @@ void Responder::qp_to_error(uint32_t qpn) {
   qp.read_table.clear();
   qp.rd_resources.clear();
   flush_recvs(qp);
+  // IB: a QP of an SRQ that enters ERR takes no more of its WQEs; software
+  // learns it may reclaim the QP's (and poll its last completions).
+  if (qp.srq) core_.cq.post_async(MPR_EQE_QP_LAST_WQE, qpn, 0);
   if (!qp.out.empty()) core_.tx.activate(qpn);
 }
 
@@ -292,6 +317,16 @@ void Responder::abort_send(Qp& qp, uint8_t status, uint8_t syndrome) {
 }
 
 void Responder::fetch_recv(Qp& qp) {
+  if (qp.srq) {
+    // Only what a message needs now (out-of-order engines: the messages
+    // that arrived early): WQEs held by one QP are lost to the others.
+    // (No waiting here: a packet that needs one waits in need_recvs.)
+    if (qp.recv_need > qp.recv_cache.size() && !qp.error)
+      if (Srq* s = srq_of(qp.srqn))
+        if (mpr_srqc* ctx = core_.contexts.srq(qp.srqn); ctx && !ctx->error)
+          take_from_srq(*s, *ctx, qp, qp.recv_need);
+    return;
+  }
   if (qp.rq_fetching || qp.error) return;
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);
   if (!q) return;
@@ -443,17 +478,42 @@ bool Responder::rkey_allows(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, ui
          core_.translation.check(rkey, qp.pdn, va, len, right) == AccessStatus::ok;
 }
 
+Responder::RecvAvail Responder::need_recvs(Qp& qp, uint32_t need) {
+  if (qp.recv_cache.size() >= need) return RecvAvail::on_chip;
+  const auto short_by = static_cast<uint32_t>(need - qp.recv_cache.size());
+  if (qp.srq) {
+    Srq* s = srq_of(qp.srqn);
+    mpr_srqc* ctx = core_.contexts.srq(qp.srqn);
+    if (!s || !ctx || ctx->error) return RecvAvail::none;
+    take_from_srq(*s, *ctx, qp, need);
+    if (qp.recv_cache.size() >= need) return RecvAvail::on_chip;
+    // Posted WQEs not on chip yet, some of which other QPs may take first
+    // (serve_srq_waiters tells this one if none is left for it).
+    if (ctx->posted - ctx->taken == 0) return RecvAvail::none;
+    qp.waiting_recv = true;
+    qp.srq_need = need;
+    if (std::find(s->waiters.begin(), s->waiters.end(), qp.qpn) == s->waiters.end())
+      s->waiters.push_back(qp.qpn);
+    srq_fetch(qp.srqn);
+    return RecvAvail::fetching;
+  }
+  if (qp.rq_pi - qp.rq_fetch_idx < short_by) return RecvAvail::none;
+  // Posted but not on chip yet: wait for the fetch.
+  qp.waiting_recv = true;
+  fetch_recv(qp);
+  return RecvAvail::fetching;
+}
+
 Responder::Step Responder::take_recv(Qp& qp, const net::RoceFields& f, bool& have) {
   have = false;
-  if (!qp.recv_cache.empty()) {
-    have = true;
-    return Step::done;
-  }
-  if (qp.rq_fetch_idx != qp.rq_pi) {
-    // Posted but not on chip yet: wait for the fetch.
-    qp.waiting_recv = true;
-    fetch_recv(qp);
-    return Step::stall;
+  switch (need_recvs(qp, 1)) {
+    case RecvAvail::on_chip:
+      have = true;
+      return Step::done;
+    case RecvAvail::fetching:
+      return Step::stall;
+    case RecvAvail::none:
+      break;
   }
   ++rnr_naks_;
   const mpr_qpc* q = core_.contexts.qp(qp.qpn);

@@ -18,6 +18,16 @@
 // RECV -> NAK invalid request; a local fault -> NAK remote operational error.
 // The last three move the QP to ERR, flush its RECV WQEs and raise an
 // asynchronous event.
+//
+// Shared receive queues (responder_srq.cc): a QP created with an SRQ takes
+// its RECV WQEs from it, one message at a time, as it needs them. The SRQ
+// keeps rq_prefetch WQEs on chip, fetched ahead from the head of its list
+// (reading the ring's slots in one DMA where the list runs through them in
+// order), and hands them to its QPs in the order they asked. A QP that finds
+// none waits when more are posted, else it answers as with an empty receive
+// queue (RNR NAK; UD and UC drop). Fewer WQEs left than the armed limit
+// raise MPR_EQE_SRQ_LIMIT once; a QP of an SRQ entering ERR raises
+// MPR_EQE_QP_LAST_WQE after its flush.
 #pragma once
 
 #include <mprdma/hw.h>
@@ -50,6 +60,11 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   Responder(sc_core::sc_module_name name, NicCore& core);
 
   void rq_doorbell(uint32_t qpn, uint16_t pi);
+  // An SRQ doorbell: `count` WQEs posted since the SRQ was created (mod
+  // 2^16).
+  void srq_doorbell(uint32_t srqn, uint16_t count);
+  // DESTROY_SRQ (no QP uses it any more): the WQEs fetched ahead are void.
+  void srq_destroyed(uint32_t srqn);
   void qp_to_rtr(uint32_t qpn);
   void qp_to_error(uint32_t qpn) override;
   void qp_removed(uint32_t qpn);
@@ -141,6 +156,14 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     // CQE, held until its message completes in order (at most 96 bytes).
     std::vector<uint8_t> inline_data;
   };
+  // A shared receive queue's on-chip state (its context is mpr_srqc).
+  struct Srq {
+    uint64_t generation = 0;
+    bool fetching = false;
+    uint32_t fetched = 0;          // WQEs fetched: taken (mpr_srqc::taken) + cache
+    std::deque<RecvWqe> cache;     // fetched, not yet taken by a QP
+    std::deque<uint32_t> waiters;  // QPs waiting for a WQE, in the order they asked
+  };
   struct Qp {
     uint32_t qpn = 0;
     uint64_t generation = 0;
@@ -160,6 +183,11 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
     bool rq_fetching = false;
     std::deque<RecvWqe> recv_cache;
     bool waiting_recv = false;
+    // Attached to SRQ srqn: RECVs come from it, `srq_need` of them wanted
+    // on chip while waiting_recv.
+    bool srq = false;
+    uint32_t srqn = 0;
+    uint32_t srq_need = 0;
     std::deque<std::pair<net::PacketPtr, net::RoceFields>> stalled;
     // message in progress
     // Each packet's data is translated when it is placed, from the keys:
@@ -287,6 +315,25 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   void schedule_read_wake(Qp& qp);
   void prune_read_table(Qp& qp);
   void fetch_recv(Qp& qp);
+  // Whether at least `need` RECV WQEs of the QP are on chip (taken from its
+  // SRQ at once when it has one), being fetched (the QP now waits:
+  // waiting_recv, the caller stalls the packet) or not posted at all.
+  enum class RecvAvail { on_chip, fetching, none };
+  RecvAvail need_recvs(Qp& qp, uint32_t need);
+  // responder_srq.cc: the SRQ behind a QP (its on-chip state made on first
+  // use); null if the SRQ no longer exists.
+  Srq* srq_of(uint32_t srqn);
+  // Moves WQEs from the SRQ's cache to the QP until it has `need` on chip.
+  void take_from_srq(Srq& s, mpr_srqc& ctx, Qp& qp, uint32_t need);
+  // Reads WQEs ahead from the head of the SRQ's list.
+  void srq_fetch(uint32_t srqn);
+  // After a fetch: QPs waiting get their WQEs, in order; a QP the SRQ can no
+  // longer serve stops waiting (and answers as with no RECV posted).
+  void serve_srq_waiters(uint32_t srqn);
+  // The SRQ's ring could not be read: it is unusable, its QPs fail.
+  void srq_fault(uint32_t srqn);
+  void srq_fetched(uint32_t srqn, uint64_t gen, uint32_t first, uint32_t n, bool ok,
+                   const std::vector<uint8_t>& data);
   // A SEND's first packet takes the RECV at the head of the cache (RC and
   // UC alike). False: a scatter entry failed its lkey check, the RECV
   // completed with LOC_PROT_ERR and is consumed; the caller fails the QP
@@ -325,6 +372,7 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   core::Calendar calendar_;
   core::LogChannel& log_;
   std::unordered_map<uint32_t, Qp> qps_;
+  std::unordered_map<uint32_t, Srq> srqs_;
   std::deque<AtomicJob> atomics_;                                 // not yet taken up
   uarch::AtomicLockTable locks_{uarch::AtomicLockTableParams{}};  // nic.atomics
   std::unordered_map<uint64_t, AtomicJob> lock_waiters_;          // by op, queued for a lock
@@ -366,6 +414,9 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   core::Counter& uc_drops_length_;
   core::Counter& uc_drops_opcode_;
   core::Counter& uc_partial_;
+  core::Counter& srq_taken_;
+  core::Counter& srq_limit_events_;
+  core::Counter& srq_list_breaks_;
   core::Counter& header_only_recvs_;
   core::Counter& inline_recvs_;
   core::Counter& read_retransmits_;

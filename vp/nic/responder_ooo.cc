@@ -27,14 +27,20 @@ Responder::Step Responder::recv_for(Qp& qp, uint32_t msn, const RecvWqe*& wqe) {
     wqe = &qp.recv_cache[static_cast<size_t>(idx)];
     return Step::done;
   }
-  const uint32_t posted_beyond = qp.rq_pi - qp.rq_fetch_idx;
-  if (static_cast<size_t>(idx) - qp.recv_cache.size() < posted_beyond) {
-    // Posted but not on chip yet: fetch up to it and hold the packet.
-    qp.recv_need = std::max(qp.recv_need, static_cast<uint32_t>(idx) + 1);
-    qp.waiting_recv = true;
-    fetch_recv(qp);
-    return Step::stall;
+  // Posted but not on chip yet: fetch up to it and hold the packet.
+  const uint32_t need = static_cast<uint32_t>(idx) + 1;
+  const uint32_t was_needed = qp.recv_need;
+  qp.recv_need = std::max(qp.recv_need, need);
+  switch (need_recvs(qp, need)) {
+    case RecvAvail::on_chip:  // taken from the QP's SRQ at once
+      wqe = &qp.recv_cache[static_cast<size_t>(idx)];
+      return Step::done;
+    case RecvAvail::fetching:
+      return Step::stall;
+    case RecvAvail::none:
+      break;
   }
+  qp.recv_need = was_needed;
   return Step::done;  // not posted
 }
 

@@ -103,14 +103,14 @@ Responder::Step Responder::handle_uc(Qp& qp, net::PacketPtr& pkt, const net::Roc
   // SEND (first packet) and WRITE with immediate (last) take a RECV: wait
   // for one being fetched before any state changes, drop if none is posted.
   if ((send && first) || (!send && carries_imm(op))) {
-    if (qp.recv_cache.empty()) {
-      if (qp.rq_fetch_idx != qp.rq_pi) {
-        qp.waiting_recv = true;
-        fetch_recv(qp);
+    switch (need_recvs(qp, 1)) {
+      case RecvAvail::on_chip:
+        break;
+      case RecvAvail::fetching:
         return Step::stall;
-      }
-      uc_drop(qp, f, uc_drops_no_recv_, "no RECV posted");
-      return Step::done;
+      case RecvAvail::none:
+        uc_drop(qp, f, uc_drops_no_recv_, "no RECV posted");
+        return Step::done;
     }
   }
   qp.uc_epsn = psn_add(f.psn, 1);

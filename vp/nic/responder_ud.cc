@@ -40,14 +40,14 @@ Responder::Step Responder::handle_ud(Qp& qp, net::PacketPtr& pkt, const net::Roc
                      << f.deth_src_qp << " dropped" << std::dec);
     return Step::done;
   }
-  if (qp.recv_cache.empty()) {
-    if (qp.rq_fetch_idx != qp.rq_pi) {
-      qp.waiting_recv = true;  // posted, being fetched: wait for it
-      fetch_recv(qp);
+  switch (need_recvs(qp, 1)) {
+    case RecvAvail::on_chip:
+      break;
+    case RecvAvail::fetching:  // posted, being fetched: wait for it
       return Step::stall;
-    }
-    ++ud_drops_;  // no RECV posted: a datagram is simply lost
-    return Step::done;
+    case RecvAvail::none:
+      ++ud_drops_;  // no RECV posted: a datagram is simply lost
+      return Step::done;
   }
   RecvWqe wqe = std::move(qp.recv_cache.front());
   qp.recv_cache.pop_front();

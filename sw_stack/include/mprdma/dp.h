@@ -24,6 +24,7 @@ extern "C" {
 #endif
 
 struct mpr_dp_qp;
+struct mpr_dp_srq;
 
 struct mpr_dp_ops {
 	/* Write a 64-bit doorbell at byte offset `off` of the UAR page. */
@@ -42,6 +43,29 @@ struct mpr_dp_ops {
 	 * bytes to the caller's buffer at `addr`; returns 0 or -EFAULT. NULL:
 	 * such CQs must not be created. */
 	int (*copy_to_user)(void *ctx, uint64_t addr, const void *src, uint32_t len);
+	/* Optional: take (lock = 1) or release (0) the SRQ's lock, for a
+	 * poll that frees a slot of an SRQ whose posts run in another
+	 * thread. NULL: the caller serialises SRQ posts and polls. */
+	void (*srq_lock)(void *ctx, struct mpr_dp_srq *srq, int lock);
+};
+
+/* A shared receive queue: a ring of slots that software keeps as a linked
+ * list (<mprdma/hw.h>, struct mpr_wqe_srq_next). A post fills the slot at
+ * `head` and moves head to that slot's next; a polled completion links its
+ * slot after `tail`. The slot at tail stays free (it holds the link to the
+ * next one posted), so 2^log_size - 1 WQEs fit. */
+struct mpr_dp_srq {
+	uint8_t *buf;       /* ring of 2^log_size slots of 2^log_stride bytes */
+	uint64_t *wr_id;    /* 2^log_size entries, owned by the caller */
+	uint32_t srqn;
+	uint32_t log_size;
+	uint32_t log_stride;
+	uint32_t max_sge;
+	uint32_t head;      /* slot the next WQE goes into */
+	uint32_t tail;      /* the list's last free slot */
+	uint32_t count;     /* WQEs posted since creation (the doorbell's count) */
+	uint32_t outstanding; /* posted and not yet completed */
+	const struct mpr_dp_ops *ops;
 };
 
 struct mpr_dp_wq {
@@ -72,6 +96,8 @@ struct mpr_dp_qp {
 	struct mpr_dp_wq sq;
 	struct mpr_dp_wq rq;
 	const struct mpr_dp_ops *ops;
+	/* RECVs come from this SRQ (the QP has no rq ring); NULL: its own. */
+	struct mpr_dp_srq *srq;
 };
 
 struct mpr_dp_cq {
@@ -156,6 +182,18 @@ int mpr_dp_post_recv(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr);
 int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr, int ring);
 /* Rings the RQ doorbell with the current producer index. */
 void mpr_dp_ring_rq(struct mpr_dp_qp *qp);
+
+/* Links every slot of a new SRQ's ring to the next one and sets head,
+ * tail and count as the NIC expects after CREATE_SRQ (buf, wr_id, log_size,
+ * log_stride, max_sge, srqn and ops set by the caller). */
+void mpr_dp_srq_init(struct mpr_dp_srq *srq);
+/* Posts a RECV WQE to the SRQ, ringing its doorbell when `ring` is set.
+ * Returns 0, -ENOMEM when the SRQ is full, -EINVAL for too many SGEs. */
+int mpr_dp_post_srq_recv(struct mpr_dp_srq *srq, const struct mpr_recv_wr *wr, int ring);
+/* Rings the SRQ doorbell with the count of WQEs posted. */
+void mpr_dp_ring_srq(struct mpr_dp_srq *srq);
+/* Free slots (WQEs that can still be posted). */
+uint32_t mpr_dp_srq_space(const struct mpr_dp_srq *srq);
 
 /* The transport engine (enum mpr_transport) a name chooses: NULL or "" the
  * NIC's default, else mpr_transport_name()'s names in <mprdma/hw.h>. -1 for

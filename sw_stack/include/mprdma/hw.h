@@ -60,6 +60,7 @@
 #define MPR_UAR_RQ_DB 0x008u /* 64-bit write, see MPR_RQ_DB_* */
 #define MPR_UAR_CQ_DB 0x010u /* 64-bit write, see MPR_CQ_DB_* */
 #define MPR_UAR_EQ_DB 0x018u /* 64-bit write, kernel page only */
+#define MPR_UAR_SRQ_DB 0x020u /* 64-bit write, see MPR_SRQ_DB */
 #define MPR_UAR_BF 0x100u    /* WQE-by-MMIO window, see below */
 #define MPR_UAR_BF_SIZE 256u
 
@@ -80,6 +81,9 @@
 #define MPR_SQ_DB(qpn, pi) \
 	(((uint64_t)(qpn) & MPR_DB_QPN_MASK) | (((uint64_t)(pi) & MPR_DB_PI_MASK) << MPR_DB_PI_SHIFT))
 #define MPR_RQ_DB(qpn, pi) MPR_SQ_DB(qpn, pi)
+/* SRQ doorbell: srqn in bits 23:0, in bits 47:32 the count of WQEs posted
+ * to the SRQ since it was created (free-running, wraps at 2^16). */
+#define MPR_SRQ_DB(srqn, count) MPR_SQ_DB(srqn, count)
 
 /* CQ doorbell: cqn in 23:0, command in 27:24, consumer index in 55:32. */
 #define MPR_CQ_DB_CMD_SHIFT 24
@@ -193,6 +197,27 @@ struct mpr_wqe_inline {
 #define MPR_RQ_LOG_STRIDE_MAX 10
 
 /* ---------------------------------------------------------------------- */
+/* Shared receive queue WQE                                                 */
+/* ---------------------------------------------------------------------- */
+/* An SRQ is a ring of 2^log_size slots of 2^log_stride bytes (32..1024),
+ * used as a linked list: each WQE starts with struct mpr_wqe_srq_next,
+ * followed by struct mpr_wqe_data segments as in a receive WQE. The NIC
+ * takes WQEs from the head of the list (slot 0 after CREATE_SRQ), following
+ * next_index from each WQE it takes, as many as the SRQ doorbell's count
+ * says were posted. Software keeps the list: a WQE it posts goes into the
+ * slot the previous one's next_index named, and a slot whose completion it
+ * has polled is linked at the list's tail again, so that slots are reused in
+ * any order the QPs complete them. A receive completion of a QP attached to
+ * an SRQ carries the SRQ slot in wqe_index. */
+struct mpr_wqe_srq_next {
+	uint16_t next_index; /* slot of the WQE after this one */
+	uint16_t rsvd0;
+	uint32_t rsvd1[3];
+};
+#define MPR_SRQ_LOG_STRIDE_MIN 5
+#define MPR_SRQ_LOG_STRIDE_MAX 10
+
+/* ---------------------------------------------------------------------- */
 /* Completion queue entry (32 bytes, at the end of a 32..128-byte slot)     */
 /* ---------------------------------------------------------------------- */
 /* A CQ's slots are 2^log_cqe_size bytes (CREATE_CQ); struct mpr_cqe is the
@@ -292,6 +317,8 @@ enum mpr_eqe_type {
 	MPR_EQE_COMM_EST = 0x07,      /* data0: qpn: first packet in RTR */
 	MPR_EQE_PORT_ACTIVE = 0x08,   /* data0: port */
 	MPR_EQE_PORT_DOWN = 0x09,     /* data0: port */
+	MPR_EQE_SRQ_LIMIT = 0x0a,     /* data0: srqn: fewer WQEs than the armed limit */
+	MPR_EQE_SRQ_ERR = 0x0b,       /* data0: srqn, data1: syndrome: SRQ unusable */
 };
 
 struct mpr_eqe {
@@ -329,6 +356,10 @@ enum mpr_cmd_opcode {
 	MPR_CMD_MODIFY_QP = 0x31,
 	MPR_CMD_QUERY_QP = 0x32,
 	MPR_CMD_DESTROY_QP = 0x33,
+	MPR_CMD_CREATE_SRQ = 0x38,
+	MPR_CMD_MODIFY_SRQ = 0x39,
+	MPR_CMD_QUERY_SRQ = 0x3a,
+	MPR_CMD_DESTROY_SRQ = 0x3b,
 };
 
 enum mpr_cmd_status {
@@ -361,6 +392,8 @@ enum mpr_cmd_syndrome {
 	MPR_CMD_SYN_INDEX = 10,
 	MPR_CMD_SYN_TRANSPORT = 11,
 	MPR_CMD_SYN_RESERVED = 12, /* a reserved field was not zero */
+	MPR_CMD_SYN_SRQ = 13,      /* CREATE_QP: the SRQ (or a UD/RC/UC mismatch) */
+	MPR_CMD_SYN_LIMIT = 14,    /* MODIFY_SRQ: limit beyond the SRQ's size */
 };
 
 struct mpr_cmd_hdr {
@@ -514,9 +547,46 @@ struct mpr_cmd_create_qp {
 	uint8_t rq_log_stride;
 	uint8_t transport; /* enum mpr_transport */
 	uint8_t sq_sig_all;
-	uint8_t rsvd0;
+	uint8_t flags;     /* MPR_CREATE_QP_F_* */
 	uint32_t max_inline;
+	uint32_t srqn;     /* with MPR_CREATE_QP_F_SRQ */
 };
+
+/* CREATE_QP flags. SRQ (CAPS.SRQ): the QP's RECVs come from SRQ srqn (of the
+ * same PD); it has no receive queue of its own (rq_base and rq_log_* must
+ * be 0) and an RQ doorbell naming it is dropped. */
+#define MPR_CREATE_QP_F_SRQ (1u << 0)
+
+/* CREATE_SRQ: a ring of 2^log_size slots of 2^log_stride bytes at base
+ * (physically contiguous), the list starting at slot 0. out[0]: srqn. */
+struct mpr_cmd_create_srq {
+	uint64_t base;
+	uint32_t pdn;
+	uint32_t uar_index; /* UAR page allowed to ring its doorbell */
+	uint8_t log_size;
+	uint8_t log_stride;
+	uint16_t rsvd0;
+	uint32_t limit;     /* armed limit, 0 = not armed */
+};
+
+/* MODIFY_SRQ attr_mask: the values of enum ibv_srq_attr_mask. Changing the
+ * size (MAX_WR) is not supported (BAD_ATTR). LIMIT arms the limit event:
+ * when fewer than `limit` WQEs are left in the SRQ the NIC raises
+ * MPR_EQE_SRQ_LIMIT once and disarms it; 0 disarms. */
+#define MPR_SRQ_ATTR_MAX_WR (1u << 0)
+#define MPR_SRQ_ATTR_LIMIT (1u << 1)
+
+struct mpr_cmd_modify_srq {
+	uint32_t srqn;
+	uint32_t attr_mask;
+	uint32_t max_wr;
+	uint32_t limit;
+};
+/* QUERY_SRQ and DESTROY_SRQ take struct mpr_cmd_handle (the srqn). QUERY_SRQ
+ * answers in the completion: out[0] the armed limit (0 if none), out[1]
+ * WQEs posted and not yet taken by a QP, out[2] QPs attached, out[3] the
+ * ring's 2^log_size. DESTROY_SRQ fails with BUSY while QPs use it. */
+
 
 enum mpr_qp_state {
 	MPR_QPS_RESET = 0,
@@ -614,6 +684,8 @@ struct mpr_cmd {
 		struct mpr_cmd_modify_qp modify_qp;
 		struct mpr_cmd_qpn qpn;
 		struct mpr_cmd_handle handle;
+		struct mpr_cmd_create_srq create_srq;
+		struct mpr_cmd_modify_srq modify_srq;
 	} u;
 };
 
@@ -647,6 +719,10 @@ struct mpr_device_attr {
 	uint32_t max_msg_size;
 	uint32_t cap_flags; /* the value of the CAPS register (MPRDMA_BAR0__CAPS__*) */
 	uint32_t icm_pages; /* 4 KiB pages of ICM the driver must map (MAP_ICM) */
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t rsvd0;
 };
 
 enum mpr_port_state {
@@ -737,6 +813,25 @@ struct mpr_cqc {
 	uint32_t rsvd[4];
 };
 
+/* SRQ context: on chip (limits.max_srq of them). */
+struct mpr_srqc {
+	uint64_t base;
+	uint32_t srqn;
+	uint32_t pdn;
+	uint32_t uar_index;
+	uint32_t limit;     /* armed limit, 0 = not armed */
+	uint32_t posted;    /* WQEs posted: the last doorbell's count, extended */
+	uint32_t taken;     /* WQEs taken by QPs */
+	uint32_t num_qps;   /* QPs attached */
+	uint16_t head;      /* slot of the next WQE to fetch */
+	uint8_t log_size;
+	uint8_t log_stride;
+	uint8_t valid;
+	uint8_t error;      /* unusable (its ring could not be read) */
+	uint8_t rsvd0[2];
+	uint32_t rsvd1[5];
+};
+
 struct mpr_eqc {
 	uint64_t base;
 	uint32_t eqn;
@@ -771,11 +866,12 @@ struct mpr_qpc {
 	uint8_t transport;
 	uint8_t sq_sig_all;
 	uint8_t valid;
-	uint8_t rsvd0[3];
+	uint8_t flags;  /* MPR_CREATE_QP_F_* */
+	uint8_t rsvd0[2];
 	uint32_t sq_pi; /* last doorbelled producer indices */
 	uint32_t rq_pi;
 	struct mpr_qp_attr attr; /* the attributes of the last MODIFY_QP */
-	uint32_t rsvd1;
+	uint32_t srqn;  /* with MPR_CREATE_QP_F_SRQ */
 };
 
 MPR_STATIC_ASSERT(sizeof(struct mpr_wqe_ctrl) == 16, "wqe ctrl");
@@ -791,7 +887,10 @@ MPR_STATIC_ASSERT(sizeof(struct mpr_cmd_comp) == 32, "cmd comp");
 MPR_STATIC_ASSERT(sizeof(struct mpr_qp_attr) == 64, "qp attr");
 MPR_STATIC_ASSERT(sizeof(struct mpr_cmd_modify_qp) <= MPR_CMD_SIZE - 32, "modify qp");
 MPR_STATIC_ASSERT(sizeof(struct mpr_cmd_create_qp) <= MPR_CMD_SIZE - 32, "create qp");
-MPR_STATIC_ASSERT(sizeof(struct mpr_device_attr) == 80, "device attr");
+MPR_STATIC_ASSERT(sizeof(struct mpr_device_attr) == 96, "device attr");
+MPR_STATIC_ASSERT(sizeof(struct mpr_wqe_srq_next) == 16, "srq next");
+MPR_STATIC_ASSERT(sizeof(struct mpr_srqc) == 64, "srqc");
+MPR_STATIC_ASSERT(sizeof(struct mpr_cmd_create_srq) <= MPR_CMD_SIZE - 32, "create srq");
 MPR_STATIC_ASSERT(sizeof(struct mpr_port_attr) == 16, "port attr");
 MPR_STATIC_ASSERT(sizeof(struct mpr_mpt) == 48, "mpt");
 MPR_STATIC_ASSERT(sizeof(struct mpr_cqc) == 64, "cqc");

@@ -1018,7 +1018,7 @@ static void test_admin(void)
 	expect_cmd("create_qp_raw_packet_type", &cmd, NULL, 0, NULL, 0, MPR_CMD_BAD_PARAM,
 		   MPR_CMD_SYN_QP_TYPE);
 	valid_create_qp(&cmd, ram);
-	cmd.u.create_qp.rsvd0 = 1;
+	cmd.u.create_qp.flags = 0x80; /* no such flag */
 	expect_cmd("create_qp_reserved_nonzero", &cmd, NULL, 0, NULL, 0, MPR_CMD_BAD_PARAM,
 		   MPR_CMD_SYN_RESERVED);
 	valid_create_qp(&cmd, ram);

@@ -70,6 +70,7 @@ class FakeHal : public FirmwareHal {
     changes.push_back({qpn, from, to});
   }
   void qp_destroyed(uint32_t qpn) override { destroyed.push_back(qpn); }
+  void srq_destroyed(uint32_t srqn) override { srqs_destroyed.push_back(srqn); }
   PortInfo port() const override { return port_info; }
   TransportOffer transports() const override { return offer; }
   mpr_port_counters counters() const override { return port_counters; }
@@ -93,6 +94,7 @@ class FakeHal : public FirmwareHal {
   std::vector<mpr_cmd_comp> completions;
   std::vector<StateChange> changes;
   std::vector<uint32_t> destroyed;
+  std::vector<uint32_t> srqs_destroyed;
   PortInfo port_info;
   TransportOffer offer;  // go-back-N only, unless a test offers more
   mpr_port_counters port_counters{};
@@ -118,6 +120,7 @@ NicLimits test_limits() {
   l.max_pd = 64;
   l.max_mr = 64;
   l.max_mtt = 4096;
+  l.max_srq = 4;
   return l;
 }
 
@@ -476,13 +479,17 @@ TEST_F(FirmwareTest, QueryDeviceWritesTheLimitsByteForByte) {
   // ICM: 64 QPCs of 256 B (4 pages), 64 CQCs of 64 B (1), 64 MPTs of 64 B
   // (1), 4096 MTT entries of 8 B (8).
   want.icm_pages = 14;
+  // SRQs: contexts on chip; slots of at most 1 KiB, 16 B of it the list link.
+  want.max_srq = static_cast<uint32_t>(l.max_srq);
+  want.max_srq_wr = static_cast<uint32_t>(l.max_qp_wr);
+  want.max_srq_sge = static_cast<uint32_t>(l.max_sge);
   // What this NIC implements, as the CAPS register advertises it: RC, UC, UD,
-  // atomics, inline data, WQE by MMIO, inline receive and the engines the
-  // HAL offers (here go-back-N only).
+  // atomics, inline data, WQE by MMIO, inline receive, SRQs and the engines
+  // the HAL offers (here go-back-N only).
   want.cap_flags = MPRDMA_BAR0__CAPS__RC_bm | MPRDMA_BAR0__CAPS__UC_bm | MPRDMA_BAR0__CAPS__UD_bm |
                    MPRDMA_BAR0__CAPS__ATOMICS_bm | MPRDMA_BAR0__CAPS__INLINE_bm |
                    MPRDMA_BAR0__CAPS__WQE_BY_MMIO_bm | MPRDMA_BAR0__CAPS__INLINE_RECV_bm |
-                   MPRDMA_BAR0__CAPS__GBN_bm;
+                   MPRDMA_BAR0__CAPS__SRQ_bm | MPRDMA_BAR0__CAPS__GBN_bm;
   EXPECT_EQ(want.fw_version, uint32_t{MPRDMA_BAR0__FW_VERSION__FW_reset})
       << "the FW_VERSION register and QUERY_DEVICE agree";
   EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &want, sizeof want), 0);
@@ -1166,8 +1173,13 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE},
       {"qp type 0", [](mpr_cmd_create_qp& q) { q.qp_type = 0; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_QP_TYPE},
-      {"reserved", [](mpr_cmd_create_qp& q) { q.rsvd0 = 1; }, MPR_CMD_BAD_PARAM,
+      {"unknown flag", [](mpr_cmd_create_qp& q) { q.flags = 2; }, MPR_CMD_BAD_PARAM,
        MPR_CMD_SYN_RESERVED},
+      {"srqn without the SRQ flag", [](mpr_cmd_create_qp& q) { q.srqn = 1; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_RESERVED},
+      {"SRQ flag with a receive ring of its own",
+       [](mpr_cmd_create_qp& q) { q.flags = MPR_CREATE_QP_F_SRQ; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_SRQ},
       {"MP-RDMA not offered", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_MP_RDMA; },
        MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT},
       {"DCQCN not offered", [](mpr_cmd_create_qp& q) { q.transport = MPR_TRANSPORT_DCQCN; },
@@ -2063,6 +2075,161 @@ TEST_F(IcmTest, DeviceResetForgetsTheMap) {
 TEST_F(IcmTest, OpcodeAndStatusNamesIncludeIcm) {
   EXPECT_STREQ(Firmware::opcode_name(MPR_CMD_MAP_ICM), "MAP_ICM");
   EXPECT_STREQ(Firmware::status_name(MPR_CMD_NO_ICM), "NO_ICM");
+}
+
+// ---------------------------------------------------------------------------
+// CREATE_SRQ, MODIFY_SRQ, QUERY_SRQ, DESTROY_SRQ; CREATE_QP with an SRQ
+
+class FirmwareSrq : public FirmwareTest {
+ protected:
+  mpr_cmd create_srq_cmd(uint32_t pdn) {
+    mpr_cmd c = cmd(MPR_CMD_CREATE_SRQ);
+    mpr_cmd_create_srq& s = c.u.create_srq;
+    s.base = 0x320000;
+    s.pdn = pdn;
+    s.uar_index = 7;
+    s.log_size = 6;
+    s.log_stride = 6;
+    return c;
+  }
+  uint32_t create_srq() {
+    const mpr_cmd_comp r = exec(create_srq_cmd(pdn_));
+    EXPECT_TRUE(HasStatus(r, MPR_CMD_OK));
+    return r.out[0];
+  }
+  mpr_cmd srq_qp_cmd(uint32_t srqn) {
+    mpr_cmd c = create_qp_cmd(pdn_, cqn_, cqn_);
+    c.u.create_qp.flags = MPR_CREATE_QP_F_SRQ;
+    c.u.create_qp.srqn = srqn;
+    c.u.create_qp.rq_base = 0;
+    c.u.create_qp.rq_log_size = 0;
+    c.u.create_qp.rq_log_stride = 0;
+    return c;
+  }
+  mpr_cmd modify_srq_cmd(uint32_t srqn, uint32_t mask, uint32_t limit) {
+    mpr_cmd c = cmd(MPR_CMD_MODIFY_SRQ);
+    c.u.modify_srq.srqn = srqn;
+    c.u.modify_srq.attr_mask = mask;
+    c.u.modify_srq.limit = limit;
+    return c;
+  }
+};
+
+TEST_F(FirmwareSrq, LifecycleCountsItsQpsAndRefusesToDieWhileUsed) {
+  make_objects();
+  const uint32_t srqn = create_srq();
+  const mpr_srqc* s = hal_->ctx.srq(srqn);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->log_size, 6);
+  EXPECT_EQ(s->head, 0) << "the list starts at slot 0";
+  const mpr_cmd_comp q = exec(srq_qp_cmd(srqn));
+  ASSERT_TRUE(HasStatus(q, MPR_CMD_OK));
+  const mpr_qpc* qpc = hal_->ctx.qp(q.out[0]);
+  ASSERT_NE(qpc, nullptr);
+  EXPECT_EQ(qpc->flags, MPR_CREATE_QP_F_SRQ);
+  EXPECT_EQ(qpc->srqn, srqn);
+
+  mpr_cmd_comp info = exec(handle_cmd(MPR_CMD_QUERY_SRQ, srqn));
+  ASSERT_TRUE(HasStatus(info, MPR_CMD_OK));
+  EXPECT_EQ(info.out[0], 0u) << "no limit armed";
+  EXPECT_EQ(info.out[1], 0u) << "nothing posted";
+  EXPECT_EQ(info.out[2], 1u) << "one QP attached";
+  EXPECT_EQ(info.out[3], 64u);
+
+  // In use: neither the SRQ nor its PD may go.
+  EXPECT_TRUE(HasStatus(exec(handle_cmd(MPR_CMD_DESTROY_SRQ, srqn)), MPR_CMD_BUSY));
+  EXPECT_TRUE(hal_->srqs_destroyed.empty());
+  ASSERT_TRUE(HasStatus(exec(qpn_cmd(MPR_CMD_DESTROY_QP, q.out[0])), MPR_CMD_OK));
+  mpr_cmd dealloc = cmd(MPR_CMD_DEALLOC_PD);
+  dealloc.u.pd.pdn = pdn_;
+  EXPECT_TRUE(HasStatus(exec(dealloc), MPR_CMD_BUSY)) << "the SRQ still holds the PD";
+  EXPECT_TRUE(HasStatus(exec(handle_cmd(MPR_CMD_DESTROY_SRQ, srqn)), MPR_CMD_OK));
+  EXPECT_EQ(hal_->srqs_destroyed, std::vector<uint32_t>{srqn});
+  EXPECT_TRUE(HasStatus(exec(handle_cmd(MPR_CMD_QUERY_SRQ, srqn)), MPR_CMD_BAD_HANDLE));
+  EXPECT_TRUE(HasStatus(exec(handle_cmd(MPR_CMD_DESTROY_SRQ, srqn)), MPR_CMD_BAD_HANDLE));
+}
+
+TEST_F(FirmwareSrq, CreateParameterErrors) {
+  make_objects();
+  struct Case {
+    const char* what;
+    void (*mutate)(mpr_cmd_create_srq&);
+    uint8_t status;
+    uint32_t syndrome;
+  };
+  const Case cases[] = {
+      {"log_size 0", [](mpr_cmd_create_srq& s) { s.log_size = 0; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_LOG_SIZE},
+      {"log_size 17 (slots are 16-bit)", [](mpr_cmd_create_srq& s) { s.log_size = 17; },
+       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE},
+      {"stride 16 (no room beside the next segment)",
+       [](mpr_cmd_create_srq& s) { s.log_stride = 4; }, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE},
+      {"stride 2048", [](mpr_cmd_create_srq& s) { s.log_stride = 11; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_STRIDE},
+      {"base 0", [](mpr_cmd_create_srq& s) { s.base = 0; }, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS},
+      {"base unaligned", [](mpr_cmd_create_srq& s) { s.base += 8; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_ADDRESS},
+      {"base in the MSI window", [](mpr_cmd_create_srq& s) { s.base = 0xFEE00000; },
+       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS},
+      {"UAR page beyond the BAR", [](mpr_cmd_create_srq& s) { s.uar_index = 5000; },
+       MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR},
+      {"limit beyond the ring", [](mpr_cmd_create_srq& s) { s.limit = 65; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_LIMIT},
+      {"reserved", [](mpr_cmd_create_srq& s) { s.rsvd0 = 1; }, MPR_CMD_BAD_PARAM,
+       MPR_CMD_SYN_RESERVED},
+      {"no such PD", [](mpr_cmd_create_srq& s) { s.pdn = 60; }, MPR_CMD_BAD_HANDLE,
+       MPR_CMD_SYN_NONE},
+  };
+  for (const Case& k : cases) {
+    mpr_cmd c = create_srq_cmd(pdn_);
+    k.mutate(c.u.create_srq);
+    EXPECT_TRUE(HasStatus(exec(c), k.status, k.syndrome)) << k.what;
+  }
+  // Nothing was created: all max_srq (4) still fit.
+  for (int i = 0; i < 4; ++i) create_srq();
+  EXPECT_TRUE(HasStatus(exec(create_srq_cmd(pdn_)), MPR_CMD_NO_RESOURCES));
+}
+
+TEST_F(FirmwareSrq, ModifyArmsTheLimitAndRefusesAResize) {
+  make_objects();
+  const uint32_t srqn = create_srq();
+  EXPECT_TRUE(HasStatus(exec(modify_srq_cmd(srqn, MPR_SRQ_ATTR_MAX_WR, 0)), MPR_CMD_BAD_ATTR,
+                        MPR_SRQ_ATTR_MAX_WR));
+  EXPECT_TRUE(HasStatus(exec(modify_srq_cmd(srqn, MPR_SRQ_ATTR_LIMIT, 65)), MPR_CMD_BAD_PARAM,
+                        MPR_CMD_SYN_LIMIT));
+  EXPECT_TRUE(HasStatus(exec(modify_srq_cmd(srqn + 1, MPR_SRQ_ATTR_LIMIT, 8)), MPR_CMD_BAD_HANDLE));
+  ASSERT_TRUE(HasStatus(exec(modify_srq_cmd(srqn, MPR_SRQ_ATTR_LIMIT, 8)), MPR_CMD_OK));
+  EXPECT_EQ(exec(handle_cmd(MPR_CMD_QUERY_SRQ, srqn)).out[0], 8u);
+  ASSERT_TRUE(HasStatus(exec(modify_srq_cmd(srqn, 0, 3)), MPR_CMD_OK)) << "nothing to change";
+  EXPECT_EQ(exec(handle_cmd(MPR_CMD_QUERY_SRQ, srqn)).out[0], 8u);
+}
+
+TEST_F(FirmwareSrq, QpNamesAnSrqOfItsOwnPd) {
+  make_objects();
+  const uint32_t srqn = create_srq();
+  EXPECT_TRUE(HasStatus(exec(srq_qp_cmd(srqn + 1)), MPR_CMD_BAD_HANDLE)) << "no such SRQ";
+  const uint32_t other_pd = alloc_pd();
+  const mpr_cmd_comp r = exec(create_srq_cmd(other_pd));
+  ASSERT_TRUE(HasStatus(r, MPR_CMD_OK));
+  EXPECT_TRUE(HasStatus(exec(srq_qp_cmd(r.out[0])), MPR_CMD_BAD_HANDLE)) << "another PD's SRQ";
+  mpr_cmd ring = srq_qp_cmd(srqn);
+  ring.u.create_qp.rq_log_size = 7;
+  EXPECT_TRUE(HasStatus(exec(ring), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_SRQ))
+      << "an SRQ and a receive ring of its own";
+  EXPECT_EQ(exec(handle_cmd(MPR_CMD_QUERY_SRQ, srqn)).out[2], 0u) << "no QP was attached";
+}
+
+TEST_F(FirmwareSrq, DeviceAttributesAndCapsOfferSrqs) {
+  mpr_cmd c = cmd(MPR_CMD_QUERY_DEVICE);
+  c.hdr.out_mailbox = kOutMailbox;
+  c.hdr.out_len = sizeof(mpr_device_attr);
+  ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
+  mpr_device_attr a;
+  std::memcpy(&a, hal_->at(kOutMailbox), sizeof a);
+  EXPECT_EQ(a.max_srq, 4u);
+  EXPECT_GT(a.max_srq_wr, 1u);
+  EXPECT_EQ(a.max_srq_sge, a.max_sge);
+  EXPECT_TRUE(a.cap_flags & MPRDMA_BAR0__CAPS__SRQ_bm);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <mprdma/regs_util.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -177,6 +178,14 @@ const char* Firmware::opcode_name(uint16_t opcode) {
       return "QUERY_QP";
     case MPR_CMD_DESTROY_QP:
       return "DESTROY_QP";
+    case MPR_CMD_CREATE_SRQ:
+      return "CREATE_SRQ";
+    case MPR_CMD_MODIFY_SRQ:
+      return "MODIFY_SRQ";
+    case MPR_CMD_QUERY_SRQ:
+      return "QUERY_SRQ";
+    case MPR_CMD_DESTROY_SRQ:
+      return "DESTROY_SRQ";
   }
   return "UNKNOWN";
 }
@@ -278,6 +287,18 @@ mpr_cmd_comp Firmware::execute(const mpr_cmd& cmd) {
     case MPR_CMD_DESTROY_QP:
       destroy_qp(cmd, c);
       break;
+    case MPR_CMD_CREATE_SRQ:
+      create_srq(cmd, c);
+      break;
+    case MPR_CMD_MODIFY_SRQ:
+      modify_srq(cmd, c);
+      break;
+    case MPR_CMD_QUERY_SRQ:
+      query_srq(cmd, c);
+      break;
+    case MPR_CMD_DESTROY_SRQ:
+      destroy_srq(cmd, c);
+      break;
     default:
       fail(c, MPR_CMD_BAD_OPCODE);
       break;
@@ -308,6 +329,11 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.max_cqe = static_cast<uint32_t>(l.max_cqe);
   a.max_mr = static_cast<uint32_t>(l.max_mr);
   a.max_pd = static_cast<uint32_t>(l.max_pd);
+  a.max_srq = static_cast<uint32_t>(l.max_srq);
+  a.max_srq_wr = static_cast<uint32_t>(std::min<int64_t>(l.max_qp_wr, 1 << 16));
+  a.max_srq_sge = static_cast<uint32_t>(std::min<int64_t>(
+      l.max_sge,
+      ((1u << MPR_SRQ_LOG_STRIDE_MAX) - sizeof(mpr_wqe_srq_next)) / sizeof(mpr_wqe_data)));
   a.max_mr_size = uint64_t{1} << 40;
   a.page_size_cap = ((uint64_t{1} << 31) - 1) & ~uint64_t{0xfff};  // 4 KiB .. 1 GiB
   a.max_qp_rd_atom = static_cast<uint32_t>(l.max_rd_atomic);
@@ -318,9 +344,7 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.max_msg_size = MPR_MAX_MSG_SIZE;
   a.icm_pages = hal_.contexts().icm().pages();
   // As the CAPS register reads, with the engines this NIC offers.
-  a.cap_flags = MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UC) | MPR_RESET(CAPS, UD) |
-                MPR_RESET(CAPS, ATOMICS) | MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
-                MPR_RESET(CAPS, INLINE_RECV) | hal_.transports().caps();
+  a.cap_flags = fixed_caps() | hal_.transports().caps();
   write_output(cmd, c, &a, sizeof a);
 }
 
@@ -559,7 +583,8 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   // UC, like UD, has no transport engine: nothing is acknowledged or
   // retransmitted.
   const bool no_engine = ud || in.qp_type == MPR_QPT_UC;
-  if (in.rsvd0) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  if (in.flags & ~MPR_CREATE_QP_F_SRQ) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  const bool use_srq = in.flags & MPR_CREATE_QP_F_SRQ;
   // The QP's engine: one the NIC offers; datagrams and UC have none
   // (go-back-N's slot, unused).
   const TransportOffer offer = hal_.transports();
@@ -568,16 +593,14 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   if (transport >= 32 || !(offer.kinds >> transport & 1) ||
       (no_engine && in.transport != MPR_TRANSPORT_DEFAULT && in.transport != MPR_TRANSPORT_GBN))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_TRANSPORT);
-  if (in.sq_log_size < 1 || in.sq_log_size > max_log_wr || in.rq_log_size < 1 ||
-      in.rq_log_size > max_log_wr)
+  if (in.sq_log_size < 1 || in.sq_log_size > max_log_wr)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
-  if (in.sq_log_stride < MPR_SQ_LOG_STRIDE_MIN || in.sq_log_stride > MPR_SQ_LOG_STRIDE_MAX ||
-      in.rq_log_stride < MPR_RQ_LOG_STRIDE_MIN || in.rq_log_stride > MPR_RQ_LOG_STRIDE_MAX)
+  if (in.sq_log_stride < MPR_SQ_LOG_STRIDE_MIN || in.sq_log_stride > MPR_SQ_LOG_STRIDE_MAX)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE);
-  if (in.sq_base == 0 || (in.sq_base & 63) || in.rq_base == 0 || (in.rq_base & 63) ||
-      !hal_.host_memory(in.sq_base, uint64_t{1} << (in.sq_log_size + in.sq_log_stride)) ||
-      !hal_.host_memory(in.rq_base, uint64_t{1} << (in.rq_log_size + in.rq_log_stride)))
+  if (in.sq_base == 0 || (in.sq_base & 63) ||
+      !hal_.host_memory(in.sq_base, uint64_t{1} << (in.sq_log_size + in.sq_log_stride)))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  if (!check_receive_side(in, c)) return;
   if (in.uar_index >= static_cast<uint64_t>(l.num_uar_pages))
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR);
   // Inline room: after the control segment and the remote segment (RC) or
@@ -591,6 +614,8 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   mpr_cqc* scq = ctx.cq(in.send_cqn);
   mpr_cqc* rcq = ctx.cq(in.recv_cqn);
   if (!scq || !rcq) return fail(c, MPR_CMD_BAD_HANDLE);
+  mpr_srqc* srq = use_srq ? ctx.srq(in.srqn) : nullptr;
+  if (use_srq && (!srq || srq->pdn != in.pdn)) return fail(c, MPR_CMD_BAD_HANDLE);
 
   int64_t qpn = ctx.alloc_qp();
   if (qpn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
@@ -614,6 +639,9 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   q->rq_log_stride = in.rq_log_stride;
   q->transport = no_engine ? uint8_t{MPR_TRANSPORT_GBN} : transport;
   q->sq_sig_all = in.sq_sig_all;
+  q->flags = in.flags;
+  q->srqn = use_srq ? in.srqn : 0;
+  if (srq) ++srq->num_qps;
   ctx.pd_ref(in.pdn, +1);
   ++scq->num_qps;
   ++rcq->num_qps;
@@ -730,7 +758,106 @@ void Firmware::destroy_qp(const mpr_cmd& cmd, Comp& c) {
   ctx.pd_ref(q->pdn, -1);
   if (mpr_cqc* s = ctx.cq(q->send_cqn)) --s->num_qps;
   if (mpr_cqc* r = ctx.cq(q->recv_cqn)) --r->num_qps;
+  if (q->flags & MPR_CREATE_QP_F_SRQ)
+    if (mpr_srqc* s = ctx.srq(q->srqn)) --s->num_qps;
   ctx.free_qp(qpn);
+}
+
+bool Firmware::check_receive_side(const mpr_cmd_create_qp& in, Comp& c) {
+  const int max_log_wr = log2_floor(static_cast<uint64_t>(hal_.contexts().limits().max_qp_wr));
+  if (in.flags & MPR_CREATE_QP_F_SRQ) {
+    // No ring of its own: a ring named anyway would be a caller that
+    // believes it posts RECVs there.
+    if (in.rq_base || in.rq_log_size || in.rq_log_stride) {
+      fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_SRQ);
+      return false;
+    }
+    return true;
+  }
+  if (in.srqn) {
+    fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+    return false;
+  }
+  if (in.rq_log_size < 1 || in.rq_log_size > max_log_wr) {
+    fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
+    return false;
+  }
+  if (in.rq_log_stride < MPR_RQ_LOG_STRIDE_MIN || in.rq_log_stride > MPR_RQ_LOG_STRIDE_MAX) {
+    fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE);
+    return false;
+  }
+  if (in.rq_base == 0 || (in.rq_base & 63) ||
+      !hal_.host_memory(in.rq_base, uint64_t{1} << (in.rq_log_size + in.rq_log_stride))) {
+    fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+    return false;
+  }
+  return true;
+}
+
+void Firmware::create_srq(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const NicLimits& l = ctx.limits();
+  const mpr_cmd_create_srq& in = cmd.u.create_srq;
+  const int max_log_wr = log2_floor(static_cast<uint64_t>(l.max_qp_wr));
+  if (in.rsvd0) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_RESERVED);
+  // Slots are named by 16-bit indices (next_index, CQE wqe_index).
+  if (in.log_size < 1 || in.log_size > std::min(max_log_wr, 16))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LOG_SIZE);
+  if (in.log_stride < MPR_SRQ_LOG_STRIDE_MIN || in.log_stride > MPR_SRQ_LOG_STRIDE_MAX)
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_STRIDE);
+  if (in.base == 0 || (in.base & 63) ||
+      !hal_.host_memory(in.base, uint64_t{1} << (in.log_size + in.log_stride)))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_ADDRESS);
+  if (in.uar_index >= static_cast<uint64_t>(l.num_uar_pages))
+    return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_UAR);
+  if (in.limit > (1u << in.log_size)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LIMIT);
+  if (!ctx.pd_valid(in.pdn)) return fail(c, MPR_CMD_BAD_HANDLE);
+  const int64_t srqn = ctx.alloc_srq();
+  if (srqn < 0) return fail(c, MPR_CMD_NO_RESOURCES);
+  mpr_srqc* s = ctx.srq(static_cast<uint32_t>(srqn));
+  s->base = in.base;
+  s->pdn = in.pdn;
+  s->uar_index = in.uar_index;
+  s->log_size = in.log_size;
+  s->log_stride = in.log_stride;
+  s->limit = in.limit;
+  ctx.pd_ref(in.pdn, +1);
+  c.out[0] = static_cast<uint32_t>(srqn);
+}
+
+void Firmware::modify_srq(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const mpr_cmd_modify_srq& in = cmd.u.modify_srq;
+  mpr_srqc* s = ctx.srq(in.srqn);
+  if (!s) return fail(c, MPR_CMD_BAD_HANDLE);
+  // Resizing would move a ring the NIC is reading: not offered (the
+  // device attributes say so: no IBV_DEVICE_SRQ_RESIZE).
+  if (in.attr_mask & ~MPR_SRQ_ATTR_LIMIT) return fail(c, MPR_CMD_BAD_ATTR, MPR_SRQ_ATTR_MAX_WR);
+  if (!(in.attr_mask & MPR_SRQ_ATTR_LIMIT)) return;
+  if (in.limit > (1u << s->log_size)) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LIMIT);
+  // Checked as QPs take WQEs (as rxe does): an SRQ already below the new
+  // limit raises the event at the next WQE taken.
+  s->limit = in.limit;
+}
+
+void Firmware::query_srq(const mpr_cmd& cmd, Comp& c) {
+  const mpr_srqc* s = hal_.contexts().srq(cmd.u.handle.handle);
+  if (!s) return fail(c, MPR_CMD_BAD_HANDLE);
+  c.out[0] = s->limit;
+  c.out[1] = s->posted - s->taken;
+  c.out[2] = s->num_qps;
+  c.out[3] = 1u << s->log_size;
+}
+
+void Firmware::destroy_srq(const mpr_cmd& cmd, Comp& c) {
+  ContextMemory& ctx = hal_.contexts();
+  const uint32_t srqn = cmd.u.handle.handle;
+  mpr_srqc* s = ctx.srq(srqn);
+  if (!s) return fail(c, MPR_CMD_BAD_HANDLE);
+  if (s->num_qps) return fail(c, MPR_CMD_BUSY);
+  hal_.srq_destroyed(srqn);
+  ctx.pd_ref(s->pdn, -1);
+  ctx.free_srq(srqn);
 }
 
 }  // namespace mprdma::nic

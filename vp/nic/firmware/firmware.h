@@ -40,6 +40,13 @@ class Firmware {
   void modify_qp(const mpr_cmd& cmd, Comp& c);
   void query_qp(const mpr_cmd& cmd, Comp& c);
   void destroy_qp(const mpr_cmd& cmd, Comp& c);
+  void create_srq(const mpr_cmd& cmd, Comp& c);
+  void modify_srq(const mpr_cmd& cmd, Comp& c);
+  void query_srq(const mpr_cmd& cmd, Comp& c);
+  void destroy_srq(const mpr_cmd& cmd, Comp& c);
+  // CREATE_QP's receive side: its own ring, or an SRQ of its PD. False:
+  // `c` says why.
+  bool check_receive_side(const mpr_cmd_create_qp& in, Comp& c);
   // Writes `len` bytes of output to the command's out mailbox.
   bool write_output(const mpr_cmd& cmd, Comp& c, const void* data, size_t len);
 

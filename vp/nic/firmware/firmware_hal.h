@@ -10,6 +10,7 @@
 
 #include <mprdma/hw.h>
 #include <mprdma/regs.h>
+#include <mprdma/regs_util.h>
 
 #include <array>
 #include <cstddef>
@@ -25,6 +26,14 @@ struct PortInfo {
   uint32_t speed_mbps = 40000;
   bool link_up = true;
 };
+
+// The CAPS bits every NIC of this model has (the engines' bits vary:
+// TransportOffer::caps()).
+inline uint32_t fixed_caps() {
+  return MPR_RESET(CAPS, RC) | MPR_RESET(CAPS, UC) | MPR_RESET(CAPS, UD) |
+         MPR_RESET(CAPS, ATOMICS) | MPR_RESET(CAPS, INLINE) | MPR_RESET(CAPS, WQE_BY_MMIO) |
+         MPR_RESET(CAPS, INLINE_RECV) | MPR_RESET(CAPS, SRQ);
+}
 
 // The transport engines a QP may choose at CREATE_QP (nic.transport,
 // nic.qp_transports): bit k of `kinds` offers enum mpr_transport k;
@@ -76,6 +85,8 @@ class FirmwareHal {
   // stop engines, flush WQEs). Called after the context was updated.
   virtual void qp_state_changed(uint32_t qpn, uint8_t from, uint8_t to) = 0;
   virtual void qp_destroyed(uint32_t qpn) = 0;
+  // An SRQ is gone: the data path forgets the WQEs it fetched ahead.
+  virtual void srq_destroyed(uint32_t srqn) { (void)srqn; }
 
   virtual PortInfo port() const = 0;
   // Go-back-N only unless the NIC says otherwise.
