@@ -17,6 +17,7 @@
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
 #include <linux/pci.h>
+#include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
@@ -142,12 +143,31 @@ struct mprdma_mr {
 	struct ib_umem *umem;
 };
 
+/*
+ * Memory of a kernel consumer's ring or record: coherent, owned by the
+ * driver (no mapping). leak: the NIC did not confirm that it stopped using
+ * it, so it is never freed.
+ */
+struct mprdma_kbuf {
+	void *cpu;
+	dma_addr_t dma;
+	size_t size;
+	bool leak;
+};
+
 struct mprdma_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
 	u32 log_size;
+	/* A user CQ: mapped by the process, which polls it. */
 	struct mprdma_mmap_entry *ring;
 	struct mprdma_mmap_entry *dbrec;
+	/* A kernel CQ (mprdma_kverbs.c): polled by the driver. */
+	bool kernel;
+	spinlock_t lock;	/* ci and the ring's consumer side */
+	u32 ci;			/* free-running consumer index */
+	struct mprdma_kbuf kring;
+	struct mprdma_kbuf kdbrec;
 };
 
 struct mprdma_qp {
@@ -156,24 +176,37 @@ struct mprdma_qp {
 	/* Serialises modify_qp and query_qp on this QP; protects state. */
 	struct mutex lock;
 	enum ib_qp_state state;
-	enum ib_qp_type type;	/* IB_QPT_RC or IB_QPT_UD */
+	enum ib_qp_type type;	/* IB_QPT_RC, _UC, _UD or (kernel) _GSI */
 	bool sig_all;
 	struct ib_qp_cap cap;	/* what was granted */
 	u8 sq_log_size;
 	u8 sq_log_stride;
 	u8 rq_log_size;
 	u8 rq_log_stride;
+	/* A user QP: rings mapped by the process. */
 	struct mprdma_mmap_entry *sq;
 	struct mprdma_mmap_entry *rq;
+	/* A kernel QP (mprdma_kverbs.c): the driver posts; wr_ids by slot. */
+	bool kernel;
+	spinlock_t sq_lock;	/* sq_pi and the SQ ring */
+	spinlock_t rq_lock;	/* rq_pi and the RQ ring */
+	u32 sq_pi, sq_ci;	/* free-running; ci advanced by poll_cq */
+	u32 rq_pi, rq_ci;
+	u64 *sq_wrid;
+	u64 *rq_wrid;
+	struct mprdma_kbuf ksq;
+	struct mprdma_kbuf krq;
 };
 
 /*
- * A user address handle: the NIC keeps none (a UD WQE carries the
- * destination), so the object only hands ib_core's resolved MAC to the
- * provider.
+ * An address handle: the NIC keeps none (a UD WQE carries the destination).
+ * A user AH only hands ib_core's resolved MAC to the provider; a kernel AH
+ * keeps the address segment its sends copy (remote QPN and Q_Key are the
+ * work request's).
  */
 struct mprdma_ah {
 	struct ib_ah ibah;
+	struct mpr_wqe_ud ud;
 };
 
 enum mprdma_mmap_type {
@@ -299,6 +332,18 @@ int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		     struct ib_udata *udata);
 int mprdma_destroy_ah(struct ib_ah *ibah, u32 flags);
+
+/* mprdma_kverbs.c: the data path of kernel consumers (ib_mad's GSI QP) */
+struct ib_mr *mprdma_get_dma_mr(struct ib_pd *ibpd, int access);
+int mprdma_kbuf_alloc(struct mprdma_dev *dev, struct mprdma_kbuf *buf,
+		      size_t size);
+void mprdma_kbuf_free(struct mprdma_dev *dev, struct mprdma_kbuf *buf);
+int mprdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr);
+int mprdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+int mprdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int mprdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 
 /* mprdma_icm.c */
 int mprdma_icm_init(struct mprdma_dev *dev);

@@ -2,13 +2,12 @@
 /*
  * mprdma verbs.
  *
- * The device serves user-space verbs only. The kernel creates every object
- * through admin commands and allocates the rings (SQ, RQ, CQ) and the CQ
- * consumer-index records in coherent memory, which the rdma-core provider
- * maps and drives (posting, polling, doorbells) in the process. There are no
- * kernel data-path verbs (post_send, poll_cq, req_notify_cq...), so ib_core
- * offers the device to no kernel consumer. The udata layouts are
- * <mprdma/abi.h>.
+ * The kernel creates every object through admin commands and allocates the
+ * rings (SQ, RQ, CQ) and the CQ consumer-index records in coherent memory.
+ * For a user object the rdma-core provider maps them and drives them
+ * (posting, polling, doorbells) in the process; the udata layouts are
+ * <mprdma/abi.h>. Kernel consumers (ib_mad's GSI QP, for ib_cm and
+ * rdma_cm) get UD and GSI QPs whose data path is mprdma_kverbs.c.
  */
 
 #include <linux/dma-mapping.h>
@@ -692,6 +691,58 @@ int mprdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 /* Completion queues                                                        */
 /* ---------------------------------------------------------------------- */
 
+/* A CQ of a kernel consumer: 32-byte CQEs, polled by mprdma_poll_cq(). */
+static int mprdma_create_kernel_cq(struct mprdma_dev *dev,
+				   struct mprdma_cq *cq,
+				   const struct ib_cq_init_attr *attr)
+{
+	struct mpr_cmd_create_cq in = {};
+	int err;
+
+	if (attr->flags || attr->comp_vector)
+		return -EINVAL;
+	if (attr->cqe < 1 || attr->cqe > dev->attr.max_cqe)
+		return -EINVAL;
+	cq->log_size = max(1, order_base_2(attr->cqe));
+	if (BIT_ULL(cq->log_size) > dev->attr.max_cqe)
+		return -EINVAL;
+	cq->kernel = true;
+	spin_lock_init(&cq->lock);
+	cq->ci = 0;
+	err = mprdma_kbuf_alloc(dev, &cq->kring,
+				BIT(cq->log_size) * sizeof(struct mpr_cqe));
+	if (err)
+		return err;
+	err = mprdma_kbuf_alloc(dev, &cq->kdbrec, sizeof(u32));
+	if (err)
+		goto err_free_ring;
+
+	in.base = cq->kring.dma;
+	in.dbrec = cq->kdbrec.dma;
+	in.log_size = cq->log_size;
+	in.eqn = dev->eq.eqn;
+	in.uar_index = 0;	/* the kernel's page */
+	err = mprdma_cmd_create_cq(&dev->aq, &in, &cq->cqn);
+	if (err)
+		goto err_free_dbrec;
+	err = xa_err(xa_store(&dev->cqs, cq->cqn, cq, GFP_KERNEL));
+	if (err)
+		goto err_destroy_cq;
+	cq->ibcq.cqe = BIT(cq->log_size);
+	return 0;
+
+err_destroy_cq:
+	if (mprdma_cmd_destroy_cq(&dev->aq, cq->cqn)) {
+		cq->kring.leak = true;
+		cq->kdbrec.leak = true;
+	}
+err_free_dbrec:
+	mprdma_kbuf_free(dev, &cq->kdbrec);
+err_free_ring:
+	mprdma_kbuf_free(dev, &cq->kring);
+	return err;
+}
+
 int mprdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		     struct ib_udata *udata)
 {
@@ -707,7 +758,7 @@ int mprdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	int err;
 
 	if (!udata)
-		return -EOPNOTSUPP;	/* no kernel consumers */
+		return mprdma_create_kernel_cq(dev, cq, attr);
 	if (attr->flags)
 		return -EINVAL;
 	err = mprdma_udata_cmd(udata, &ucmd, sizeof(ucmd));
@@ -794,8 +845,18 @@ int mprdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 		ibdev_warn(&dev->ibdev,
 			   "DESTROY_CQ %u failed (%d): its ring stays allocated\n",
 			   cq->cqn, err);
-		cq->ring->leak = true;
-		cq->dbrec->leak = true;
+		if (cq->kernel) {
+			cq->kring.leak = true;
+			cq->kdbrec.leak = true;
+		} else {
+			cq->ring->leak = true;
+			cq->dbrec->leak = true;
+		}
+	}
+	if (cq->kernel) {
+		mprdma_kbuf_free(dev, &cq->kdbrec);
+		mprdma_kbuf_free(dev, &cq->kring);
+		return 0;
 	}
 	mprdma_entry_remove(cq->dbrec);
 	mprdma_entry_remove(cq->ring);
@@ -853,7 +914,7 @@ static int mprdma_qp_set_sizes(struct mprdma_dev *dev,
 				     rq_slot / sizeof(struct mpr_wqe_data));
 	qp->cap.max_inline_data =
 		min_t(u32, a->max_inline,
-		      sq_slot - (qp->type == IB_QPT_UD ?
+		      sq_slot - (qp->type == IB_QPT_UD || qp->type == IB_QPT_GSI ?
 				 MPRDMA_UD_INLINE_HDR_BYTES :
 				 MPRDMA_INLINE_HDR_BYTES));
 	return 0;
@@ -879,10 +940,12 @@ static int mprdma_qp_ucmd(struct ib_udata *udata, enum ib_qp_type type,
 	return 0;
 }
 
-/* The NIC's QP types are ib_core's numbers; only these three exist. */
+/* The NIC's QP types are ib_core's numbers; only these four exist. */
 static u8 mprdma_qpt_to_hw(enum ib_qp_type type)
 {
 	switch (type) {
+	case IB_QPT_GSI:
+		return MPR_QPT_GSI;
 	case IB_QPT_UD:
 		return MPR_QPT_UD;
 	case IB_QPT_UC:
@@ -890,6 +953,96 @@ static u8 mprdma_qpt_to_hw(enum ib_qp_type type)
 	default:
 		return MPR_QPT_RC;
 	}
+}
+
+static void mprdma_free_kernel_qp(struct mprdma_dev *dev,
+				  struct mprdma_qp *qp)
+{
+	mprdma_kbuf_free(dev, &qp->krq);
+	mprdma_kbuf_free(dev, &qp->ksq);
+	kfree(qp->rq_wrid);
+	kfree(qp->sq_wrid);
+}
+
+/*
+ * A QP of a kernel consumer: UD, or the port's GSI QP (QP1, which ib_mad
+ * creates for the connection manager's MADs). The NIC's GSI QP has an
+ * ordinary handle and answers to QPN 1 on the wire; ib_core sees QPN 1.
+ * No inline data: kernel consumers post buffers with the DMA MR's lkey.
+ */
+static int mprdma_create_kernel_qp(struct mprdma_dev *dev,
+				   struct mprdma_qp *qp,
+				   struct ib_qp_init_attr *init_attr)
+{
+	struct mpr_cmd_create_qp in = {};
+	int err;
+
+	if ((init_attr->qp_type != IB_QPT_UD &&
+	     init_attr->qp_type != IB_QPT_GSI) ||
+	    init_attr->srq || init_attr->create_flags ||
+	    init_attr->cap.max_inline_data)
+		return -EOPNOTSUPP;
+	if (!init_attr->send_cq || !init_attr->recv_cq ||
+	    !to_mcq(init_attr->send_cq)->kernel ||
+	    !to_mcq(init_attr->recv_cq)->kernel)
+		return -EINVAL;
+	qp->type = init_attr->qp_type;
+	qp->kernel = true;
+	err = mprdma_qp_set_sizes(dev, &init_attr->cap, qp);
+	if (err)
+		return err;
+	qp->cap.max_inline_data = 0;
+	mutex_init(&qp->lock);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	qp->state = IB_QPS_RESET;
+	qp->sig_all = init_attr->sq_sig_type == IB_SIGNAL_ALL_WR;
+
+	err = -ENOMEM;
+	qp->sq_wrid = kcalloc(BIT(qp->sq_log_size), sizeof(u64), GFP_KERNEL);
+	qp->rq_wrid = kcalloc(BIT(qp->rq_log_size), sizeof(u64), GFP_KERNEL);
+	if (!qp->sq_wrid || !qp->rq_wrid)
+		goto err_free;
+	err = mprdma_kbuf_alloc(dev, &qp->ksq,
+				BIT(qp->sq_log_size + qp->sq_log_stride));
+	if (err)
+		goto err_free;
+	err = mprdma_kbuf_alloc(dev, &qp->krq,
+				BIT(qp->rq_log_size + qp->rq_log_stride));
+	if (err)
+		goto err_free;
+
+	in.sq_base = qp->ksq.dma;
+	in.rq_base = qp->krq.dma;
+	in.pdn = to_mpd(qp->ibqp.pd)->pdn;
+	in.send_cqn = to_mcq(init_attr->send_cq)->cqn;
+	in.recv_cqn = to_mcq(init_attr->recv_cq)->cqn;
+	in.uar_index = 0;	/* the kernel's page */
+	in.qp_type = mprdma_qpt_to_hw(qp->type);
+	in.sq_log_size = qp->sq_log_size;
+	in.sq_log_stride = qp->sq_log_stride;
+	in.rq_log_size = qp->rq_log_size;
+	in.rq_log_stride = qp->rq_log_stride;
+	in.sq_sig_all = qp->sig_all;
+	err = mprdma_cmd_create_qp(&dev->aq, &in, &qp->qpn);
+	if (err)
+		goto err_free;
+	qp->ibqp.qp_num = qp->type == IB_QPT_GSI ? 1 : qp->qpn;
+	err = xa_err(xa_store(&dev->qps, qp->qpn, qp, GFP_KERNEL));
+	if (err)
+		goto err_destroy_qp;
+	init_attr->cap = qp->cap;
+	return 0;
+
+err_destroy_qp:
+	if (mprdma_cmd_destroy_qp(&dev->aq, qp->qpn)) {
+		qp->ksq.leak = true;
+		qp->krq.leak = true;
+	}
+err_free:
+	mprdma_free_kernel_qp(dev, qp);
+	mutex_destroy(&qp->lock);
+	return err;
 }
 
 int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
@@ -907,7 +1060,7 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	int err;
 
 	if (!udata)
-		return -EOPNOTSUPP;	/* no kernel consumers */
+		return mprdma_create_kernel_qp(dev, qp, init_attr);
 	if ((init_attr->qp_type != IB_QPT_RC &&
 	     init_attr->qp_type != IB_QPT_UC &&
 	     init_attr->qp_type != IB_QPT_UD) ||
@@ -1100,9 +1253,17 @@ int mprdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	err = mprdma_qp_attr_to_hw(attr, attr_mask, cur, new, &in);
 	if (err)
 		goto out_unlock;
+	/* ib_core gives a GSI QP no port (it has the one it was created
+	 * on); the NIC's datagram rules ask for it on RESET to INIT.
+	 */
+	if (qp->type == IB_QPT_GSI && cur == IB_QPS_RESET &&
+	    new == IB_QPS_INIT) {
+		in.attr_mask |= MPR_QP_ATTR_PORT;
+		in.port_num = MPRDMA_PORT;
+	}
 	err = mprdma_cmd_modify_qp(&dev->aq, qp->qpn, &in);
 	if (!err)
-		qp->state = new;
+		WRITE_ONCE(qp->state, new);
 
 out_unlock:
 	mutex_unlock(&qp->lock);
@@ -1174,17 +1335,20 @@ out_unlock:
 /*
  * ib_core has resolved the RoCE destination MAC (ARP on the bound netdev)
  * before it calls this for a user AH; the provider builds the UD address
- * segment of every WQE from its own attributes and this MAC.
+ * segment of every WQE from its own attributes and this MAC. Kernel
+ * consumers resolve it themselves (ib_cm from the path or the received
+ * GRH); their AH keeps the address segment. Never sleeps: ib_cm creates
+ * AHs under spinlocks.
  */
 int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		     struct ib_udata *udata)
 {
 	const struct rdma_ah_attr *ah = init_attr->ah_attr;
+	struct mprdma_ah *mah = container_of(ibah, struct mprdma_ah, ibah);
+	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid;
 	struct mpr_create_ah_resp resp = {};
 
-	if (!udata)
-		return -EOPNOTSUPP;	/* no kernel consumers */
 	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
 	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
 	    rdma_ah_get_port_num(ah) != MPRDMA_PORT)
@@ -1198,6 +1362,17 @@ int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP ||
 	    !ipv6_addr_v4mapped((const struct in6_addr *)sgid->gid.raw))
 		return -EINVAL;
+	if (!udata) {
+		/* The NIC sends datagrams to IPv4 destinations only. */
+		grh = rdma_ah_read_grh(ah);
+		if (!ipv6_addr_v4mapped((const struct in6_addr *)grh->dgid.raw))
+			return -EINVAL;
+		memcpy(mah->ud.dgid, grh->dgid.raw, sizeof(mah->ud.dgid));
+		memcpy(mah->ud.dmac, ah->roce.dmac, sizeof(mah->ud.dmac));
+		mah->ud.hop_limit = grh->hop_limit;
+		mah->ud.traffic_class = grh->traffic_class;
+		return 0;
+	}
 	memcpy(resp.dmac, ah->roce.dmac, sizeof(resp.dmac));
 	return mprdma_copy_resp(udata, &resp, sizeof(resp));
 }
@@ -1222,11 +1397,20 @@ int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		ibdev_warn(&dev->ibdev,
 			   "DESTROY_QP %u failed (%d): its rings stay allocated\n",
 			   qp->qpn, err);
-		qp->sq->leak = true;
-		qp->rq->leak = true;
+		if (qp->kernel) {
+			qp->ksq.leak = true;
+			qp->krq.leak = true;
+		} else {
+			qp->sq->leak = true;
+			qp->rq->leak = true;
+		}
 	}
-	mprdma_entry_remove(qp->rq);
-	mprdma_entry_remove(qp->sq);
+	if (qp->kernel) {
+		mprdma_free_kernel_qp(dev, qp);
+	} else {
+		mprdma_entry_remove(qp->rq);
+		mprdma_entry_remove(qp->sq);
+	}
 	mutex_destroy(&qp->lock);
 	return 0;
 }

@@ -12,7 +12,8 @@ results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
 checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, perftest, integrity, badlkey, reload,
 peer_death, qp_transport, rtl, wqe_by_mmio,
-inline_recv, hw_counters, transport_mismatch. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
+inline_recv, hw_counters, transport_mismatch, rdmacm_mprdma, rdmacm_gbn,
+rdmacm_reject. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
 
 Every run has its own output directory (a fresh mkdtemp under --work), so
 tests may run in parallel; it is removed when the test passes (unless
@@ -46,13 +47,15 @@ dmesg -n 1
 # Client side of perftest/ibv_rc_pingpong: the peer guest may still be
 # booting or starting its server, so retry while the connection itself fails
 # (and only then); prints the last attempt's output, returns its status.
-# (rdma_check retries connecting by itself.)
+# (rdma_check retries connecting by itself.) RETRY_ON (an extended regular
+# expression) names the refusals to retry instead of TCP's, e.g. rdma_cm's
+# REJECTED (no listener yet on the peer).
 retry_connect() {
 	i=0
 	while :; do
 		"$@" >/tmp/attempt.out 2>&1
 		rc=$?
-		if [ $rc -ne 0 ] && grep -q "Couldn't connect to" /tmp/attempt.out &&
+		if [ $rc -ne 0 ] && grep -qE "${RETRY_ON:-Couldn't connect to}" /tmp/attempt.out &&
 			[ $i -lt 90 ]; then
 			i=$((i + 1))
 			sleep 1
@@ -452,6 +455,198 @@ def test_uc_pingpong(r):
                 f"wanted {iters * size // 1024}")
         r.check(not drops, f"nic {g}: UC packets dropped: {drops}")
         r.check(not st.get("transport.acks"), f"nic {g}: ACKs on a UC-only run")
+
+
+# rdma_cm (librdmacm over rdma_ucm, rdma_cm and ib_cm): the connection
+# manager's MADs travel as RoCEv2 datagrams between the ports' GSI QPs (QP1)
+# through the NICs and the fabric. A client that starts before its peer is
+# retried while the peer's address does not resolve yet (ARP unanswered:
+# ADDR_ERROR with ETIMEDOUT, -110) or its listener is not up yet (REJECTED:
+# no such service); any other failure, e.g. ADDR_ERROR for want of a device
+# (ENODEV), fails at once.
+CM_FABRIC = "{topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 1}"
+CM_RETRY = ("RETRY_ON='ADDR_ERROR.*-110|RDMA_CM_EVENT_REJECTED|event: 8|CM event bl blka 8' ")
+RPING_COUNT, RPING_SIZE = 50, 16384
+UCMATOSE_CONNS, UCMATOSE_MSGS, UCMATOSE_SIZE = 2, 20, 1000
+
+
+def cm_check_mads(r, g):
+    """The connection manager's datagrams went through NIC `g`'s GSI QP
+    (QPN 1) and none was refused by the receiver (Q_Key, no RECV)."""
+    st = r.nic(g)
+    sends = st.get("requester.ud_sends") or 0
+    drops = (st.get("responder.qkey_drops") or 0) + (st.get("responder.ud_drops") or 0)
+    print(f"nic {g}: UD sends (CM MADs) {sends}, UD/Q_Key drops {drops}")
+    # REQ, RTU and DREQ from the active side; REP and DREP from the passive.
+    r.check(sends >= 2, f"nic {g}: {sends} UD sends, want the CM's MADs (>= 2)")
+    r.check(drops == 0, f"nic {g}: {drops} datagrams dropped at the receiver")
+    return sends
+
+
+def cm_check_transport(r, g, transport):
+    st = r.nic(g)
+    print(f"nic {g}: requester packets {st.get('requester.packets')}, retransmits "
+          f"{st.get('requester.retransmits')}, timeouts {st.get('requester.timeouts')}, "
+          f"responder bytes {st.get('responder.bytes')}, MP-RDMA ACKs {st.get('transport.acks')}, "
+          f"go-back-N ACKs {st.get('requester.acks')}")
+    r.check(st.get("requester.timeouts") == 0,
+            f"nic {g}: {st.get('requester.timeouts')} transport timeouts")
+    if transport == "mprdma":
+        r.check((st.get("transport.acks") or 0) > 0, f"nic {g}: no MP-RDMA ACKs")
+        r.check((st.get("transport.rx_messages") or 0) > 0,
+                f"nic {g}: no message completed by the MP-RDMA receiver")
+    else:
+        r.check(not st.get("transport.acks"), f"nic {g}: MP-RDMA ACKs on go-back-N NICs")
+        r.check((st.get("requester.acks") or 0) > 0, f"nic {g}: no go-back-N ACKs")
+
+
+def rdmacm_pair(r, transport, write_bw=False, udaddy=False, gids=False):
+    """rping (-V: the client checks every buffer it gets back) and ucmatose
+    between two guests across the two-ToR fabric; optionally ib_write_bw -R,
+    udaddy and the GID table following an address added and removed."""
+    rping = f"rping -a 10.0.0.2 -p 7174 -C {RPING_COUNT} -S {RPING_SIZE} -V -v"
+    ucm = f"ucmatose -p 7175 -c {UCMATOSE_CONNS} -C {UCMATOSE_MSGS} -S {UCMATOSE_SIZE}"
+    bw = "ib_write_bw -d mprdma_0 -R -F -s 65536 -n 1000 -p 18701"
+    # udaddy's -p is the port space (its port is 7174, in the UDP space).
+    uda = f"udaddy -c {UCMATOSE_CONNS} -C {UCMATOSE_MSGS} -S 512"
+    server = [f"timeout 120 {rping} -s || exit 1",
+              f"timeout 120 {ucm} || exit 1"]
+    client = [f"echo '==== rping'\n{CM_RETRY}retry_connect timeout 120 "
+              f"{rping} -c || exit 1",
+              f"echo '==== ucmatose'\n{CM_RETRY}retry_connect timeout 120 {ucm} -s 10.0.0.2 "
+              "|| exit 1"]
+    if write_bw:
+        server.append(f"timeout 120 {bw} || exit 1")
+        client.append(f"echo '==== ib_write_bw -R'\n{CM_RETRY}retry_connect timeout 120 "
+                      f"{bw} 10.0.0.2 || exit 1")
+    if udaddy:
+        server.append(f"timeout 120 {uda} || exit 1")
+        client.append(f"echo '==== udaddy'\n{CM_RETRY}retry_connect timeout 120 {uda} "
+                      "-s 10.0.0.2 || exit 1")
+    if gids:
+        # ib_core's GID table follows the netdev's addresses (a workqueue
+        # applies each change): wait, bounded, for the RoCEv2 GID of an
+        # added address to appear and, once removed, to go.
+        client.insert(0, """\
+            gid_of() {
+                for f in /sys/class/infiniband/mprdma_0/ports/1/gids/*; do
+                    n=${f##*/}
+                    if [ "$(cat $f)" = "$1" ]; then
+                        echo "GID $n $(cat $f) $(cat /sys/class/infiniband/mprdma_0/ports/1/gid_attrs/types/$n 2>/dev/null)"
+                    fi
+                done
+            }
+            wait_gid() {  # $1 GID, $2 "present" or "absent"; up to 10 s
+                i=0
+                while [ $i -lt 100 ]; do
+                    if [ -n "$(gid_of $1)" ]; then s=present; else s=absent; fi
+                    [ $s = "$2" ] && { echo "GID $1 $2 after $i polls"; gid_of $1; return 0; }
+                    i=$((i + 1)); sleep 0.1
+                done
+                echo "GID $1 still not $2"; return 1
+            }
+            gid_of 0000:0000:0000:0000:0000:ffff:0a00:0001
+            ip addr add 10.0.77.1/24 dev eth0 || exit 1
+            wait_gid 0000:0000:0000:0000:0000:ffff:0a00:4d01 present || exit 1
+            ip addr del 10.0.77.1/24 dev eth0 || exit 1
+            wait_gid 0000:0000:0000:0000:0000:ffff:0a00:4d01 absent || exit 1""")
+    r.scenario([("t0h0", "qemu", "\n".join(textwrap.dedent(c) for c in client)),
+                ("t1h0", "qemu", "\n".join(server))],
+               fabric=CM_FABRIC, extra=f"nic: {{transport: {transport}}}")
+    r.run()
+    for g in ("t0h0", "t1h0"):
+        r.expect_exit(g)
+        r.check(not r.find(g, r"data mismatch|ADDR_ERROR|ROUTE_ERROR|return status [1-9-]"),
+                f"{g}: errors in the output")
+    # rping: every one of the client's pings checked (-V) and shown (-v);
+    # the server shows each too.
+    pings = r.find("t0h0", r"^ping data: rdma-ping-\d+: ")
+    r.check(len(pings) == RPING_COUNT, f"t0h0: {len(pings)} rping iterations, want {RPING_COUNT}")
+    spings = r.find("t1h0", r"^server ping data: rdma-ping-\d+: ")
+    r.check(len(spings) == RPING_COUNT,
+            f"t1h0: {len(spings)} rping iterations, want {RPING_COUNT}")
+    # ucmatose: both connections' messages completed, on both sides.
+    for g in ("t0h0", "t1h0"):
+        r.find(g, r"data transfers complete", f"{g}: ucmatose's transfers")
+        r.check(len(r.find(g, r"^test complete$")) >= 1 + udaddy,
+                f"{g}: not every rdma_cm test completed")
+    if write_bw:
+        row = r.find("t0h0", r"^\s*65536\s+1000\s+([\d.]+)\s+([\d.]+)", "ib_write_bw -R's result row")
+        if row:
+            print(f"ib_write_bw -R across the fabric ({transport}): "
+                  f"{float(row[0].group(2)):.1f} MB/s average")
+            r.check(float(row[0].group(2)) > 0, "ib_write_bw -R: no bandwidth")
+    if udaddy:
+        r.find("t0h0", r"udaddy: .*data transfers complete|^data transfers complete",
+               "udaddy's transfers")
+    if gids:
+        r.find("t0h0", r"^GID \d+ 0000:0000:0000:0000:0000:ffff:0a00:0001 RoCE v2$",
+               "the RoCEv2 GID of the fabric address")
+        r.find("t0h0", r"^GID \d+ 0000:0000:0000:0000:0000:ffff:0a00:4d01 RoCE v2$",
+               "the RoCEv2 GID of the added address")
+        r.find("t0h0", r"^GID 0000:0000:0000:0000:0000:ffff:0a00:4d01 absent",
+               "the GID gone with its address")
+    # The data: the client's NIC placed at least every RDMA WRITE the rping
+    # server made into its buffer.
+    placed = r.nic("t0h0").get("responder.bytes") or 0
+    r.check(placed >= RPING_COUNT * RPING_SIZE,
+            f"nic t0h0: {placed} bytes placed, want >= {RPING_COUNT * RPING_SIZE}")
+    for g in ("t0h0", "t1h0"):
+        cm_check_mads(r, g)
+        cm_check_transport(r, g, transport)
+
+
+def test_rdmacm_mprdma(r):
+    """rdma_cm between two guests across the two-ToR fabric, MP-RDMA NICs:
+    rping (50 x 16 KiB, every buffer validated), ucmatose (2 connections x
+    20 messages), ib_write_bw -R (1000 x 64 KiB), udaddy (UD over rdma_cm:
+    SIDR and address handles), and the GID table following an address the
+    guest adds and removes. The CM's MADs went through both NICs' GSI QPs,
+    none dropped; MP-RDMA carried the connections."""
+    rdmacm_pair(r, "mprdma", write_bw=True, udaddy=True, gids=True)
+
+
+def test_rdmacm_gbn(r):
+    """rping and ucmatose over rdma_cm across the two-ToR fabric with
+    go-back-N NICs (RoCEv2's own transport)."""
+    rdmacm_pair(r, "gbn")
+
+
+def test_rdmacm_reject(r):
+    """Bad input: an rdma_cm connect to a peer with no listener on the port.
+    The peer's ib_cm answers the REQ with a REJECT (invalid service ID): the
+    client gets RDMA_CM_EVENT_REJECTED and exits with an error, well within
+    its time limit (not killed by timeout), and the next connection to a
+    real listener on the same peer works. Both guests end, and so does the
+    simulator, cleanly."""
+    rping = "rping -a 10.0.0.2 -C 5 -S 1024 -V"
+    server = (f"timeout 120 {rping} -s -p 7181 || exit 1\n"
+              f"timeout 120 {rping} -s -p 7182 || exit 1\n")
+    client = f"""\
+        {CM_RETRY}retry_connect timeout 120 {rping} -c -p 7181 || exit 1
+        echo '==== no listener'
+        timeout 60 {rping} -c -p 7189
+        echo "NOLISTENER rc=$?"
+        echo '==== again'
+        {CM_RETRY}retry_connect timeout 120 {rping} -c -p 7182 || exit 1
+        echo AGAIN ok
+        """
+    r.scenario([("t0h0", "qemu", client), ("t1h0", "qemu", server)],
+               fabric=CM_FABRIC, extra="nic: {transport: mprdma}")
+    r.run()
+    r.check(r.status == 0, f"simulator exit status {r.status}")
+    r.expect_exit("t0h0")
+    r.expect_exit("t1h0")
+    r.find("t0h0", r"RDMA_CM_EVENT_(REJECTED|UNREACHABLE)", "the REJECTED/UNREACHABLE event")
+    rc = r.find("t0h0", r"^NOLISTENER rc=(\d+)$", "the refused client's exit status")
+    if rc:
+        r.check(rc[0].group(1) not in ("0", "124", "137"),
+                f"the refused client ended with status {rc[0].group(1)} "
+                "(0: connected to nothing; 124/137: stuck until killed)")
+    r.find("t0h0", r"^AGAIN ok$", "a connection after the refused one")
+    r.check(not r.find("t0h0", r"data mismatch"), "t0h0: rping data mismatch")
+    for g in ("t0h0", "t1h0"):
+        cm_check_mads(r, g)
 
 
 # perftest bounds. The guests run under TCG and simulated time follows wall
@@ -1097,6 +1292,9 @@ TESTS = {
     "inline_recv": test_inline_recv,
     "hw_counters": test_hw_counters,
     "transport_mismatch": test_transport_mismatch,
+    "rdmacm_mprdma": test_rdmacm_mprdma,
+    "rdmacm_gbn": test_rdmacm_gbn,
+    "rdmacm_reject": test_rdmacm_reject,
 }
 
 

@@ -71,6 +71,7 @@ void ContextMemory::clear() {
   gids_.assign(limits_.max_gids, {});
   gid_set_.assign(limits_.max_gids, false);
   qps_in_use_ = 0;
+  gsi_qpn_ = 0;
   ++mr_epoch_;
 }
 
@@ -231,6 +232,7 @@ void ContextMemory::free_qp(uint32_t qpn) {
   if (!q) return;
   *q = mpr_qpc{};
   qp_used_.release(qp_index(qpn));
+  if (qpn == gsi_qpn_) gsi_qpn_ = 0;
   --qps_in_use_;
 }
 

@@ -88,6 +88,10 @@ class ContextMemory {
   static uint32_t qpn_index_bits_for(const NicLimits& limits, bool random_qpn) {
     return random_qpn ? bits_for(static_cast<uint64_t>(limits.max_qp) + kFirstQpn) : 24;
   }
+  // The GSI QP (MPR_QPT_GSI): the handle of the QP that stands for QPN 1 on
+  // the wire, 0 for none.
+  uint32_t gsi_qpn() const { return gsi_qpn_; }
+  void set_gsi_qpn(uint32_t qpn) { gsi_qpn_ = qpn; }
   // Every QP that exists now, lowest index first.
   std::vector<uint32_t> qpns() const;
 
@@ -175,6 +179,7 @@ class ContextMemory {
   // At most 256 entries (4 KiB): allocated whole.
   std::vector<std::array<uint8_t, 16>> gids_;
   std::vector<bool> gid_set_;
+  uint32_t gsi_qpn_ = 0;
   size_t qps_in_use_ = 0;
   uint64_t mr_epoch_ = 0;
 };

@@ -314,7 +314,8 @@ bool Nic::on_packet(net::PacketPtr pkt, const net::RoceFields& f) {
 }
 
 bool Nic::contexts_ready(const net::Packet& pkt, const net::RoceFields& f, StallCause* first_miss) {
-  const uint32_t qpn = f.dest_qp;
+  // QPN 1 on the wire is the GSI QP (MPR_QPT_GSI).
+  const uint32_t qpn = f.dest_qp == 1 ? contexts_.gsi_qpn() : f.dest_qp;
   if (!contexts_.qp(qpn)) return true;
   bool ready = true;
   auto note = [&](bool hit, StallCause cause) {

@@ -14,7 +14,13 @@ net::RoceFields qp_base_fields(const mpr_qpc& q, const NicConfig& cfg,
   const mpr_qp_attr& a = q.attr;
   f.src_mac.b = cfg.mac;
   for (int i = 0; i < 6; ++i) f.dst_mac.b[i] = a.dmac[i];
-  const uint8_t* sgid = contexts.gid(a.sgid_index);
+  // A connected QP sends from the GID of its address vector. A datagram
+  // QP has none (MODIFY_QP takes no AV for UD, and a UD WQE carries no
+  // source GID): it sends from the port's address, not from whatever GID 0
+  // is (the interface's IPv6 link-local address, whose last four bytes are
+  // no IPv4 address): the receiver answers the source address of a
+  // datagram, e.g. the connection manager's MADs on the GSI QP.
+  const uint8_t* sgid = q.qp_type == MPR_QPT_UD ? nullptr : contexts.gid(a.sgid_index);
   f.src_ip = sgid ? ipv4_of_gid(sgid) : cfg.ip;
   f.dst_ip = ipv4_of_gid(a.dgid);
   f.dscp = a.traffic_class >> 2;

@@ -112,7 +112,8 @@ bool Requester::emit_ud(Qp& qp) {
   f.dest_qp = m.ud.qpn;
   f.psn = m.first_psn;
   f.deth_qkey = m.ud.qkey;
-  f.deth_src_qp = qp.qpn;
+  // The GSI QP sends as QPN 1 (MPR_QPT_GSI).
+  f.deth_src_qp = qp.qpn == core_.contexts.gsi_qpn() ? 1 : qp.qpn;
   f.solicited = (m.flags & MPR_WQE_F_SOLICITED) != 0;
   if (imm) f.imm = __builtin_bswap32(m.imm);
   ++packets_;

@@ -390,8 +390,10 @@ void Responder::fetch_recv(Qp& qp) {
 }
 
 void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {
-  Qp* qp = find(f.dest_qp);
-  const mpr_qpc* q = core_.contexts.qp(f.dest_qp);
+  // QPN 1 on the wire is the GSI QP, whatever its handle (MPR_QPT_GSI).
+  const uint32_t dest = f.dest_qp == 1 ? core_.contexts.gsi_qpn() : f.dest_qp;
+  Qp* qp = find(dest);
+  const mpr_qpc* q = core_.contexts.qp(dest);
   if (!qp || !qp->active || qp->error || !q ||
       (q->state != MPR_QPS_RTR && q->state != MPR_QPS_RTS)) {
     // IB: requests for a QP that is not ready are silently dropped.

@@ -494,6 +494,11 @@ struct mpr_cmd_create_cq {
 #define MPR_CQ_LOG_CQE_SIZE_MAX 7
 
 enum mpr_qp_type {
+	/* IB_QPT_GSI: the port's QP1, a UD QP whose packets carry QPN 1 (DETH
+	 * source QP) and that receives every datagram sent to QPN 1; one per
+	 * NIC. CAPS.UD. Its handle (the QPN CREATE_QP returns, used by every
+	 * other command, doorbell and CQE) is an ordinary QPN. */
+	MPR_QPT_GSI = 1,
 	MPR_QPT_RC = 2, /* IBV_QPT_RC */
 	MPR_QPT_UC = 3, /* IBV_QPT_UC: connected, no ACKs (SEND, WRITE), CAPS.UC */
 	MPR_QPT_UD = 4, /* IBV_QPT_UD: datagrams, CAPS.UD */

@@ -1265,6 +1265,42 @@ TEST_F(FirmwareTest, CreateQpParameterErrors) {
   }
 }
 
+// The GSI QP (MPR_QPT_GSI): a UD QP in its context, under an ordinary
+// handle, registered as the one that answers to QPN 1; one per NIC, the
+// number freed by DESTROY_QP and by a device reset.
+TEST_F(FirmwareTest, GsiQpIsAUdQpForQpn1OncePerNic) {
+  make_objects();
+  auto create = [&](uint8_t qp_type) {
+    mpr_cmd c = create_qp_cmd(pdn_, cqn_, cqn_);
+    c.u.create_qp.qp_type = qp_type;
+    return exec(c);
+  };
+  EXPECT_EQ(hal_->ctx.gsi_qpn(), 0u);
+  const mpr_cmd_comp gsi = create(MPR_QPT_GSI);
+  ASSERT_TRUE(HasStatus(gsi, MPR_CMD_OK));
+  const uint32_t qpn = gsi.out[0];
+  EXPECT_GE(qpn, kFirstQpn) << "the handle is an ordinary QP number";
+  EXPECT_EQ(hal_->ctx.gsi_qpn(), qpn);
+  EXPECT_EQ(hal_->ctx.qp(qpn)->qp_type, MPR_QPT_UD);
+  EXPECT_EQ(hal_->ctx.qp(1), nullptr) << "QPN 1 is no handle";
+  // A second one is refused and takes no context; UD QPs are unaffected.
+  EXPECT_TRUE(HasStatus(create(MPR_QPT_GSI), MPR_CMD_BUSY, MPR_CMD_SYN_QP_TYPE));
+  EXPECT_EQ(hal_->ctx.qp_count(), 1u);
+  const mpr_cmd_comp ud = create(MPR_QPT_UD);
+  ASSERT_TRUE(HasStatus(ud, MPR_CMD_OK));
+  EXPECT_EQ(hal_->ctx.gsi_qpn(), qpn);
+  // Destroying another QP keeps it; destroying it frees the number.
+  ASSERT_TRUE(HasStatus(exec(qpn_cmd(MPR_CMD_DESTROY_QP, ud.out[0])), MPR_CMD_OK));
+  EXPECT_EQ(hal_->ctx.gsi_qpn(), qpn);
+  ASSERT_TRUE(HasStatus(exec(qpn_cmd(MPR_CMD_DESTROY_QP, qpn)), MPR_CMD_OK));
+  EXPECT_EQ(hal_->ctx.gsi_qpn(), 0u);
+  const mpr_cmd_comp again = create(MPR_QPT_GSI);
+  ASSERT_TRUE(HasStatus(again, MPR_CMD_OK));
+  EXPECT_EQ(hal_->ctx.gsi_qpn(), again.out[0]);
+  hal_->ctx.clear();
+  EXPECT_EQ(hal_->ctx.gsi_qpn(), 0u) << "a device reset forgets it";
+}
+
 // A QP runs one of the engines the NIC offers (nic.transport,
 // nic.qp_transports, DCQCN with congestion_control dcqcn); QUERY_DEVICE's
 // cap_flags name them; DEFAULT is the NIC's own engine; UD QPs have none.

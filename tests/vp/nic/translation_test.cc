@@ -335,6 +335,18 @@ TEST(QpParams, BaseFieldsAddressThePacketFromTheQpc) {
   EXPECT_EQ(f.udp_sport, 0xD001);
   EXPECT_EQ(f.ttl, 64);
   EXPECT_EQ(f.src_ip, 0x0A000063u);
+
+  // A datagram QP has no address vector: it sends from the NIC's address,
+  // whatever GID its (unused) sgid_index names. GID 0 of a guest is the
+  // IPv6 link-local one (fe80::ff:fe00:1), whose last bytes once made the
+  // source 254.0.0.1.
+  const uint8_t link_local[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xfe, 0, 0, 1};
+  ASSERT_TRUE(ctx.set_gid(0, link_local));
+  q.qp_type = MPR_QPT_UD;
+  q.attr.sgid_index = 0;
+  EXPECT_EQ(qp_base_fields(q, cfg, ctx).src_ip, 0x0A000063u);
+  q.attr.sgid_index = 1;
+  EXPECT_EQ(qp_base_fields(q, cfg, ctx).src_ip, 0x0A000063u);
 }
 
 TEST(QpParams, ConnParamsFromTheQpc) {

@@ -577,9 +577,13 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   const NicLimits& l = ctx.limits();
   const mpr_cmd_create_qp& in = cmd.u.create_qp;
   const int max_log_wr = log2_floor(static_cast<uint64_t>(l.max_qp_wr));
-  if (in.qp_type != MPR_QPT_RC && in.qp_type != MPR_QPT_UC && in.qp_type != MPR_QPT_UD)
+  if (in.qp_type != MPR_QPT_RC && in.qp_type != MPR_QPT_UC && in.qp_type != MPR_QPT_UD &&
+      in.qp_type != MPR_QPT_GSI)
     return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_QP_TYPE);
-  const bool ud = in.qp_type == MPR_QPT_UD;
+  // The GSI QP is a UD QP that answers to QPN 1 on the wire: one per NIC.
+  const bool gsi = in.qp_type == MPR_QPT_GSI;
+  if (gsi && ctx.gsi_qpn()) return fail(c, MPR_CMD_BUSY, MPR_CMD_SYN_QP_TYPE);
+  const bool ud = in.qp_type == MPR_QPT_UD || gsi;
   // UC, like UD, has no transport engine: nothing is acknowledged or
   // retransmitted.
   const bool no_engine = ud || in.qp_type == MPR_QPT_UC;
@@ -631,7 +635,7 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   q->recv_cqn = in.recv_cqn;
   q->uar_index = in.uar_index;
   q->max_inline = in.max_inline;
-  q->qp_type = in.qp_type;
+  q->qp_type = gsi ? uint8_t{MPR_QPT_UD} : in.qp_type;
   q->state = MPR_QPS_RESET;
   q->sq_log_size = in.sq_log_size;
   q->sq_log_stride = in.sq_log_stride;
@@ -645,6 +649,7 @@ void Firmware::create_qp(const mpr_cmd& cmd, Comp& c) {
   ctx.pd_ref(in.pdn, +1);
   ++scq->num_qps;
   ++rcq->num_qps;
+  if (gsi) ctx.set_gsi_qpn(static_cast<uint32_t>(qpn));
   c.out[0] = static_cast<uint32_t>(qpn);
 }
 
