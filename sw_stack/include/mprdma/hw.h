@@ -704,7 +704,11 @@ struct mpr_cmd_comp {
 	uint8_t owner;     /* bit 0: phase */
 };
 
-/* QUERY_DEVICE output (mailbox). */
+/* QUERY_DEVICE output (mailbox). The NIC writes min(out_len, sizeof) bytes:
+ * a caller built for interface 1.0 asks for the first
+ * MPR_DEVICE_ATTR_V1_SIZE bytes (up to icm_pages) and gets those; less is
+ * BAD_PARAM / SYN_LENGTH. */
+#define MPR_DEVICE_ATTR_V1_SIZE 80u
 struct mpr_device_attr {
 	uint32_t fw_version;
 	uint32_t max_qp;

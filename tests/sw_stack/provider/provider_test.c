@@ -227,10 +227,27 @@ static void test_create_qp_caps_and_refusals(void)
 	CHECK_EQ(qinit.cap.max_inline_data, 64);
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 
-	/* RC and UD only. */
+	/* RC, UC and UD; not a raw packet QP. */
 	attr.qp_type = IBV_QPT_UC;
+	qp = ibv_create_qp(e.pd, &attr);
+	CHECK(qp != NULL);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	attr.qp_type = IBV_QPT_RAW_PACKET;
 	errno = 0;
 	CHECK(ibv_create_qp(e.pd, &attr) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	attr.qp_type = IBV_QPT_RC;
+
+	/* UC has no READ or atomics: not in its ibv_wr_*() API either. */
+	xattr.qp_type = IBV_QPT_UC;
+	xattr.send_cq = e.cq;
+	xattr.recv_cq = e.cq;
+	xattr.cap = attr.cap;
+	xattr.pd = e.pd;
+	xattr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xattr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
+	errno = 0;
+	CHECK(ibv_create_qp_ex(e.ctx, &xattr) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
 
 	/* ibv_wr_*() operations without a WQE are refused at create. */

@@ -501,7 +501,7 @@ TEST_F(FirmwareTest, QueryDeviceMailboxErrors) {
   hal_->fill(kOutMailbox, kSentinel, 256);
   mpr_cmd c = cmd(MPR_CMD_QUERY_DEVICE);
   c.hdr.out_mailbox = kOutMailbox;
-  c.hdr.out_len = sizeof(mpr_device_attr) - 1;  // too small
+  c.hdr.out_len = MPR_DEVICE_ATTR_V1_SIZE - 1;  // too small even for interface 1.0
   EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
   EXPECT_EQ(hal_->at(kOutMailbox)[0], kSentinel);
 
@@ -2266,6 +2266,14 @@ TEST_F(FirmwareSrq, DeviceAttributesAndCapsOfferSrqs) {
   EXPECT_GT(a.max_srq_wr, 1u);
   EXPECT_EQ(a.max_srq_sge, a.max_sge);
   EXPECT_TRUE(a.cap_flags & MPRDMA_BAR0__CAPS__SRQ_bm);
+  // A caller of interface 1.0 asks for its 80 bytes and gets only those.
+  hal_->fill(kOutMailbox, kSentinel, sizeof(mpr_device_attr));
+  c.hdr.out_len = MPR_DEVICE_ATTR_V1_SIZE;
+  ASSERT_TRUE(HasStatus(exec(c), MPR_CMD_OK));
+  EXPECT_EQ(std::memcmp(hal_->at(kOutMailbox), &a, MPR_DEVICE_ATTR_V1_SIZE), 0);
+  EXPECT_EQ(hal_->at(kOutMailbox)[MPR_DEVICE_ATTR_V1_SIZE], kSentinel) << "nothing beyond";
+  c.hdr.out_len = MPR_DEVICE_ATTR_V1_SIZE - 1;
+  EXPECT_TRUE(HasStatus(exec(c), MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH));
 }
 
 }  // namespace

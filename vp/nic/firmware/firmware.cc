@@ -345,7 +345,10 @@ void Firmware::query_device(const mpr_cmd& cmd, Comp& c) {
   a.icm_pages = hal_.contexts().icm().pages();
   // As the CAPS register reads, with the engines this NIC offers.
   a.cap_flags = fixed_caps() | hal_.transports().caps();
-  write_output(cmd, c, &a, sizeof a);
+  // The fields the caller knows: interface 1.0's layout at least.
+  const size_t len = std::min<size_t>(cmd.hdr.out_len, sizeof a);
+  if (len < MPR_DEVICE_ATTR_V1_SIZE) return fail(c, MPR_CMD_BAD_PARAM, MPR_CMD_SYN_LENGTH);
+  write_output(cmd, c, &a, len);
 }
 
 void Firmware::query_port(const mpr_cmd& cmd, Comp& c) {
