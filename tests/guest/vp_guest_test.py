@@ -10,7 +10,7 @@ rdma_check (tests/guest/tools/rdma_check.c) into the guests' 9p shares,
 runs `mprdma-vp-sim run SCENARIO --out DIR` and asserts on its exit status,
 results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
-checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, perftest, integrity, badlkey, reload,
+checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, srq_pingpong, perftest, integrity, badlkey, reload,
 peer_death, qp_transport, rtl, wqe_by_mmio,
 inline_recv, hw_counters, transport_mismatch, rdmacm_mprdma, rdmacm_gbn,
 rdmacm_reject. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
@@ -455,6 +455,47 @@ def test_uc_pingpong(r):
                 f"wanted {iters * size // 1024}")
         r.check(not drops, f"nic {g}: UC packets dropped: {drops}")
         r.check(not st.get("transport.acks"), f"nic {g}: ACKs on a UC-only run")
+
+
+def test_srq_pingpong(r):
+    """rdma-core's ibv_srq_pingpong (-c validating every buffer) between two
+    guests across the two-ToR testbed fabric with MP-RDMA: 4 RC QPs per
+    side sharing one SRQ (500 RECVs, a ring of 512 slots). Each side's NIC
+    must have taken from the SRQ exactly one WQE per message it received,
+    i.e. per SEND WQE the other side's NIC sent (ibv_srq_pingpong may send
+    up to QPs - 1 messages beyond -n), and no responder may have had to
+    answer with an RNR NAK (the SRQ never ran dry)."""
+    size, iters, qps = 4096, 400, 4
+    pp = f"ibv_srq_pingpong -d mprdma_0 -g 3 -c -q {qps} -s {size} -n {iters} -p 18681"
+    r.scenario([("t0h0", "qemu", f"retry_connect {pp} 10.0.0.2 || exit 1\n"),
+                ("t1h0", "qemu", f"{pp} || exit 1\n")],
+               fabric="{topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 1}",
+               extra="nic: {transport: mprdma}")
+    r.run()
+    peer = {"t0h0": "t1h0", "t1h0": "t0h0"}
+    for g in ("t0h0", "t1h0"):
+        r.expect_exit(g)
+        r.check(not r.find(g, r"invalid data|Failed|Couldn't|error"),
+                f"{g}: error lines in the output")
+        b = r.find(g, rf"^{2 * size * iters} bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec$",
+                   f"{g}: the byte count")
+        it = r.find(g, rf"^{iters} iters in ([\d.]+) seconds = ([\d.]+) usec/iter$",
+                    f"{g}: the iteration line")
+        st, pst = r.nic(g), r.nic(peer[g])
+        taken = st.get("responder.srq.taken") or 0
+        sent = pst.get("requester.wqes") or 0
+        if b and it:
+            print(f"{g}: srq_pingpong {size} B x {iters} over {qps} QPs: "
+                  f"{float(b[0].group(2)):.1f} Mbit/s, {float(it[0].group(2)):.1f} us/iter")
+        print(f"nic {g}: SRQ WQEs taken {taken}, SENDs from {peer[g]} {sent}, "
+              f"messages {st.get('responder.messages')}, RNR NAKs {st.get('responder.rnr_naks')}, "
+              f"list breaks {st.get('responder.srq.list_breaks')}")
+        r.check(iters <= taken <= iters + qps - 1,
+                f"nic {g}: {taken} SRQ WQEs taken, wanted {iters}..{iters + qps - 1}")
+        r.check(taken == sent, f"nic {g}: {taken} SRQ WQEs taken for {sent} SENDs of {peer[g]}")
+        r.check(st.get("responder.messages") == taken,
+                f"nic {g}: {st.get('responder.messages')} messages, {taken} SRQ WQEs")
+        r.check(not st.get("responder.rnr_naks"), f"nic {g}: RNR NAKs with a full SRQ")
 
 
 # rdma_cm (librdmacm over rdma_ucm, rdma_cm and ib_cm): the connection
@@ -1279,6 +1320,7 @@ TESTS = {
     "devinfo": test_devinfo,
     "rc_pingpong": test_rc_pingpong,
     "uc_pingpong": test_uc_pingpong,
+    "srq_pingpong": test_srq_pingpong,
     "ud_pingpong": test_ud_pingpong,
     "perftest": test_perftest,
     "main_demo": test_main_demo,
