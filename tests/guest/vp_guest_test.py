@@ -10,7 +10,7 @@ rdma_check (tests/guest/tools/rdma_check.c) into the guests' 9p shares,
 runs `mprdma-vp-sim run SCENARIO --out DIR` and asserts on its exit status,
 results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
-checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, srq_pingpong, perftest, integrity, badlkey, reload,
+checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, srq_pingpong, perftest, send_bw_srq, integrity, badlkey, reload,
 peer_death, qp_transport, rtl, wqe_by_mmio,
 inline_recv, hw_counters, transport_mismatch, rdmacm_mprdma, rdmacm_gbn,
 rdmacm_reject. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
@@ -744,6 +744,41 @@ def test_perftest(r):
     check_perftest_output(r, r.output("g0") if r.results else [])
 
 
+def test_send_bw_srq(r):
+    """Unmodified perftest ib_send_bw --use-srq between two guests back to
+    back, 64 KiB SENDs: the server's RECVs come from its SRQ (perftest
+    posts its rx depth there and reposts as completions arrive). The client
+    must print its result row for all the iterations, and the server's NIC
+    must have taken one SRQ WQE per message it received, with no RNR NAK."""
+    n, port = 2000, 18615
+    cmd = f"ib_send_bw -d mprdma_0 -x 3 -F --use-srq -s 65536 -n {n} -p {port}"
+    pair(r, f"{cmd} || exit 1", f"retry_connect {cmd} 10.0.0.2 || exit 1")
+    r.run()
+    r.expect_exit("g0")
+    r.expect_exit("g1")
+    check_clean_transport(r)
+    out = r.output("g0") if r.results else []
+    rows = [m for m in (re.match(r"^\s*65536\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", l)
+                        for l in out) if m]
+    if r.check(rows, "ib_send_bw --use-srq: no result row for 65536 B on the client"):
+        iters, peak, avg = int(rows[0].group(1)), float(rows[0].group(2)), float(rows[0].group(3))
+        print(f"ib_send_bw --use-srq: 65536 B x {iters}: average {avg:.2f} MB/s, "
+              f"peak {peak:.2f} MB/s")
+        r.check(iters == n, f"ib_send_bw --use-srq: {iters} iterations, want {n}")
+        if any("Correlation coefficient" in l for l in out):
+            print("perftest could not measure the guest's clock: the figures are not checked")
+        else:
+            r.check(BW_MIN_MBPS < avg < LINE_RATE_MBPS,
+                    f"ib_send_bw --use-srq: average {avg} MB/s outside "
+                    f"({BW_MIN_MBPS}, {LINE_RATE_MBPS:.0f})")
+    srv = r.nic("g1")
+    taken, msgs = srv.get("responder.srq.taken") or 0, srv.get("responder.messages") or 0
+    print(f"nic g1: SRQ WQEs taken {taken}, messages {msgs}, RNR NAKs "
+          f"{srv.get('responder.rnr_naks')}, list breaks {srv.get('responder.srq.list_breaks')}")
+    r.check(taken >= n, f"nic g1: {taken} SRQ WQEs taken for {n} SENDs")
+    r.check(taken == msgs, f"nic g1: {taken} SRQ WQEs taken, {msgs} messages received")
+
+
 def check_perftest_output(r, out):
     """The client's perftest figures, tool by tool (sections "==== <tool>")."""
     sections, cur = {}, None
@@ -1323,6 +1358,7 @@ TESTS = {
     "srq_pingpong": test_srq_pingpong,
     "ud_pingpong": test_ud_pingpong,
     "perftest": test_perftest,
+    "send_bw_srq": test_send_bw_srq,
     "main_demo": test_main_demo,
     "integrity": test_integrity,
     "badlkey": test_badlkey,
