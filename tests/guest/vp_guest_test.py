@@ -335,6 +335,17 @@ def test_devinfo(r):
     r.find("g0", r"^\s+vendor_id:\s+0xc0de$", "vendor_id 0xc0de")
     r.find("g0", r"^\s+vendor_part_id:\s+19792$", "vendor_part_id 0x4d50")
     r.find("g0", r"^\s+transport:\s+InfiniBand \(0\)$", "transport")
+    # SRQs (CAPS.SRQ): a ring of 2^k slots holds 2^k - 1 WQEs (the list's
+    # tail stays free); a slot of at most 1 KiB holds (1024 - 16) / 16 SGEs.
+    srq = {k: r.find("g0", rf"^\s+{k}:\s+(\d+)$", k) for k in ("max_srq", "max_srq_wr",
+                                                               "max_srq_sge")}
+    if all(srq.values()):
+        v = {k: int(m[0].group(1)) for k, m in srq.items()}
+        print(f"SRQ limits: {v}")
+        r.check(v["max_srq"] > 0, f"max_srq {v['max_srq']}")
+        r.check(v["max_srq_wr"] > 0 and v["max_srq_wr"] & (v["max_srq_wr"] + 1) == 0
+                and v["max_srq_wr"] < 65536, f"max_srq_wr {v['max_srq_wr']} is not 2^k - 1")
+        r.check(0 < v["max_srq_sge"] <= 63, f"max_srq_sge {v['max_srq_sge']}")
     r.find("g0", r"^\s+port:\s+1$", "port 1")
     r.find("g0", r"^\s+state:\s+PORT_ACTIVE \(4\)$", "port 1 PORT_ACTIVE")
     r.find("g0", r"^\s+link_layer:\s+Ethernet$", "link_layer Ethernet")
