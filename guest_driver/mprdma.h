@@ -107,9 +107,10 @@ struct mprdma_dev {
 
 	/* UAR pages 1..num_uar_pages-1, one per user context. */
 	struct ida uar_ida;
-	/* cqn and qpn to object, for the event queue. */
+	/* cqn, qpn and srqn to object, for the event queue. */
 	struct xarray cqs;
 	struct xarray qps;
+	struct xarray srqs;
 
 	/* debugfs (mprdma_debugfs.c): the device's folder. */
 	struct dentry *debugfs;
@@ -183,7 +184,7 @@ struct mprdma_qp {
 	u8 sq_log_stride;
 	u8 rq_log_size;
 	u8 rq_log_stride;
-	/* A user QP: rings mapped by the process. */
+	/* A user QP: rings mapped by the process; no rq for a QP of an SRQ. */
 	struct mprdma_mmap_entry *sq;
 	struct mprdma_mmap_entry *rq;
 	/* A kernel QP (mprdma_kverbs.c): the driver posts; wr_ids by slot. */
@@ -196,6 +197,21 @@ struct mprdma_qp {
 	u64 *rq_wrid;
 	struct mprdma_kbuf ksq;
 	struct mprdma_kbuf krq;
+};
+
+/*
+ * A shared receive queue (mprdma_srq.c): a ring of 2^log_size slots of
+ * 2^log_stride bytes that the process maps and keeps as a linked list
+ * (<mprdma/hw.h>, struct mpr_wqe_srq_next); the tail slot stays free, so
+ * 2^log_size - 1 WQEs fit. User SRQs only.
+ */
+struct mprdma_srq {
+	struct ib_srq ibsrq;
+	u32 srqn;
+	u8 log_size;
+	u8 log_stride;
+	u32 max_sge;		/* granted */
+	struct mprdma_mmap_entry *ring;
 };
 
 /*
@@ -259,6 +275,11 @@ static inline struct mprdma_cq *to_mcq(struct ib_cq *ibcq)
 static inline struct mprdma_qp *to_mqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct mprdma_qp, ibqp);
+}
+
+static inline struct mprdma_srq *to_msrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct mprdma_srq, ibsrq);
 }
 
 static inline struct mprdma_mmap_entry *
@@ -332,6 +353,23 @@ int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 int mprdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		     struct ib_udata *udata);
 int mprdma_destroy_ah(struct ib_ah *ibah, u32 flags);
+bool mprdma_udata_in_ok(struct ib_udata *udata);
+int mprdma_copy_resp(struct ib_udata *udata, void *resp, size_t len);
+struct mprdma_mmap_entry *
+mprdma_dma_entry_alloc(struct mprdma_dev *dev, struct ib_ucontext *ibuctx,
+		       size_t size);
+void mprdma_entry_remove(struct mprdma_mmap_entry *entry);
+
+/* mprdma_srq.c: shared receive queues (user space only) */
+extern const struct ib_device_ops mprdma_srq_ops;
+void mprdma_srq_query_device(struct mprdma_dev *dev,
+			     struct ib_device_attr *attr);
+int mprdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init_attr,
+		      struct ib_udata *udata);
+int mprdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		      enum ib_srq_attr_mask attr_mask, struct ib_udata *udata);
+int mprdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int mprdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 
 /* mprdma_kverbs.c: the data path of kernel consumers (ib_mad's GSI QP) */
 struct ib_mr *mprdma_get_dma_mr(struct ib_pd *ibpd, int access);

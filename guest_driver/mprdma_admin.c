@@ -237,13 +237,13 @@ static int mprdma_aq_submit(struct mprdma_aq *aq, struct mpr_cmd *cmd,
 }
 
 /**
- * mprdma_aq_exec - execute one admin command and wait for its completion
+ * mprdma_aq_exec_outs - execute one admin command and wait for its completion
  * @aq: admin queue
  * @cmd: command; its opcode, inline input and input mailbox are set, the
  *       driver fills in cmd_id and the output mailbox
  * @out: where to copy the output mailbox, or NULL
  * @out_len: bytes of output expected, at most MPRDMA_AQ_MAILBOX_SIZE
- * @out0: where to store the completion's out[0] (a new handle), or NULL
+ * @outs: where to store the completion's out[0..3], or NULL
  *
  * Sleeps. A command that does not complete within the timeout marks the
  * queue dead (its indices no longer match the NIC's): every later command
@@ -251,12 +251,13 @@ static int mprdma_aq_submit(struct mprdma_aq *aq, struct mpr_cmd *cmd,
  *
  * Return: 0, the errno of the command's status, -ETIMEDOUT or -EIO.
  */
-int mprdma_aq_exec(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
-		   u32 out_len, u32 *out0)
+int mprdma_aq_exec_outs(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
+			u32 out_len, u32 outs[MPRDMA_AQ_OUTS])
 {
 	struct mpr_cmd_comp comp;
 	int err;
 
+	BUILD_BUG_ON(sizeof(comp.out) != MPRDMA_AQ_OUTS * sizeof(u32));
 	if (WARN_ON(out && out_len > MPRDMA_AQ_MAILBOX_SIZE))
 		return -EINVAL;
 
@@ -280,11 +281,33 @@ int mprdma_aq_exec(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
 	}
 	if (out)
 		memcpy(out, aq->mailbox, out_len);
-	if (out0)
-		*out0 = comp.out[0];
+	if (outs)
+		memcpy(outs, comp.out, sizeof(comp.out));
 
 out_unlock:
 	mutex_unlock(&aq->lock);
+	return err;
+}
+
+/**
+ * mprdma_aq_exec - execute one admin command and wait for its completion
+ * @aq: admin queue
+ * @cmd: command, as for mprdma_aq_exec_outs()
+ * @out: where to copy the output mailbox, or NULL
+ * @out_len: bytes of output expected, at most MPRDMA_AQ_MAILBOX_SIZE
+ * @out0: where to store the completion's out[0] (a new handle), or NULL
+ *
+ * Return: as mprdma_aq_exec_outs().
+ */
+int mprdma_aq_exec(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
+		   u32 out_len, u32 *out0)
+{
+	u32 outs[MPRDMA_AQ_OUTS];
+	int err;
+
+	err = mprdma_aq_exec_outs(aq, cmd, out, out_len, out0 ? outs : NULL);
+	if (!err && out0)
+		*out0 = outs[0];
 	return err;
 }
 

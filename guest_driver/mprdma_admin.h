@@ -49,6 +49,11 @@ int mprdma_aq_init(struct mprdma_aq *aq, struct device *dmadev,
 		   void __iomem *bar0, int irq, int vector,
 		   unsigned int timeout_ms);
 void mprdma_aq_destroy(struct mprdma_aq *aq);
+/* Words of output a completion carries (struct mpr_cmd_comp, out). */
+#define MPRDMA_AQ_OUTS 4
+
+int mprdma_aq_exec_outs(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
+			u32 out_len, u32 outs[MPRDMA_AQ_OUTS]);
 int mprdma_aq_exec(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,
 		   u32 out_len, u32 *out0);
 int mprdma_aq_exec_raw(struct mprdma_aq *aq, struct mpr_cmd *cmd, void *out,

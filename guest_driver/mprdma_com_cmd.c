@@ -173,3 +173,52 @@ int mprdma_cmd_destroy_qp(struct mprdma_aq *aq, u32 qpn)
 	cmd.u.qpn.qpn = qpn;
 	return mprdma_aq_exec(aq, &cmd, NULL, 0, NULL);
 }
+
+int mprdma_cmd_create_srq(struct mprdma_aq *aq,
+			  const struct mpr_cmd_create_srq *in, u32 *srqn)
+{
+	struct mpr_cmd cmd;
+
+	mprdma_cmd_init(&cmd, MPR_CMD_CREATE_SRQ);
+	cmd.u.create_srq = *in;
+	return mprdma_aq_exec(aq, &cmd, NULL, 0, srqn);
+}
+
+int mprdma_cmd_modify_srq(struct mprdma_aq *aq,
+			  const struct mpr_cmd_modify_srq *in)
+{
+	struct mpr_cmd cmd;
+
+	mprdma_cmd_init(&cmd, MPR_CMD_MODIFY_SRQ);
+	cmd.u.modify_srq = *in;
+	return mprdma_aq_exec(aq, &cmd, NULL, 0, NULL);
+}
+
+int mprdma_cmd_query_srq(struct mprdma_aq *aq, u32 srqn,
+			 struct mprdma_srq_state *st)
+{
+	u32 outs[MPRDMA_AQ_OUTS];
+	struct mpr_cmd cmd;
+	int err;
+
+	mprdma_cmd_init(&cmd, MPR_CMD_QUERY_SRQ);
+	cmd.u.handle.handle = srqn;
+	err = mprdma_aq_exec_outs(aq, &cmd, NULL, 0, outs);
+	if (err)
+		return err;
+	st->limit = outs[0];
+	st->wqes = outs[1];
+	st->num_qps = outs[2];
+	st->slots = outs[3];
+	return 0;
+}
+
+/* -EBUSY while QPs use the SRQ. */
+int mprdma_cmd_destroy_srq(struct mprdma_aq *aq, u32 srqn)
+{
+	struct mpr_cmd cmd;
+
+	mprdma_cmd_init(&cmd, MPR_CMD_DESTROY_SRQ);
+	cmd.u.handle.handle = srqn;
+	return mprdma_aq_exec(aq, &cmd, NULL, 0, NULL);
+}

@@ -36,5 +36,21 @@ int mprdma_cmd_modify_qp(struct mprdma_aq *aq, u32 qpn,
 int mprdma_cmd_query_qp(struct mprdma_aq *aq, u32 qpn,
 			struct mpr_qp_attr *attr);
 int mprdma_cmd_destroy_qp(struct mprdma_aq *aq, u32 qpn);
+int mprdma_cmd_create_srq(struct mprdma_aq *aq,
+			  const struct mpr_cmd_create_srq *in, u32 *srqn);
+int mprdma_cmd_modify_srq(struct mprdma_aq *aq,
+			  const struct mpr_cmd_modify_srq *in);
+
+/* QUERY_SRQ's answer (the completion's out[0..3]). */
+struct mprdma_srq_state {
+	u32 limit;	/* armed limit, 0 if none */
+	u32 wqes;	/* WQEs posted and not yet taken by a QP */
+	u32 num_qps;	/* QPs attached */
+	u32 slots;	/* ring slots */
+};
+
+int mprdma_cmd_query_srq(struct mprdma_aq *aq, u32 srqn,
+			 struct mprdma_srq_state *st);
+int mprdma_cmd_destroy_srq(struct mprdma_aq *aq, u32 srqn);
 
 #endif /* _MPRDMA_COM_CMD_H_ */

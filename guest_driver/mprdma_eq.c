@@ -26,8 +26,8 @@ static void mprdma_eq_doorbell(struct mprdma_dev *dev, bool arm)
 }
 
 /*
- * Objects are looked up under RCU (xa_load); destroy_cq and destroy_qp
- * erase them and then synchronize_irq(), so one found here stays valid
+ * Objects are looked up under RCU (xa_load); destroy_cq, destroy_qp and
+ * destroy_srq erase them and then synchronize_irq(), so one found here stays valid
  * until the handler returns.
  */
 static void mprdma_eq_cq_event(struct mprdma_dev *dev, u32 cqn, bool error)
@@ -72,6 +72,24 @@ static void mprdma_eq_qp_event(struct mprdma_dev *dev,
 	qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
 }
 
+static void mprdma_eq_srq_event(struct mprdma_dev *dev,
+				const struct mpr_eqe *eqe,
+				enum ib_event_type type)
+{
+	struct mprdma_srq *srq = xa_load(&dev->srqs, eqe->data0);
+	struct ib_event event = {};
+
+	dev_dbg_ratelimited(&dev->pdev->dev,
+			    "SRQ %u: %s (syndrome %u)\n", eqe->data0,
+			    ib_event_msg(type), eqe->data1);
+	if (!srq || !srq->ibsrq.event_handler)
+		return;
+	event.device = &dev->ibdev;
+	event.element.srq = &srq->ibsrq;
+	event.event = type;
+	srq->ibsrq.event_handler(&event, srq->ibsrq.srq_context);
+}
+
 static void mprdma_eq_port_event(struct mprdma_dev *dev,
 				 enum ib_event_type type)
 {
@@ -107,6 +125,12 @@ static void mprdma_eq_handle(struct mprdma_dev *dev, const struct mpr_eqe *eqe)
 		break;
 	case MPR_EQE_COMM_EST:
 		mprdma_eq_qp_event(dev, eqe, IB_EVENT_COMM_EST);
+		break;
+	case MPR_EQE_SRQ_LIMIT:
+		mprdma_eq_srq_event(dev, eqe, IB_EVENT_SRQ_LIMIT_REACHED);
+		break;
+	case MPR_EQE_SRQ_ERR:
+		mprdma_eq_srq_event(dev, eqe, IB_EVENT_SRQ_ERR);
 		break;
 	case MPR_EQE_PORT_ACTIVE:
 		mprdma_eq_port_event(dev, IB_EVENT_PORT_ACTIVE);

@@ -431,6 +431,9 @@ static int mprdma_ib_device_add(struct mprdma_dev *dev)
 	ibdev->dev.parent = &dev->pdev->dev;
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
 	ib_set_device_ops(ibdev, &mprdma_dev_ops);
+	/* No SRQ verbs on a NIC without SRQs: uverbs answers EOPNOTSUPP. */
+	if (MPR_GET(CAPS, SRQ, dev->attr.cap_flags))
+		ib_set_device_ops(ibdev, &mprdma_srq_ops);
 
 	INIT_WORK(&dev->rescan_work, mprdma_rescan_work);
 	dev->netdev_nb.notifier_call = mprdma_netdev_event;
@@ -509,6 +512,7 @@ static int mprdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ida_init(&dev->uar_ida);
 	xa_init(&dev->cqs);
 	xa_init(&dev->qps);
+	xa_init(&dev->srqs);
 	pci_set_drvdata(pdev, dev);
 
 	err = pci_enable_device_mem(pdev);
@@ -602,6 +606,7 @@ err_release:
 err_disable:
 	pci_disable_device(pdev);
 err_dealloc:
+	xa_destroy(&dev->srqs);
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
 	ida_destroy(&dev->uar_ida);
@@ -623,7 +628,9 @@ static void mprdma_remove(struct pci_dev *pdev)
 	mprdma_unmap_bars(dev);
 	pci_release_mem_regions(pdev);
 	pci_disable_device(pdev);
-	WARN_ON(!xa_empty(&dev->qps) || !xa_empty(&dev->cqs));
+	WARN_ON(!xa_empty(&dev->qps) || !xa_empty(&dev->cqs) ||
+		!xa_empty(&dev->srqs));
+	xa_destroy(&dev->srqs);
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
 	ida_destroy(&dev->uar_ida);

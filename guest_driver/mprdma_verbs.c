@@ -169,13 +169,13 @@ static int mprdma_udata_cmd(struct ib_udata *udata, void *cmd, size_t size)
 	return 0;
 }
 
-static bool mprdma_udata_in_ok(struct ib_udata *udata)
+bool mprdma_udata_in_ok(struct ib_udata *udata)
 {
 	return !udata || !udata->inlen ||
 	       ib_is_udata_cleared(udata, 0, udata->inlen);
 }
 
-static int mprdma_copy_resp(struct ib_udata *udata, void *resp, size_t len)
+int mprdma_copy_resp(struct ib_udata *udata, void *resp, size_t len)
 {
 	return ib_copy_to_udata(udata, resp, min(len, udata->outlen));
 }
@@ -226,6 +226,7 @@ int mprdma_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->atomic_cap = MPR_GET(CAPS, ATOMICS, a->cap_flags) ?
 			   IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	attr->max_pkeys = 1;
+	mprdma_srq_query_device(dev, attr);
 	return 0;
 }
 
@@ -389,7 +390,7 @@ int mprdma_del_gid(const struct ib_gid_attr *attr, void **context)
  * the linear map (dma_alloc_coherent() without an IOMMU), so the process can
  * map them by pfn; memory outside it is refused.
  */
-static struct mprdma_mmap_entry *
+struct mprdma_mmap_entry *
 mprdma_dma_entry_alloc(struct mprdma_dev *dev, struct ib_ucontext *ibuctx,
 		       size_t size)
 {
@@ -434,7 +435,7 @@ err_free_entry:
 }
 
 /* The memory goes in mprdma_mmap_free(), once no mapping is left. */
-static void mprdma_entry_remove(struct mprdma_mmap_entry *entry)
+void mprdma_entry_remove(struct mprdma_mmap_entry *entry)
 {
 	rdma_user_mmap_entry_remove(&entry->rdma_entry);
 }
@@ -873,7 +874,7 @@ int mprdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * those requested).
  */
 static int mprdma_qp_set_sizes(struct mprdma_dev *dev,
-			       const struct ib_qp_cap *req,
+			       const struct ib_qp_cap *req, bool srq,
 			       struct mprdma_qp *qp)
 {
 	const struct mpr_device_attr *a = &dev->attr;
@@ -917,6 +918,13 @@ static int mprdma_qp_set_sizes(struct mprdma_dev *dev,
 		      sq_slot - (qp->type == IB_QPT_UD || qp->type == IB_QPT_GSI ?
 				 MPRDMA_UD_INLINE_HDR_BYTES :
 				 MPRDMA_INLINE_HDR_BYTES));
+	/* A QP of an SRQ has no receive queue. */
+	if (srq) {
+		qp->rq_log_size = 0;
+		qp->rq_log_stride = 0;
+		qp->cap.max_recv_wr = 0;
+		qp->cap.max_recv_sge = 0;
+	}
 	return 0;
 }
 
@@ -988,7 +996,7 @@ static int mprdma_create_kernel_qp(struct mprdma_dev *dev,
 		return -EINVAL;
 	qp->type = init_attr->qp_type;
 	qp->kernel = true;
-	err = mprdma_qp_set_sizes(dev, &init_attr->cap, qp);
+	err = mprdma_qp_set_sizes(dev, &init_attr->cap, false, qp);
 	if (err)
 		return err;
 	qp->cap.max_inline_data = 0;
@@ -1055,8 +1063,9 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct mpr_create_qp_resp resp = {};
 	struct mpr_create_qp_cmd ucmd;
 	struct mpr_cmd_create_qp in = {};
+	struct mprdma_srq *srq = NULL;
 	size_t sq_bytes;
-	size_t rq_bytes;
+	size_t rq_bytes = 0;
 	int err;
 
 	if (!udata)
@@ -1064,8 +1073,16 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	if ((init_attr->qp_type != IB_QPT_RC &&
 	     init_attr->qp_type != IB_QPT_UC &&
 	     init_attr->qp_type != IB_QPT_UD) ||
-	    init_attr->srq || init_attr->create_flags)
+	    init_attr->create_flags)
 		return -EOPNOTSUPP;
+	/* RECVs from an SRQ (of the QP's PD: the NIC checks): no RQ ring,
+	 * and the receive caps are ignored (granted as 0).
+	 */
+	if (init_attr->srq) {
+		srq = to_msrq(init_attr->srq);
+		init_attr->cap.max_recv_wr = 0;
+		init_attr->cap.max_recv_sge = 0;
+	}
 	if (!init_attr->send_cq || !init_attr->recv_cq)
 		return -EINVAL;
 	err = mprdma_qp_ucmd(udata, init_attr->qp_type, &ucmd);
@@ -1073,7 +1090,7 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		return err;
 
 	qp->type = init_attr->qp_type;
-	err = mprdma_qp_set_sizes(dev, &init_attr->cap, qp);
+	err = mprdma_qp_set_sizes(dev, &init_attr->cap, !!srq, qp);
 	if (err)
 		return err;
 	mutex_init(&qp->lock);
@@ -1081,20 +1098,27 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	qp->sig_all = init_attr->sq_sig_type == IB_SIGNAL_ALL_WR;
 
 	sq_bytes = BIT(qp->sq_log_size + qp->sq_log_stride);
-	rq_bytes = BIT(qp->rq_log_size + qp->rq_log_stride);
 	qp->sq = mprdma_dma_entry_alloc(dev, &uctx->ibucontext, sq_bytes);
 	if (IS_ERR(qp->sq)) {
 		err = PTR_ERR(qp->sq);
 		goto err_destroy_lock;
 	}
-	qp->rq = mprdma_dma_entry_alloc(dev, &uctx->ibucontext, rq_bytes);
-	if (IS_ERR(qp->rq)) {
-		err = PTR_ERR(qp->rq);
-		goto err_remove_sq;
+	if (srq) {
+		qp->rq = NULL;
+		in.flags = MPR_CREATE_QP_F_SRQ;
+		in.srqn = srq->srqn;
+	} else {
+		rq_bytes = BIT(qp->rq_log_size + qp->rq_log_stride);
+		qp->rq = mprdma_dma_entry_alloc(dev, &uctx->ibucontext,
+						rq_bytes);
+		if (IS_ERR(qp->rq)) {
+			err = PTR_ERR(qp->rq);
+			goto err_remove_sq;
+		}
+		in.rq_base = qp->rq->dma_addr;
 	}
 
 	in.sq_base = qp->sq->dma_addr;
-	in.rq_base = qp->rq->dma_addr;
 	in.pdn = to_mpd(ibqp->pd)->pdn;
 	in.send_cqn = to_mcq(init_attr->send_cq)->cqn;
 	in.recv_cqn = to_mcq(init_attr->recv_cq)->cqn;
@@ -1123,7 +1147,9 @@ int mprdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	resp.rq_log_size = qp->rq_log_size;
 	resp.rq_log_stride = qp->rq_log_stride;
 	resp.sq_mmap_key = rdma_user_mmap_get_offset(&qp->sq->rdma_entry);
-	resp.rq_mmap_key = rdma_user_mmap_get_offset(&qp->rq->rdma_entry);
+	if (qp->rq)
+		resp.rq_mmap_key =
+			rdma_user_mmap_get_offset(&qp->rq->rdma_entry);
 	resp.sq_bytes = sq_bytes;
 	resp.rq_bytes = rq_bytes;
 	resp.max_inline = qp->cap.max_inline_data;
@@ -1140,10 +1166,12 @@ err_erase:
 err_destroy_qp:
 	if (mprdma_cmd_destroy_qp(&dev->aq, qp->qpn)) {
 		qp->sq->leak = true;
-		qp->rq->leak = true;
+		if (qp->rq)
+			qp->rq->leak = true;
 	}
 err_remove_rq:
-	mprdma_entry_remove(qp->rq);
+	if (qp->rq)
+		mprdma_entry_remove(qp->rq);
 err_remove_sq:
 	mprdma_entry_remove(qp->sq);
 err_destroy_lock:
@@ -1319,6 +1347,7 @@ int mprdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	init_attr->qp_type = qp->type;
 	init_attr->send_cq = ibqp->send_cq;
 	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
 	init_attr->cap = qp->cap;
 	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR :
 					       IB_SIGNAL_REQ_WR;
@@ -1402,13 +1431,15 @@ int mprdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 			qp->krq.leak = true;
 		} else {
 			qp->sq->leak = true;
-			qp->rq->leak = true;
+			if (qp->rq)
+				qp->rq->leak = true;
 		}
 	}
 	if (qp->kernel) {
 		mprdma_free_kernel_qp(dev, qp);
 	} else {
-		mprdma_entry_remove(qp->rq);
+		if (qp->rq)
+			mprdma_entry_remove(qp->rq);
 		mprdma_entry_remove(qp->sq);
 	}
 	mutex_destroy(&qp->lock);

@@ -366,9 +366,11 @@ int mpr_dp_post_srq_recv(struct mpr_dp_srq *srq, const struct mpr_recv_wr *wr,
 }
 
 /* A completion gave slot `slot` back: it becomes the list's new tail. */
-static void srq_free_slot(struct mpr_dp_srq *srq, uint32_t slot)
+void mpr_dp_srq_free_slot(struct mpr_dp_srq *srq, uint32_t slot)
 {
 	const struct mpr_dp_ops *ops = srq->ops;
+
+	slot &= (1u << srq->log_size) - 1;
 
 	if (ops->srq_lock)
 		ops->srq_lock(ops->ctx, srq, 1);
@@ -463,7 +465,7 @@ int mpr_dp_poll_cq(struct mpr_dp_cq *cq, int n, struct mpr_wc *wc)
 				out->status = MPR_CQE_LOC_PROT_ERR;
 				out->syndrome = MPR_SYN_DMA_FAULT;
 			}
-			srq_free_slot(srq, slot);
+			mpr_dp_srq_free_slot(srq, slot);
 		} else if (qp) {
 			wq = out->is_recv ? &qp->rq : &qp->sq;
 			idx = widen_index(wq->ci, (uint16_t)out->wqe_index);

@@ -28,10 +28,11 @@
 #define _STRUCT_mpr_create_qp_cmd struct {}
 #define _STRUCT_mpr_create_qp_resp struct {}
 #define _STRUCT_mpr_create_ah_resp struct {}
+#define _STRUCT_mpr_create_srq_resp struct {}
 /* clang-format on */
 
-/* alloc_ucontext and create_ah take no driver input; create_cq gives the
- * CQE slot size, create_qp the QP's transport engine. */
+/* alloc_ucontext, create_ah and create_srq take no driver input;
+ * create_cq gives the CQE slot size, create_qp the QP's transport engine. */
 DECLARE_DRV_CMD(mprdma_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		mpr_alloc_ucontext_resp);
 DECLARE_DRV_CMD(mprdma_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
@@ -40,5 +41,7 @@ DECLARE_DRV_CMD(mprdma_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		mpr_create_qp_cmd, mpr_create_qp_resp);
 DECLARE_DRV_CMD(mprdma_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		mpr_create_ah_resp);
+DECLARE_DRV_CMD(mprdma_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,
+		mpr_create_srq_resp);
 
 #endif /* MPRDMA_PROVIDER_ABI_H */

@@ -37,7 +37,7 @@ static void mprdma_free_context(struct ibv_context *ibctx)
 }
 
 /* Verbs left out fall back to libibverbs' defaults, which fail with
- * EOPNOTSUPP: SRQ, memory windows, XRC, flows, extended CQs, resize_cq,
+ * EOPNOTSUPP: XRC SRQs (create_srq_ex), memory windows, XRC, flows, extended CQs, resize_cq,
  * rereg_mr, ... */
 /* clang-format off */
 static const struct verbs_context_ops mprdma_ctx_ops = {
@@ -55,12 +55,17 @@ static const struct verbs_context_ops mprdma_ctx_ops = {
 	.destroy_cq = mprdma_destroy_cq,
 	.create_qp = mprdma_create_qp,
 	.create_qp_ex = mprdma_create_qp_ex,
+	.create_srq = mprdma_create_srq,
 	.query_qp = mprdma_query_qp,
 	.modify_qp = mprdma_modify_qp,
 	.destroy_ah = mprdma_destroy_ah,
 	.destroy_qp = mprdma_destroy_qp,
+	.destroy_srq = mprdma_destroy_srq,
+	.modify_srq = mprdma_modify_srq,
 	.post_send = mprdma_post_send,
 	.post_recv = mprdma_post_recv,
+	.post_srq_recv = mprdma_post_srq_recv,
+	.query_srq = mprdma_query_srq,
 	.free_context = mprdma_free_context,
 };
 /* clang-format on */

@@ -7,7 +7,9 @@
  * mmap()ed, and the data path (WQE building, doorbells, CQ polling) is the
  * shared C library sw_stack/dp, the same code the simulator's modeled hosts
  * run. Locking follows the usual provider model: one spinlock per CQ and one
- * per send and receive queue, because sw_stack/dp is not thread-safe.
+ * per send, receive and shared receive queue, because sw_stack/dp is not
+ * thread-safe. A poll that frees an SRQ slot takes the SRQ's lock inside
+ * the CQ's (mpr_dp_ops.srq_lock), never the other way round.
  */
 #ifndef MPRDMA_PROVIDER_H
 #define MPRDMA_PROVIDER_H
@@ -104,6 +106,21 @@ struct mprdma_qp {
 	struct mprdma_qp *next; /* qp_table bucket chain */
 };
 
+/* A shared receive queue: the list sw_stack/dp keeps on the ring the
+ * kernel allocated and this process mapped. */
+struct mprdma_srq {
+	struct ibv_srq ibv_srq;
+	pthread_spinlock_t lock; /* posts, and polls freeing a slot */
+	struct mpr_dp_srq dp;
+	void *map;
+	size_t map_len;
+};
+
+static inline struct mprdma_srq *to_msrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct mprdma_srq, ibv_srq);
+}
+
 /* A UD address handle: the address segment every WQE to it starts from
  * (remote_qpn and qkey come with each work request). */
 struct mprdma_ah {
@@ -169,6 +186,18 @@ int mprdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr);
 int mprdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
+
+/* mprdma_srq.c: shared receive queues */
+struct ibv_srq *mprdma_create_srq(struct ibv_pd *pd,
+				  struct ibv_srq_init_attr *attr);
+int mprdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		      int attr_mask);
+int mprdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int mprdma_destroy_srq(struct ibv_srq *ibsrq);
+int mprdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr);
+/* mpr_dp_ops.srq_lock. */
+void mprdma_srq_lock(void *ctx, struct mpr_dp_srq *srq, int lock);
 
 /* mprdma_wr.c: the ibv_qp_ex work-request API. Returns 0, or EOPNOTSUPP
  * for send_ops_flags the device does not have. */

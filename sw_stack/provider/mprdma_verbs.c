@@ -176,6 +176,8 @@ void mprdma_init_dp_ops(struct mprdma_context *ctx)
 		: NULL;
 	ctx->dp_ops.lookup_qp = mprdma_lookup_qp;
 	ctx->dp_ops.copy_to_user = mprdma_copy_to_user;
+	/* A poll that frees an SRQ slot runs beside posts to that SRQ. */
+	ctx->dp_ops.srq_lock = mprdma_srq_lock;
 	ctx->dp_ops.ctx = ctx;
 }
 
@@ -448,14 +450,15 @@ static void unlock_cqs(struct mprdma_cq *a, struct mprdma_cq *b)
 		pthread_spin_unlock(&b->lock);
 }
 
-/* Drops the QP's unpolled CQEs once the NIC has forgotten the QP. Called
- * with both CQ locks held. */
+/* Drops the QP's unpolled CQEs once the NIC has forgotten the QP (the SRQ
+ * slots of its receive completions go back to the SRQ's list). Called with
+ * both CQ locks held. */
 static void clean_cqs(struct mprdma_qp *qp, struct mprdma_cq *scq,
 		      struct mprdma_cq *rcq)
 {
-	mprdma_cq_clean(&scq->dp, qp->dp.qpn);
+	mprdma_cq_clean_srq(&scq->dp, qp->dp.qpn, qp->dp.srq);
 	if (rcq != scq)
-		mprdma_cq_clean(&rcq->dp, qp->dp.qpn);
+		mprdma_cq_clean_srq(&rcq->dp, qp->dp.qpn, qp->dp.srq);
 }
 
 static int map_wq(struct mprdma_context *ctx, struct mprdma_wq *wq,
@@ -490,17 +493,22 @@ static void unmap_wq(struct mprdma_wq *wq, struct mpr_dp_wq *dp)
 	free(dp->wr_id);
 }
 
-static int check_qp_resp(const struct mpr_create_qp_resp *r)
+/* A QP of an SRQ (`srq`) has no receive ring: its rq fields are 0. */
+static int check_qp_resp(const struct mpr_create_qp_resp *r, int srq)
 {
 	if (r->sq_log_size < 1 || r->sq_log_size > MPRDMA_WQ_LOG_SIZE_MAX ||
-	    r->rq_log_size < 1 || r->rq_log_size > MPRDMA_WQ_LOG_SIZE_MAX)
-		return -1;
-	if (r->sq_log_stride < MPR_SQ_LOG_STRIDE_MIN ||
+	    r->sq_log_stride < MPR_SQ_LOG_STRIDE_MIN ||
 	    r->sq_log_stride > MPR_SQ_LOG_STRIDE_MAX ||
-	    r->rq_log_stride < MPR_RQ_LOG_STRIDE_MIN ||
-	    r->rq_log_stride > MPR_RQ_LOG_STRIDE_MAX)
+	    r->sq_bytes < (uint64_t)1 << (r->sq_log_size + r->sq_log_stride))
 		return -1;
-	if (r->sq_bytes < (uint64_t)1 << (r->sq_log_size + r->sq_log_stride) ||
+	if (srq)
+		return r->rq_log_size || r->rq_log_stride || r->rq_bytes ||
+			       r->max_recv_sge
+			   ? -1
+			   : 0;
+	if (r->rq_log_size < 1 || r->rq_log_size > MPRDMA_WQ_LOG_SIZE_MAX ||
+	    r->rq_log_stride < MPR_RQ_LOG_STRIDE_MIN ||
+	    r->rq_log_stride > MPR_RQ_LOG_STRIDE_MAX ||
 	    r->rq_bytes < (uint64_t)1 << (r->rq_log_size + r->rq_log_stride))
 		return -1;
 	return 0;
@@ -516,10 +524,10 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 	struct mprdma_qp *qp;
 	int ret;
 
-	/* RC, UC and UD, no SRQ, no XRC; the ibv_wr_*() API on RC and UC. */
+	/* RC, UC and UD, with or without an SRQ, no XRC; the ibv_wr_*() API
+	 * on RC and UC. */
 	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
 	     attr->qp_type != IBV_QPT_UD) ||
-	    attr->srq ||
 	    (attr->qp_type == IBV_QPT_UD &&
 	     (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    (attr->comp_mask &
@@ -569,7 +577,7 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 				getenv("MPRDMA_QP_TRANSPORT") ?: "");
 		goto err_rq_lock;
 	}
-	if (check_qp_resp(r)) {
+	if (check_qp_resp(r, attr->srq != NULL)) {
 		verbs_err(&ctx->ibvctx,
 			  "mprdma: bad QP geometry from kernel\n");
 		ret = EPROTO;
@@ -580,10 +588,17 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 		     r->sq_log_size, r->sq_log_stride, r->max_send_sge);
 	if (ret)
 		goto err_destroy;
-	ret = map_wq(ctx, &qp->rq, &qp->dp.rq, r->rq_mmap_key, r->rq_bytes,
-		     r->rq_log_size, r->rq_log_stride, r->max_recv_sge);
-	if (ret)
-		goto err_unmap_sq;
+	/* A QP of an SRQ takes its RECVs from the SRQ: no ring to map (the
+	 * data path refuses post_recv on it). */
+	if (attr->srq) {
+		qp->dp.srq = &to_msrq(attr->srq)->dp;
+	} else {
+		ret = map_wq(ctx, &qp->rq, &qp->dp.rq, r->rq_mmap_key,
+			     r->rq_bytes, r->rq_log_size, r->rq_log_stride,
+			     r->max_recv_sge);
+		if (ret)
+			goto err_unmap_sq;
+	}
 
 	qp->dp.qpn = r->qpn;
 	/* enum mpr_qp_type uses the verbs' numbers. */
@@ -595,7 +610,7 @@ struct ibv_qp *mprdma_create_qp_ex(struct ibv_context *ibctx,
 
 	/* Report what the rings really hold, which can exceed the request. */
 	attr->cap.max_send_wr = 1u << r->sq_log_size;
-	attr->cap.max_recv_wr = 1u << r->rq_log_size;
+	attr->cap.max_recv_wr = attr->srq ? 0 : 1u << r->rq_log_size;
 	attr->cap.max_send_sge = r->max_send_sge;
 	attr->cap.max_recv_sge = r->max_recv_sge;
 	attr->cap.max_inline_data = mpr_dp_max_inline(&qp->dp);
@@ -657,7 +672,7 @@ int mprdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		return ret;
 	/* The kernel knows the requested caps; the rings are the truth. */
 	attr->cap.max_send_wr = 1u << qp->dp.sq.log_size;
-	attr->cap.max_recv_wr = 1u << qp->dp.rq.log_size;
+	attr->cap.max_recv_wr = qp->dp.srq ? 0 : 1u << qp->dp.rq.log_size;
 	attr->cap.max_send_sge = qp->dp.sq.max_sge;
 	attr->cap.max_recv_sge = qp->dp.rq.max_sge;
 	attr->cap.max_inline_data = mpr_dp_max_inline(&qp->dp);

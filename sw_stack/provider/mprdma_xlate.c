@@ -209,6 +209,12 @@ static int cqe_valid(struct mpr_dp_cq *cq, uint32_t idx)
 
 uint32_t mprdma_cq_clean(struct mpr_dp_cq *cq, uint32_t qpn)
 {
+	return mprdma_cq_clean_srq(cq, qpn, NULL);
+}
+
+uint32_t mprdma_cq_clean_srq(struct mpr_dp_cq *cq, uint32_t qpn,
+			     struct mpr_dp_srq *srq)
+{
 	uint32_t size = 1u << cq->log_size;
 	uint32_t nfreed = 0;
 	uint32_t pi = cq->ci;
@@ -227,6 +233,11 @@ uint32_t mprdma_cq_clean(struct mpr_dp_cq *cq, uint32_t qpn)
 		i--;
 		cqe = cqe_at(cq, i);
 		if ((le32toh(cqe->qpn) & MPR_DB_QPN_MASK) == qpn) {
+			/* A receive of a QP of an SRQ held an SRQ slot: give
+			 * it back to the list, as a poll would have. */
+			if (srq && cqe->opcode >= MPR_CQE_RESP_RECV)
+				mpr_dp_srq_free_slot(srq,
+						     le16toh(cqe->wqe_index));
 			nfreed++;
 		} else if (nfreed) {
 			struct mpr_cqe *dst = cqe_at(cq, i + nfreed);

@@ -63,6 +63,10 @@ int mprdma_wc_opcode(uint32_t cqe_opcode);
  * index, never sees a slot change under it.
  */
 uint32_t mprdma_cq_clean(struct mpr_dp_cq *cq, uint32_t qpn);
+/* The same for a QP of an SRQ: the SRQ slot of each receive completion
+ * removed is linked back into the SRQ's list (mpr_dp_srq_free_slot()). */
+uint32_t mprdma_cq_clean_srq(struct mpr_dp_cq *cq, uint32_t qpn,
+			     struct mpr_dp_srq *srq);
 
 #ifdef __cplusplus
 }

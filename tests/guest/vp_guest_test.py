@@ -10,7 +10,7 @@ rdma_check (tests/guest/tools/rdma_check.c) into the guests' 9p shares,
 runs `mprdma-vp-sim run SCENARIO --out DIR` and asserts on its exit status,
 results.json (flows."guest.<name>": run_exit, output lines, qemu_exit) and
 the guests' console output. TESTs (each test_<name> below says what it
-checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, perftest, integrity, badlkey, reload,
+checks): devinfo, rc_pingpong, ud_pingpong, uc_pingpong, srq_pingpong, perftest, send_bw_srq, integrity, badlkey, reload,
 peer_death, qp_transport, rtl, wqe_by_mmio,
 inline_recv, hw_counters, transport_mismatch, rdmacm_mprdma, rdmacm_gbn,
 rdmacm_reject. Exit status 0 pass, 1 fail, 77 skipped (no rdma_check built).
@@ -335,6 +335,17 @@ def test_devinfo(r):
     r.find("g0", r"^\s+vendor_id:\s+0xc0de$", "vendor_id 0xc0de")
     r.find("g0", r"^\s+vendor_part_id:\s+19792$", "vendor_part_id 0x4d50")
     r.find("g0", r"^\s+transport:\s+InfiniBand \(0\)$", "transport")
+    # SRQs (CAPS.SRQ): a ring of 2^k slots holds 2^k - 1 WQEs (the list's
+    # tail stays free); a slot of at most 1 KiB holds (1024 - 16) / 16 SGEs.
+    srq = {k: r.find("g0", rf"^\s+{k}:\s+(\d+)$", k) for k in ("max_srq", "max_srq_wr",
+                                                               "max_srq_sge")}
+    if all(srq.values()):
+        v = {k: int(m[0].group(1)) for k, m in srq.items()}
+        print(f"SRQ limits: {v}")
+        r.check(v["max_srq"] > 0, f"max_srq {v['max_srq']}")
+        r.check(v["max_srq_wr"] > 0 and v["max_srq_wr"] & (v["max_srq_wr"] + 1) == 0
+                and v["max_srq_wr"] < 65536, f"max_srq_wr {v['max_srq_wr']} is not 2^k - 1")
+        r.check(0 < v["max_srq_sge"] <= 63, f"max_srq_sge {v['max_srq_sge']}")
     r.find("g0", r"^\s+port:\s+1$", "port 1")
     r.find("g0", r"^\s+state:\s+PORT_ACTIVE \(4\)$", "port 1 PORT_ACTIVE")
     r.find("g0", r"^\s+link_layer:\s+Ethernet$", "link_layer Ethernet")
@@ -455,6 +466,47 @@ def test_uc_pingpong(r):
                 f"wanted {iters * size // 1024}")
         r.check(not drops, f"nic {g}: UC packets dropped: {drops}")
         r.check(not st.get("transport.acks"), f"nic {g}: ACKs on a UC-only run")
+
+
+def test_srq_pingpong(r):
+    """rdma-core's ibv_srq_pingpong (-c validating every buffer) between two
+    guests across the two-ToR testbed fabric with MP-RDMA: 4 RC QPs per
+    side sharing one SRQ (500 RECVs, a ring of 512 slots). Each side's NIC
+    must have taken from the SRQ exactly one WQE per message it received,
+    i.e. per SEND WQE the other side's NIC sent (ibv_srq_pingpong may send
+    up to QPs - 1 messages beyond -n), and no responder may have had to
+    answer with an RNR NAK (the SRQ never ran dry)."""
+    size, iters, qps = 4096, 400, 4
+    pp = f"ibv_srq_pingpong -d mprdma_0 -g 3 -c -q {qps} -s {size} -n {iters} -p 18681"
+    r.scenario([("t0h0", "qemu", f"retry_connect {pp} 10.0.0.2 || exit 1\n"),
+                ("t1h0", "qemu", f"{pp} || exit 1\n")],
+               fabric="{topology: mp_rdma_testbed, leaves: 2, spines: 4, hosts_per_leaf: 1}",
+               extra="nic: {transport: mprdma}")
+    r.run()
+    peer = {"t0h0": "t1h0", "t1h0": "t0h0"}
+    for g in ("t0h0", "t1h0"):
+        r.expect_exit(g)
+        r.check(not r.find(g, r"invalid data|Failed|Couldn't|error"),
+                f"{g}: error lines in the output")
+        b = r.find(g, rf"^{2 * size * iters} bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec$",
+                   f"{g}: the byte count")
+        it = r.find(g, rf"^{iters} iters in ([\d.]+) seconds = ([\d.]+) usec/iter$",
+                    f"{g}: the iteration line")
+        st, pst = r.nic(g), r.nic(peer[g])
+        taken = st.get("responder.srq.taken") or 0
+        sent = pst.get("requester.wqes") or 0
+        if b and it:
+            print(f"{g}: srq_pingpong {size} B x {iters} over {qps} QPs: "
+                  f"{float(b[0].group(2)):.1f} Mbit/s, {float(it[0].group(2)):.1f} us/iter")
+        print(f"nic {g}: SRQ WQEs taken {taken}, SENDs from {peer[g]} {sent}, "
+              f"messages {st.get('responder.messages')}, RNR NAKs {st.get('responder.rnr_naks')}, "
+              f"list breaks {st.get('responder.srq.list_breaks')}")
+        r.check(iters <= taken <= iters + qps - 1,
+                f"nic {g}: {taken} SRQ WQEs taken, wanted {iters}..{iters + qps - 1}")
+        r.check(taken == sent, f"nic {g}: {taken} SRQ WQEs taken for {sent} SENDs of {peer[g]}")
+        r.check(st.get("responder.messages") == taken,
+                f"nic {g}: {st.get('responder.messages')} messages, {taken} SRQ WQEs")
+        r.check(not st.get("responder.rnr_naks"), f"nic {g}: RNR NAKs with a full SRQ")
 
 
 # rdma_cm (librdmacm over rdma_ucm, rdma_cm and ib_cm): the connection
@@ -701,6 +753,41 @@ def test_perftest(r):
     r.expect_exit("g1")
     check_clean_transport(r)
     check_perftest_output(r, r.output("g0") if r.results else [])
+
+
+def test_send_bw_srq(r):
+    """Unmodified perftest ib_send_bw --use-srq between two guests back to
+    back, 64 KiB SENDs: the server's RECVs come from its SRQ (perftest
+    posts its rx depth there and reposts as completions arrive). The client
+    must print its result row for all the iterations, and the server's NIC
+    must have taken one SRQ WQE per message it received, with no RNR NAK."""
+    n, port = 2000, 18615
+    cmd = f"ib_send_bw -d mprdma_0 -x 3 -F --use-srq -s 65536 -n {n} -p {port}"
+    pair(r, f"{cmd} || exit 1", f"retry_connect {cmd} 10.0.0.2 || exit 1")
+    r.run()
+    r.expect_exit("g0")
+    r.expect_exit("g1")
+    check_clean_transport(r)
+    out = r.output("g0") if r.results else []
+    rows = [m for m in (re.match(r"^\s*65536\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", l)
+                        for l in out) if m]
+    if r.check(rows, "ib_send_bw --use-srq: no result row for 65536 B on the client"):
+        iters, peak, avg = int(rows[0].group(1)), float(rows[0].group(2)), float(rows[0].group(3))
+        print(f"ib_send_bw --use-srq: 65536 B x {iters}: average {avg:.2f} MB/s, "
+              f"peak {peak:.2f} MB/s")
+        r.check(iters == n, f"ib_send_bw --use-srq: {iters} iterations, want {n}")
+        if any("Correlation coefficient" in l for l in out):
+            print("perftest could not measure the guest's clock: the figures are not checked")
+        else:
+            r.check(BW_MIN_MBPS < avg < LINE_RATE_MBPS,
+                    f"ib_send_bw --use-srq: average {avg} MB/s outside "
+                    f"({BW_MIN_MBPS}, {LINE_RATE_MBPS:.0f})")
+    srv = r.nic("g1")
+    taken, msgs = srv.get("responder.srq.taken") or 0, srv.get("responder.messages") or 0
+    print(f"nic g1: SRQ WQEs taken {taken}, messages {msgs}, RNR NAKs "
+          f"{srv.get('responder.rnr_naks')}, list breaks {srv.get('responder.srq.list_breaks')}")
+    r.check(taken >= n, f"nic g1: {taken} SRQ WQEs taken for {n} SENDs")
+    r.check(taken == msgs, f"nic g1: {taken} SRQ WQEs taken, {msgs} messages received")
 
 
 def check_perftest_output(r, out):
@@ -1279,8 +1366,10 @@ TESTS = {
     "devinfo": test_devinfo,
     "rc_pingpong": test_rc_pingpong,
     "uc_pingpong": test_uc_pingpong,
+    "srq_pingpong": test_srq_pingpong,
     "ud_pingpong": test_ud_pingpong,
     "perftest": test_perftest,
+    "send_bw_srq": test_send_bw_srq,
     "main_demo": test_main_demo,
     "integrity": test_integrity,
     "badlkey": test_badlkey,

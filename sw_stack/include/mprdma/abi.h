@@ -4,7 +4,7 @@
  * provider (sw_stack/provider) and the kernel driver (guest_driver)
  * exchange through uverbs. The one definition of that ABI.
  *
- * Queue memory (SQ, RQ, CQ rings and the CQ consumer-index record) is
+ * Queue memory (SQ, RQ, SRQ, CQ rings and the CQ consumer-index record) is
  * allocated by the kernel driver as DMA-coherent, physically contiguous
  * memory (the NIC's contexts take one base address per ring) and mapped
  * into the process with mmap() on the uverbs file at the offset given in
@@ -85,6 +85,26 @@ struct mpr_create_qp_resp {
 	__u32 max_send_sge;
 	__u32 max_recv_sge;
 	__u32 reserved;
+};
+
+/*
+ * create_srq: no driver input. The SRQ's ring: 2^log_size slots of
+ * 2^log_stride bytes, each a struct mpr_wqe_srq_next followed by up to
+ * max_sge struct mpr_wqe_data (<mprdma/hw.h>). The provider keeps it as a
+ * linked list (mpr_dp_srq_init() and the rest of <mprdma/dp.h>) and rings
+ * the doorbell MPR_UAR_SRQ_DB on its context's UAR page; 2^log_size - 1
+ * WQEs fit. A QP created with an SRQ has no receive ring: its create_qp
+ * response has rq_log_size, rq_log_stride, rq_mmap_key, rq_bytes and
+ * max_recv_sge 0.
+ */
+struct mpr_create_srq_resp {
+	__u32 srqn;
+	__u8 log_size;
+	__u8 log_stride;
+	__u8 reserved0[2];
+	__aligned_u64 mmap_key; /* mmap offset of the ring */
+	__u32 bytes;            /* the ring's bytes */
+	__u32 max_sge;          /* SGEs a WQE may carry (granted) */
 };
 
 /* create_ah (UD): the destination MAC ib_core resolved for the AH. */

@@ -194,6 +194,11 @@ int mpr_dp_post_srq_recv(struct mpr_dp_srq *srq, const struct mpr_recv_wr *wr, i
 void mpr_dp_ring_srq(struct mpr_dp_srq *srq);
 /* Free slots (WQEs that can still be posted). */
 uint32_t mpr_dp_srq_space(const struct mpr_dp_srq *srq);
+/* Links slot `slot` (a CQE's wqe_index, masked to the ring) after the
+ * list's tail, under ops->srq_lock when set: what mpr_dp_poll_cq() does for
+ * a receive completion of a QP of the SRQ, for callers that drop such a CQE
+ * unpolled (a QP destroyed or reset with completions left in its CQ). */
+void mpr_dp_srq_free_slot(struct mpr_dp_srq *srq, uint32_t slot);
 
 /* The transport engine (enum mpr_transport) a name chooses: NULL or "" the
  * NIC's default, else mpr_transport_name()'s names in <mprdma/hw.h>. -1 for

@@ -2,10 +2,13 @@
 """Bad input from a guest (ctest label "guest"; tests/guest/bad_input/).
 
     bad_input_test.py lkey|dma|doorbell|admin|ud --sim SIM --client BIN --server BIN --work DIR
+    bad_input_test.py srq --sim SIM --srq-check BIN --work DIR
 
 Runs a two-guest scenario in a new folder under DIR (removed when the case
 passes, kept for inspection when it fails): g0 runs `bi_client CASE 10.0.0.2`, the program
-that feeds the NIC bad input, g1 runs `bi_server`, its well-behaved peer.
+that feeds the NIC bad input, g1 runs `bi_server`, its well-behaved peer. The
+srq case runs srq_check (srq_check.c) instead: `srq_check client 10.0.0.2` on
+g0 and `srq_check server` on g1, where the SRQ and its QPs are.
 Both programs print BI-OK / BI-FAIL / BI-COUNT lines (bi_common.h). The test
 passes when
   - the simulator exits normally (no crash, no signal) and writes results.json;
@@ -46,10 +49,10 @@ qemu:
 hosts:
   - name: g0
     kind: qemu
-    run: /host/bi_client {case} 10.0.0.2
+    run: {client_cmd}
   - name: g1
     kind: qemu
-    run: /host/bi_server
+    run: {server_cmd}
 links:
   - {{name: wire, a: g0, b: g1, rate: 40Gbps}}
 """
@@ -135,7 +138,21 @@ EXPECTED_OK = {
         "query_device_output_sane", "query_port_after_garbage", "port_active_after_garbage",
         "verbs_query_device_after_garbage", "nic_works_after_garbage", "server_sees_data",
     ],
+    # srq_check: a RECV of a QP of an SRQ, destroying an SRQ in use, an SRQ
+    # WQE with a bad lkey (the QP that took it fails, the SRQ and the other
+    # QP go on), the armed limit's event.
+    "srq": [
+        "srq_device_caps", "srq_created", "srq_beyond_max_srq_wr_einval", "srq_qp_created",
+        "srq_qp_post_recv_einval", "srq_destroy_in_use_ebusy", "srq_resize_refused",
+        "srq_bad_lkey_posted", "srq_bad_lkey_sender_error",
+        "srq_bad_lkey_error_cqe_on_consuming_qp", "srq_bad_lkey_last_wqe_event",
+        "srq_bad_lkey_qp_in_err", "srq_other_qp_still_rts", "srq_limit_armed",
+        "srq_good_sends_complete", "srq_good_recvs_after_bad_lkey", "srq_limit_event",
+        "srq_limit_disarmed", "client_clean", "srq_destroyed_after_qps",
+    ],
 }
+# Checks of bi_client/bi_server that srq_check does not make.
+COMMON_BI_ONLY = ["server_clean"]
 
 
 class Checker:
@@ -251,21 +268,37 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(EXPECTED_OK))
     ap.add_argument("--sim", required=True)
-    ap.add_argument("--client", required=True)
-    ap.add_argument("--server", required=True)
+    ap.add_argument("--client", help="bi_client (every case but srq)")
+    ap.add_argument("--server", help="bi_server (every case but srq)")
+    ap.add_argument("--srq-check", help="srq_check (the srq case)")
     ap.add_argument("--work", required=True, help="folder for the run's folder")
     args = ap.parse_args()
 
-    work, out, scenario = start_run(args.case, args.work, {"g0": args.client, "g1": args.server},
+    if args.case == "srq":
+        if not args.srq_check:
+            ap.error("the srq case needs --srq-check")
+        programs = {"g0": args.srq_check, "g1": args.srq_check}
+        names = {"g0": "srq_check client", "g1": "srq_check server"}
+        cmds = {"client_cmd": "/host/srq_check client 10.0.0.2",
+                "server_cmd": "/host/srq_check server"}
+        expected = EXPECTED_OK["srq"] + [k for k in COMMON if k not in COMMON_BI_ONLY]
+    else:
+        if not args.client or not args.server:
+            ap.error(f"the {args.case} case needs --client and --server")
+        programs = {"g0": args.client, "g1": args.server}
+        names = {"g0": "bi_client", "g1": "bi_server"}
+        cmds = {"client_cmd": f"/host/bi_client {args.case} 10.0.0.2",
+                "server_cmd": "/host/bi_server"}
+        expected = EXPECTED_OK[args.case] + COMMON
+    work, out, scenario = start_run(args.case, args.work, programs,
                                     f"bad-input-{args.case}.yaml",
-                                    SCENARIO.format(case=args.case))
+                                    SCENARIO.format(case=args.case, **cmds))
     c = Checker()
     results = run_and_load(c, args.case, args.sim, scenario, work, out)
     if results is None:
         print(f"the run is kept in {work}")
         return 1
-    counts, _ = check_programs(c, results, {"g0": "bi_client", "g1": "bi_server"},
-                               EXPECTED_OK[args.case] + COMMON)
+    counts, _ = check_programs(c, results, names, expected)
 
     nic = results["nics"]
     pcie = results["pcie"]
@@ -329,6 +362,19 @@ def main():
         # Only the doorbell ahead of the posted WQEs makes an error CQE.
         c.equal("client error CQEs", cl.get("error_cqes"), 1)
         c.equal("nics.g0.requester.wqe_errors", nic["g0"]["requester.wqe_errors"], 1)
+    elif args.case == "srq":
+        sv = counts["g1"]
+        # The SEND into the bad-lkey WQE failed on both sides, nothing else.
+        c.equal("client error CQEs (its SEND into the bad WQE)", cl.get("error_cqes"), 1)
+        c.equal("server error CQEs (the bad WQE, on QP B)", sv.get("error_cqes"), 1)
+        c.equal("nics.g1.cq.error_cqes = the server's error CQEs", nic["g1"]["cq.error_cqes"],
+                sv.get("error_cqes"))
+        c.equal("nics.g1.responder.srq.taken (1 bad + 3 good WQEs)",
+                nic["g1"]["responder.srq.taken"], 4)
+        c.equal("nics.g1.responder.srq.limit_events", nic["g1"]["responder.srq.limit_events"], 1)
+        c.equal("nics.g1.responder.fatal_naks (the bad WQE)", nic["g1"]["responder.fatal_naks"], 1)
+        c.equal("nics.g1.responder.rnr_naks (WQEs were always there)",
+                nic["g1"]["responder.rnr_naks"], 0)
     elif args.case == "ud":
         c.equal("client error CQEs (the datagram beyond the MTU)", cl.get("error_cqes"), 1)
         c.equal("nics.g0.requester.wqe_errors", nic["g0"]["requester.wqe_errors"], 1)

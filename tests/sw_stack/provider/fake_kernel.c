@@ -76,6 +76,17 @@ struct fk_qp *fk_qp(uint32_t qpn)
 	return NULL;
 }
 
+struct fk_srq *fk_srq(uint32_t srqn)
+{
+	return srqn < FK_MAX_OBJS && fk.srqs[srqn].live ? &fk.srqs[srqn] : NULL;
+}
+
+uint8_t *fk_srq_slot(struct fk_srq *srq, uint32_t slot)
+{
+	return (uint8_t *)fk_ptr(srq->ring_key) +
+	       ((size_t)(slot & ((1u << srq->log_size) - 1)) << srq->log_stride);
+}
+
 uint8_t *fk_cqe_slot(struct fk_cq *cq, uint32_t idx)
 {
 	uint32_t mask = (1u << cq->log_size) - 1;
@@ -314,6 +325,19 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 	fqp->transport = c->drv_payload.transport;
 	fqp->sq_log_size = max_u32(1, log2_ceil(cap->max_send_wr));
 	fqp->rq_log_size = max_u32(1, log2_ceil(cap->max_recv_wr));
+	if (attr_ex->srq) {
+		/* As the driver: no receive ring, no receive caps. */
+		struct fk_srq *fsrq = fk_srq(attr_ex->srq->handle);
+
+		if (!fsrq) {
+			fqp->live = 0;
+			return EINVAL;
+		}
+		fsrq->num_qps++;
+		fqp->srq = (int)(fsrq - fk.srqs) + 1;
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 	body = max_u32(cap->max_send_sge * sizeof(struct mpr_wqe_data),
 		       sizeof(struct mpr_wqe_inline) + cap->max_inline_data);
 	fqp->sq_log_stride =
@@ -325,7 +349,11 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 	    max_u32(MPR_RQ_LOG_STRIDE_MIN,
 		    log2_ceil(cap->max_recv_sge * sizeof(struct mpr_wqe_data)));
 	fqp->sq_key = fk_alloc(1ull << (fqp->sq_log_size + fqp->sq_log_stride));
-	fqp->rq_key = fk_alloc(1ull << (fqp->rq_log_size + fqp->rq_log_stride));
+	if (fqp->srq)
+		fqp->rq_log_size = fqp->rq_log_stride = 0;
+	else
+		fqp->rq_key =
+		    fk_alloc(1ull << (fqp->rq_log_size + fqp->rq_log_stride));
 
 	/* What libibverbs' own ibv_cmd_create_qp_ex() sets up. */
 	qp->qp.context = context;
@@ -352,7 +380,8 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 	r->drv_payload.sq_mmap_key = fqp->sq_key;
 	r->drv_payload.rq_mmap_key = fqp->rq_key;
 	r->drv_payload.sq_bytes = 1u << (fqp->sq_log_size + fqp->sq_log_stride);
-	r->drv_payload.rq_bytes = 1u << (fqp->rq_log_size + fqp->rq_log_stride);
+	r->drv_payload.rq_bytes =
+	    fqp->srq ? 0 : 1u << (fqp->rq_log_size + fqp->rq_log_stride);
 	r->drv_payload.max_inline = cap->max_inline_data;
 	r->drv_payload.max_send_sge = cap->max_send_sge;
 	r->drv_payload.max_recv_sge = cap->max_recv_sge;
@@ -361,6 +390,8 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 
 int ibv_cmd_destroy_qp(struct ibv_qp *qp)
 {
+	if (fk.qps[qp->handle].srq)
+		fk.srqs[fk.qps[qp->handle].srq - 1].num_qps--;
 	fk.qps[qp->handle].live = 0;
 	fk.destroyed_qps++;
 	return 0;
@@ -402,5 +433,98 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 	memset(qp_init_attr, 0, sizeof(*qp_init_attr));
 	qp_attr->qp_state = qp->state;
 	qp_init_attr->qp_type = qp->qp_type;
+	return 0;
+}
+
+/* As guest_driver/mprdma_srq.c sizes the ring: one slot more than max_wr. */
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp, size_t resp_size)
+{
+	struct mprdma_create_srq_resp *r = (void *)resp;
+	struct fk_srq *fsrq = NULL;
+	int i;
+
+	if (resp_size != sizeof(*r) || cmd_size != sizeof(*cmd) ||
+	    !attr->attr.max_wr || attr->attr.max_wr > 65535 ||
+	    attr->attr.max_sge > 16)
+		return EINVAL;
+	for (i = 0; i < FK_MAX_OBJS && !fsrq; i++)
+		if (!fk.srqs[i].live)
+			fsrq = &fk.srqs[i];
+	if (!fsrq)
+		return ENOMEM;
+	memset(fsrq, 0, sizeof(*fsrq));
+	fsrq->live = 1;
+	fsrq->srqn = (uint32_t)(fsrq - fk.srqs);
+	fsrq->log_size = max_u32(1, log2_ceil((uint64_t)attr->attr.max_wr + 1));
+	fsrq->log_stride =
+	    max_u32(MPR_SRQ_LOG_STRIDE_MIN,
+		    log2_ceil(sizeof(struct mpr_wqe_srq_next) +
+			      attr->attr.max_sge * sizeof(struct mpr_wqe_data)));
+	fsrq->max_sge = ((1u << fsrq->log_stride) -
+			 sizeof(struct mpr_wqe_srq_next)) /
+			sizeof(struct mpr_wqe_data);
+	fsrq->ring_key =
+	    fk_alloc(1ull << (fsrq->log_size + fsrq->log_stride));
+
+	srq->context = pd->context;
+	srq->pd = pd;
+	srq->handle = fsrq->srqn;
+	attr->attr.max_wr = (1u << fsrq->log_size) - 1;
+	attr->attr.max_sge = fsrq->max_sge;
+	r->ibv_resp.srq_handle = fsrq->srqn;
+	r->ibv_resp.srqn = fsrq->srqn;
+	r->ibv_resp.max_wr = attr->attr.max_wr;
+	r->ibv_resp.max_sge = attr->attr.max_sge;
+	r->drv_payload.srqn = fsrq->srqn;
+	r->drv_payload.log_size = (uint8_t)fsrq->log_size;
+	r->drv_payload.log_stride = (uint8_t)fsrq->log_stride;
+	r->drv_payload.mmap_key = fsrq->ring_key;
+	r->drv_payload.bytes = 1u << (fsrq->log_size + fsrq->log_stride);
+	r->drv_payload.max_sge = fsrq->max_sge;
+	return 0;
+}
+
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct ibv_modify_srq *cmd,
+		       size_t cmd_size)
+{
+	struct fk_srq *fsrq = fk_srq(srq->handle);
+
+	if (!fsrq || (srq_attr_mask & IBV_SRQ_MAX_WR))
+		return EINVAL;
+	if (srq_attr_mask & IBV_SRQ_LIMIT) {
+		if (srq_attr->srq_limit > (1u << fsrq->log_size) - 1)
+			return EINVAL;
+		fsrq->limit = srq_attr->srq_limit;
+	}
+	return 0;
+}
+
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size)
+{
+	struct fk_srq *fsrq = fk_srq(srq->handle);
+
+	if (!fsrq)
+		return EINVAL;
+	srq_attr->max_wr = (1u << fsrq->log_size) - 1;
+	srq_attr->max_sge = fsrq->max_sge;
+	srq_attr->srq_limit = fsrq->limit;
+	return 0;
+}
+
+/* ib_core refuses to destroy an SRQ that QPs use. */
+int ibv_cmd_destroy_srq(struct ibv_srq *srq)
+{
+	struct fk_srq *fsrq = fk_srq(srq->handle);
+
+	if (!fsrq)
+		return EINVAL;
+	if (fsrq->num_qps)
+		return EBUSY;
+	fsrq->live = 0;
 	return 0;
 }

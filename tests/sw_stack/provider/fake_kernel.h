@@ -34,6 +34,16 @@ struct fk_qp {
 	uint32_t sq_log_size, sq_log_stride, rq_log_size, rq_log_stride;
 	uint64_t sq_key, rq_key;
 	uint8_t transport; /* struct mpr_create_qp_cmd as the provider sent it */
+	int srq;	   /* index in fk.srqs + 1 of its SRQ, 0 if none */
+};
+
+struct fk_srq {
+	int live;
+	uint32_t srqn;
+	uint32_t log_size, log_stride, max_sge;
+	uint64_t ring_key;
+	uint32_t limit;	  /* armed limit (MODIFY_SRQ) */
+	uint32_t num_qps; /* QPs attached: DESTROY_SRQ is EBUSY meanwhile */
 };
 
 struct fake_kernel {
@@ -52,6 +62,7 @@ struct fake_kernel {
 	uint8_t ah_dmac[6];  /* what create_ah answers as the resolved MAC */
 	struct fk_cq cqs[FK_MAX_OBJS];
 	struct fk_qp qps[FK_MAX_OBJS];
+	struct fk_srq srqs[FK_MAX_OBJS];
 };
 
 extern struct fake_kernel fk;
@@ -62,6 +73,9 @@ void *fk_ptr(uint64_t key);
 uint64_t fk_doorbell(uint32_t off);
 struct fk_cq *fk_cq(uint32_t cqn);
 struct fk_qp *fk_qp(uint32_t qpn);
+struct fk_srq *fk_srq(uint32_t srqn);
+/* The slot `slot` of the SRQ's ring. */
+uint8_t *fk_srq_slot(struct fk_srq *srq, uint32_t slot);
 /* The NIC writes the next CQE of `cq`. */
 void fk_write_cqe(struct fk_cq *cq, uint32_t qpn, uint16_t wqe_index,
 		  uint8_t opcode, uint8_t status, uint32_t byte_len,

@@ -199,7 +199,6 @@ static void test_create_qp_caps_and_refusals(void)
 {
 	struct ibv_qp_init_attr attr = {};
 	struct ibv_qp_init_attr_ex xattr = {};
-	struct ibv_srq_init_attr sattr = {.attr = {.max_wr = 4, .max_sge = 1}};
 	struct ibv_qp_attr qattr;
 	struct ibv_qp_init_attr qinit;
 	struct env e;
@@ -274,9 +273,6 @@ static void test_create_qp_caps_and_refusals(void)
 
 	/* Verbs the device lacks fail with EOPNOTSUPP (libibverbs' defaults).
 	 */
-	errno = 0;
-	CHECK(ibv_create_srq(e.pd, &sattr) == NULL);
-	CHECK_EQ(errno, EOPNOTSUPP);
 	errno = 0;
 	CHECK(ibv_alloc_mw(e.pd, IBV_MW_TYPE_1) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
@@ -1042,6 +1038,170 @@ static void test_destroy_qp_drops_its_cqes(void)
 	env_down(&e);
 }
 
+static uint16_t srq_next(struct fk_srq *fsrq, uint32_t slot)
+{
+	return le16toh(
+	    ((struct mpr_wqe_srq_next *)fk_srq_slot(fsrq, slot))->next_index);
+}
+
+/* Chains wr[0..n-1] into a list of one-SGE RECVs with wr_ids from `id`. */
+static void srq_wrs(struct env *e, struct ibv_recv_wr *wr,
+		    struct ibv_sge *sge, int n, uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		sge[i].addr = (uintptr_t)e->buf + 64 * (size_t)i;
+		sge[i].length = 64;
+		sge[i].lkey = e->mr->lkey;
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = id + (uint64_t)i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+}
+
+/*
+ * A shared receive queue: the ring's list as the NIC expects it after
+ * CREATE_SRQ, one doorbell per list of RECVs carrying the count posted, QPs
+ * of the SRQ without a receive queue (post_recv is EINVAL), completions of
+ * two QPs in any order naming their WQEs and linking their slots after the
+ * tail, a full SRQ (ENOMEM) and too many SGEs (EINVAL) with *bad_wr set,
+ * destroy refused while a QP uses the SRQ, an unpolled receive of a
+ * destroyed QP giving its slot back, the limit through modify and query.
+ */
+static void test_srq(void)
+{
+	struct ibv_srq_init_attr sattr = {.attr = {.max_wr = 6, .max_sge = 2}};
+	struct ibv_srq_attr sa = {};
+	struct ibv_qp_init_attr qattr = {};
+	struct ibv_recv_wr wr[8], *bad;
+	struct ibv_sge sge[8];
+	struct ibv_wc wc[8];
+	struct fk_srq *fsrq;
+	struct ibv_qp *q1, *q2;
+	struct ibv_srq *srq;
+	struct env e;
+	uint32_t i;
+
+	env_up(&e, 16);
+	srq = ibv_create_srq(e.pd, &sattr);
+	CHECK(srq != NULL);
+	if (!srq) {
+		env_down(&e);
+		return;
+	}
+	fsrq = fk_srq(srq->handle);
+	/* 8 slots of 64 bytes: 7 WQEs (the tail stays free) of 3 SGEs. */
+	CHECK_EQ(sattr.attr.max_wr, 7);
+	CHECK_EQ(sattr.attr.max_sge, 3);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(srq_next(fsrq, i), (i + 1) & 7);
+
+	qattr.send_cq = e.cq;
+	qattr.recv_cq = e.cq;
+	qattr.srq = srq;
+	qattr.qp_type = IBV_QPT_RC;
+	qattr.cap.max_send_wr = 4;
+	qattr.cap.max_send_sge = 1;
+	qattr.cap.max_recv_wr = 100; /* ignored with an SRQ */
+	qattr.cap.max_recv_sge = 5;
+	q1 = ibv_create_qp(e.pd, &qattr);
+	CHECK(q1 != NULL);
+	CHECK_EQ(qattr.cap.max_recv_wr, 0);
+	CHECK_EQ(qattr.cap.max_recv_sge, 0);
+	q2 = ibv_create_qp(e.pd, &qattr);
+	CHECK(q2 != NULL);
+	if (!q1 || !q2)
+		abort();
+	CHECK(q1->srq == srq);
+	CHECK_EQ(to_rts(q1), 0);
+	CHECK_EQ(to_rts(q2), 0);
+
+	/* A list of three: slots 0, 1, 2 and one doorbell saying 3. */
+	srq_wrs(&e, wr, sge, 3, 100);
+	CHECK_EQ(ibv_post_srq_recv(srq, wr, &bad), 0);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SRQ_DB), MPR_SRQ_DB(fsrq->srqn, 3));
+	for (i = 0; i < 3; i++) {
+		const struct mpr_wqe_data *d =
+		    (const void *)(fk_srq_slot(fsrq, i) +
+				   sizeof(struct mpr_wqe_srq_next));
+
+		CHECK_EQ(le64toh(d[0].addr), (uintptr_t)e.buf + 64 * i);
+		CHECK_EQ(le32toh(d[0].byte_count), 64);
+		CHECK_EQ(le32toh(d[0].lkey), e.mr->lkey);
+		CHECK_EQ(le32toh(d[1].lkey), MPR_LKEY_END);
+	}
+
+	/* RECVs of a QP of an SRQ go to the SRQ. */
+	wr[0].next = NULL;
+	bad = NULL;
+	CHECK_EQ(ibv_post_recv(q1, wr, &bad), EINVAL);
+	CHECK(bad == wr);
+
+	/* Slot 2 completes on q2 before slot 0 on q1: both slots go after
+	 * the tail (7 -> 2 -> 0). */
+	fk_write_cqe(e.fcq, q2->qp_num, 2, MPR_CQE_RESP_RECV, 0, 10, 0, 0, 0);
+	fk_write_cqe(e.fcq, q1->qp_num, 0, MPR_CQE_RESP_RECV, 0, 11, 0, 0, 0);
+	CHECK_EQ(ibv_poll_cq(e.cq, 8, wc), 2);
+	CHECK_EQ(wc[0].wr_id, 102);
+	CHECK_EQ(wc[0].qp_num, q2->qp_num);
+	CHECK_EQ(wc[0].opcode, IBV_WC_RECV);
+	CHECK_EQ(wc[0].byte_len, 10);
+	CHECK_EQ(wc[1].wr_id, 100);
+	CHECK_EQ(wc[1].qp_num, q1->qp_num);
+	CHECK_EQ(srq_next(fsrq, 7), 2);
+	CHECK_EQ(srq_next(fsrq, 2), 0);
+
+	/* Too many SGEs: EINVAL, nothing posted, no doorbell. */
+	srq_wrs(&e, wr, sge, 1, 300);
+	wr[0].num_sge = 4;
+	bad = NULL;
+	CHECK_EQ(ibv_post_srq_recv(srq, wr, &bad), EINVAL);
+	CHECK(bad == wr);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SRQ_DB), MPR_SRQ_DB(fsrq->srqn, 3));
+
+	/* Six fit (slot 1 is still out): slots 3..7, then 2. The seventh is
+	 * ENOMEM; the six are posted, with one doorbell. */
+	srq_wrs(&e, wr, sge, 7, 200);
+	bad = NULL;
+	CHECK_EQ(ibv_post_srq_recv(srq, wr, &bad), ENOMEM);
+	CHECK(bad == &wr[6]);
+	CHECK_EQ(fk_doorbell(MPR_UAR_SRQ_DB), MPR_SRQ_DB(fsrq->srqn, 9));
+	fk_write_cqe(e.fcq, q2->qp_num, 2, MPR_CQE_RESP_RECV, 0, 12, 0, 0, 0);
+	CHECK_EQ(ibv_poll_cq(e.cq, 8, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 205);
+
+	/* In use: refused, and still usable. */
+	CHECK_EQ(ibv_destroy_srq(srq), EBUSY);
+
+	/* q1 goes with a receive completion unpolled (slot 2 again, posted
+	 * into below): its slot returns to the list. Head and tail meet at
+	 * slot 0 once one more is posted. */
+	srq_wrs(&e, wr, sge, 1, 400);
+	CHECK_EQ(ibv_post_srq_recv(srq, wr, &bad), 0);
+	fk_write_cqe(e.fcq, q1->qp_num, 0, MPR_CQE_RESP_RECV, 0, 13, 0, 0, 0);
+	CHECK_EQ(ibv_post_srq_recv(srq, wr, &bad), ENOMEM);
+	CHECK_EQ(ibv_destroy_qp(q1), 0);
+	CHECK_EQ(ibv_post_srq_recv(srq, wr, &bad), 0);
+	CHECK_EQ(ibv_poll_cq(e.cq, 8, wc), 0);
+
+	/* The limit is the kernel's; a resize is refused. */
+	sa.srq_limit = 3;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
+	memset(&sa, 0, sizeof(sa));
+	CHECK_EQ(ibv_query_srq(srq, &sa), 0);
+	CHECK_EQ(sa.srq_limit, 3);
+	CHECK_EQ(sa.max_wr, 7);
+	sa.max_wr = 64;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) != 0);
+
+	CHECK_EQ(ibv_destroy_qp(q2), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	env_down(&e);
+}
+
 static void test_reset_restarts_queues(void)
 {
 	struct ibv_send_wr wr, *bad;
@@ -1166,6 +1326,7 @@ static const struct {
     {"wr_api", test_wr_api},
     {"send_queue_full", test_send_queue_full},
     {"destroy_qp_drops_its_cqes", test_destroy_qp_drops_its_cqes},
+    {"srq", test_srq},
     {"reset_restarts_queues", test_reset_restarts_queues},
     {"concurrent_posts_are_serialised", test_concurrent_posts_are_serialised},
     {"close_releases_everything", test_close_releases_everything},
