@@ -259,24 +259,13 @@ void mpr_dp_ring_rq(struct mpr_dp_qp *qp)
 			     MPR_RQ_DB(qp->qpn, qp->rq.pi));
 }
 
-int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr,
-			int ring)
+/* A receive WQE's scatter list: the WR's entries, then an end marker
+ * when the slot (`max` entries) has room for one. */
+static void write_recv_segs(struct mpr_wqe_data *data, uint32_t max,
+			    const struct mpr_recv_wr *wr)
 {
-	uint32_t stride = 1u << qp->rq.log_stride;
-	uint32_t max = stride / sizeof(struct mpr_wqe_data);
-	struct mpr_wqe_data *data;
-	uint32_t idx = qp->rq.pi;
 	uint32_t i;
 
-	/* A QP of an SRQ has no receive queue: its RECVs go to the SRQ. */
-	if (qp->state == MPR_DP_QPS_RESET || qp->srq)
-		return -EINVAL;
-	if (wr->num_sge > qp->rq.max_sge || wr->num_sge > max)
-		return -EINVAL;
-	if (!wq_space(&qp->rq))
-		return -ENOMEM;
-
-	data = (struct mpr_wqe_data *)wq_slot(&qp->rq, idx);
 	for (i = 0; i < wr->num_sge; i++) {
 		data[i].byte_count = htole32(wr->sg_list[i].length);
 		data[i].lkey = htole32(wr->sg_list[i].lkey);
@@ -287,6 +276,26 @@ int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr,
 		data[i].lkey = htole32(MPR_LKEY_END);
 		data[i].addr = 0;
 	}
+}
+
+int mpr_dp_post_recv_db(struct mpr_dp_qp *qp, const struct mpr_recv_wr *wr,
+			int ring)
+{
+	uint32_t stride = 1u << qp->rq.log_stride;
+	uint32_t max = stride / sizeof(struct mpr_wqe_data);
+	struct mpr_wqe_data *data;
+	uint32_t idx = qp->rq.pi;
+
+	/* A QP of an SRQ has no receive queue: its RECVs go to the SRQ. */
+	if (qp->state == MPR_DP_QPS_RESET || qp->srq)
+		return -EINVAL;
+	if (wr->num_sge > qp->rq.max_sge || wr->num_sge > max)
+		return -EINVAL;
+	if (!wq_space(&qp->rq))
+		return -ENOMEM;
+
+	data = (struct mpr_wqe_data *)wq_slot(&qp->rq, idx);
+	write_recv_segs(data, max, wr);
 	qp->rq.wr_id[idx & ((1u << qp->rq.log_size) - 1)] = wr->wr_id;
 	qp->rq.pi = idx + 1;
 	if (ring)
@@ -338,7 +347,6 @@ int mpr_dp_post_srq_recv(struct mpr_dp_srq *srq, const struct mpr_recv_wr *wr,
 		       sizeof(struct mpr_wqe_data);
 	struct mpr_wqe_srq_next *next;
 	struct mpr_wqe_data *data;
-	uint32_t i;
 
 	if (wr->num_sge > srq->max_sge || wr->num_sge > max)
 		return -EINVAL;
@@ -346,16 +354,7 @@ int mpr_dp_post_srq_recv(struct mpr_dp_srq *srq, const struct mpr_recv_wr *wr,
 		return -ENOMEM;
 	next = srq_slot(srq, srq->head);
 	data = (struct mpr_wqe_data *)(next + 1);
-	for (i = 0; i < wr->num_sge; i++) {
-		data[i].byte_count = htole32(wr->sg_list[i].length);
-		data[i].lkey = htole32(wr->sg_list[i].lkey);
-		data[i].addr = htole64(wr->sg_list[i].addr);
-	}
-	if (i < max) {
-		data[i].byte_count = 0;
-		data[i].lkey = htole32(MPR_LKEY_END);
-		data[i].addr = 0;
-	}
+	write_recv_segs(data, max, wr);
 	srq->wr_id[srq->head] = wr->wr_id;
 	srq->head = le16toh(next->next_index) & ((1u << srq->log_size) - 1);
 	srq->count++;

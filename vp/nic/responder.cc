@@ -316,6 +316,18 @@ void Responder::abort_send(Qp& qp, uint8_t status, uint8_t syndrome) {
   ++qp.rq_ci;
 }
 
+Responder::RecvWqe Responder::parse_recv(uint32_t index, const uint8_t* segs, uint32_t bytes) {
+  RecvWqe w;
+  w.index = index;
+  for (uint32_t off = 0; off + sizeof(mpr_wqe_data) <= bytes; off += sizeof(mpr_wqe_data)) {
+    mpr_wqe_data d;
+    std::memcpy(&d, segs + off, sizeof d);
+    if (d.lkey == MPR_LKEY_END) break;
+    w.sges.push_back(d);
+  }
+  return w;
+}
+
 void Responder::fetch_recv(Qp& qp) {
   if (qp.srq) {
     // Only what a message needs now (out-of-order engines: the messages
@@ -346,47 +358,39 @@ void Responder::fetch_recv(Qp& qp) {
   const uint64_t addr = q->rq_base + (uint64_t(first & (size - 1)) << log_stride);
   const uint32_t qpn = qp.qpn;
   const uint64_t gen = qp.generation;
-  core_.dma.read(addr, n << log_stride, DmaPurpose::recv_wqe,
-                 [this, qpn, gen, first, n, log_stride](bool ok, std::vector<uint8_t>&& data) {
-                   Qp* q2 = find(qpn);
-                   if (!q2 || q2->generation != gen) return;
-                   q2->rq_fetching = false;
-                   if (!ok) {
-                     if (q2->active && !q2->ud && !q2->uc) {
-                       fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
-                             MPR_EQE_QP_FATAL, "receive queue unreadable", MPR_SYN_DMA_FAULT);
-                     } else {
-                       // Before RTR, and on a UD or UC QP, there is no peer to NAK:
-                       // report and fail the QP.
-                       MPR_LOG(log_, info, "QP " << qpn << ": receive queue unreadable");
-                       if (mpr_qpc* ctx = core_.contexts.qp(qpn))
-                         ctx->state = ctx->attr.qp_state = MPR_QPS_ERR;
-                       core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
-                       qp_to_error(qpn);
-                       if (requester_) requester_->qp_to_error(qpn);
-                     }
-                     return;
-                   }
-                   const uint32_t stride = 1u << log_stride;
-                   for (uint32_t i = 0; i < n; ++i) {
-                     RecvWqe w;
-                     w.index = first + i;
-                     for (uint32_t off = 0; off + sizeof(mpr_wqe_data) <= stride;
-                          off += sizeof(mpr_wqe_data)) {
-                       mpr_wqe_data d;
-                       std::memcpy(&d, data.data() + size_t(i) * stride + off, sizeof d);
-                       if (d.lkey == MPR_LKEY_END) break;
-                       w.sges.push_back(d);
-                     }
-                     q2->recv_cache.push_back(std::move(w));
-                   }
-                   q2->rq_fetch_idx = first + n;
-                   if (q2->waiting_recv) {
-                     q2->waiting_recv = false;
-                     drain_stalled(*q2);
-                   }
-                   if (Qp* q3 = find(qpn); q3 && q3->generation == gen) fetch_recv(*q3);
-                 });
+  core_.dma.read(
+      addr, n << log_stride, DmaPurpose::recv_wqe,
+      [this, qpn, gen, first, n, log_stride](bool ok, std::vector<uint8_t>&& data) {
+        Qp* q2 = find(qpn);
+        if (!q2 || q2->generation != gen) return;
+        q2->rq_fetching = false;
+        if (!ok) {
+          if (q2->active && !q2->ud && !q2->uc) {
+            fatal(*q2, net::NakCode::remote_operational_error, core_.engine.epsn(qpn),
+                  MPR_EQE_QP_FATAL, "receive queue unreadable", MPR_SYN_DMA_FAULT);
+          } else {
+            // Before RTR, and on a UD or UC QP, there is no peer to NAK:
+            // report and fail the QP.
+            MPR_LOG(log_, info, "QP " << qpn << ": receive queue unreadable");
+            if (mpr_qpc* ctx = core_.contexts.qp(qpn))
+              ctx->state = ctx->attr.qp_state = MPR_QPS_ERR;
+            core_.cq.post_async(MPR_EQE_QP_FATAL, qpn, MPR_SYN_DMA_FAULT);
+            qp_to_error(qpn);
+            if (requester_) requester_->qp_to_error(qpn);
+          }
+          return;
+        }
+        const uint32_t stride = 1u << log_stride;
+        for (uint32_t i = 0; i < n; ++i) {
+          q2->recv_cache.push_back(parse_recv(first + i, data.data() + size_t(i) * stride, stride));
+        }
+        q2->rq_fetch_idx = first + n;
+        if (q2->waiting_recv) {
+          q2->waiting_recv = false;
+          drain_stalled(*q2);
+        }
+        if (Qp* q3 = find(qpn); q3 && q3->generation == gen) fetch_recv(*q3);
+      });
 }
 
 void Responder::on_request(net::PacketPtr pkt, const net::RoceFields& f) {

@@ -315,6 +315,9 @@ class Responder : public sc_core::sc_module, public TxSource, public ResponderSi
   void schedule_read_wake(Qp& qp);
   void prune_read_table(Qp& qp);
   void fetch_recv(Qp& qp);
+  // A RECV WQE's scatter list: `bytes` of mpr_wqe_data entries at `segs`,
+  // ended early by MPR_LKEY_END (an RQ slot, or an SRQ slot after its link).
+  static RecvWqe parse_recv(uint32_t index, const uint8_t* segs, uint32_t bytes);
   // Whether at least `need` RECV WQEs of the QP are on chip (taken from its
   // SRQ at once when it has one), being fetched (the QP now waits:
   // waiting_recv, the caller stalls the packet) or not posted at all.

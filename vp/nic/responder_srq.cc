@@ -105,16 +105,7 @@ void Responder::srq_fetched(uint32_t srqn, uint64_t gen, uint32_t first, uint32_
     const uint8_t* wqe = data.data() + size_t{i} * stride;
     mpr_wqe_srq_next next;
     std::memcpy(&next, wqe, sizeof next);
-    RecvWqe w;
-    w.index = slot;
-    for (uint32_t off = sizeof next; off + sizeof(mpr_wqe_data) <= stride;
-         off += sizeof(mpr_wqe_data)) {
-      mpr_wqe_data d;
-      std::memcpy(&d, wqe + off, sizeof d);
-      if (d.lkey == MPR_LKEY_END) break;
-      w.sges.push_back(d);
-    }
-    s.cache.push_back(std::move(w));
+    s.cache.push_back(parse_recv(slot, wqe + sizeof next, stride - sizeof next));
     ++s.fetched;
     ctx->head = static_cast<uint16_t>(next.next_index & (size - 1));
   }
