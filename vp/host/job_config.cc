@@ -145,6 +145,10 @@ void JobConfig::bind(core::Binder& b) {
           "send_bw: the server's receive CQ takes receives of at most cqe_size - 32 bytes "
           "(UD: the 40-byte GRH included) inside the CQE slot, no payload DMA; the data path "
           "copies them to the RECV's buffer when it polls (inline RECV). Needs cqe_size >= 64.");
+  b.field("use_srq", use_srq,
+          "send_bw: the server's QP takes its RECVs from a shared receive queue of rx_depth "
+          "WQEs, posted with post_srq_recv (perftest's --use_srq); with qps > 1 each "
+          "connection has its own SRQ, as that many perftest processes would. RC and UC.");
   b.field("counters", counters,
           "atomic_bw: atomics go to this many 8-byte counters, chosen by counter_pick "
           "(fetch_add for more than one); every counter is checked at the end (their sum is "
@@ -248,6 +252,9 @@ void JobConfig::bind(core::Binder& b) {
       b.error("cqe_size must be 32, 64 or 128 bytes");
     if (inline_recv && app != App::send_bw) b.error("inline_recv applies to send_bw only");
     if (inline_recv && cqe_size.n < 64) b.error("inline_recv needs cqe_size 64 or 128");
+    if (use_srq && app != App::send_bw) b.error("use_srq applies to send_bw only");
+    if (use_srq && transport == QpType::ud)
+      b.error("use_srq applies to RC and UC: UD QPs take their RECVs from their own queue");
     if (recv_sges == 0)
       for (const core::Bytes& s : sizes)
         if (s.n) b.error("recv_sges 0 (header-only RECVs) needs sizes of 0 bytes");

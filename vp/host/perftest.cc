@@ -121,6 +121,7 @@ PerfTest::EndTables PerfTest::end_tables(const JobConfig& cfg) {
   t.mtt_entries = (bytes + SparseMemory::kPageBytes - 1) / SparseMemory::kPageBytes;
   if (cfg.app == JobConfig::App::rpc_bw && cfg.request == JobConfig::RpcRequest::uc_write)
     t.qps = 2;  // the UD QP of the answers and the UC QP of the requests
+  if (cfg.use_srq) t.server_srqs = 1;
   return t;
 }
 
@@ -155,7 +156,12 @@ void PerfTest::setup() {
     const uint8_t log_cqe = cfg_.cqe_size.n == 128 ? 7 : cfg_.cqe_size.n == 64 ? 6 : 5;
     s->scq = s->ctx->create_cq(cq_entries, log_cqe);
     s->rcq = s->ctx->create_cq(cq_entries, log_cqe, cfg_.inline_recv && s == server_.get());
-    s->qp = s->ctx->create_qp(s->pd, s->scq, s->rcq, caps);
+    QpCaps side_caps = caps;
+    if (cfg_.use_srq && s == server_.get()) {
+      s->srq = s->ctx->create_srq(s->pd, caps.max_recv_wr, 1);
+      side_caps.srq = s->srq;
+    }
+    s->qp = s->ctx->create_qp(s->pd, s->scq, s->rcq, side_caps);
   }
   core::RandomStream& psn = stream("psn");
   const auto ci = client_->ctx->local_info(client_->qp, static_cast<uint32_t>(psn.below(1 << 24)));
@@ -464,10 +470,14 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
   const bool header_only = cfg_.recv_sges == 0;
   mpr_recv_wr rwr{0, &sge, header_only ? 0u : 1u};
   const uint64_t depth = std::min<uint64_t>(count, static_cast<uint64_t>(cfg_.rx_depth));
+  // use_srq: the RECVs go to the QP's shared receive queue.
+  auto post = [&] {
+    return s.srq ? s.ctx->post_srq_recv(s.srq, rwr) : s.ctx->post_recv(s.qp, rwr);
+  };
   uint64_t posted = 0;
   for (; posted < depth; ++posted)
-    if (s.ctx->post_recv(s.qp, rwr)) {
-      error = "post_recv failed";
+    if (post()) {
+      error = s.srq ? "post_srq_recv failed" : "post_recv failed";
       return;
     }
   std::vector<mpr_wc> wc(64);
@@ -499,9 +509,18 @@ void PerfTest::server_recv_loop(uint64_t count, uint64_t& received, std::string&
                                                : std::string("none"));
         return;
       }
+      // The SRQ's completions name the QP that took the WQE.
+      if (s.srq && wc[i].qpn != s.qp->qpn) {
+        error = "SRQ receive completion on QP " + std::to_string(wc[i].qpn) + " (expected " +
+                std::to_string(s.qp->qpn) + ")";
+        return;
+      }
       ++received;
       if (posted < count) {
-        s.ctx->post_recv(s.qp, rwr);
+        if (post()) {
+          error = s.srq ? "post_srq_recv failed" : "post_recv failed";
+          return;
+        }
         ++posted;
       }
     }

@@ -135,6 +135,10 @@ struct JobConfig {
   // its CQEs (inline RECV; needs cqe_size >= 64).
   core::Bytes cqe_size{32};
   bool inline_recv = false;
+  // send_bw: the server's QP takes its RECVs from a shared receive queue of
+  // rx_depth WQEs (perftest's --use_srq); each connection of qps > 1 has
+  // its own, as that many perftest processes would.
+  bool use_srq = false;
   int64_t counters = 1;
   core::Bytes counter_stride{8};
   // atomic_bw: which counter each atomic targets: "round_robin" (0, 1, ..,
@@ -200,6 +204,7 @@ class PerfTest {
   struct EndTables {
     uint64_t mtt_entries = 0;
     uint64_t mrs = 1, qps = 1, cqs = 2;  // qps: 2 for rpc_bw's uc_write (UD + UC)
+    uint64_t server_srqs = 0;            // on the server end only: use_srq
   };
   static EndTables end_tables(const JobConfig& cfg);
   // `copy` numbers the connections of a job with qps > 1; copy 0 draws

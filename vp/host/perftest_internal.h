@@ -26,7 +26,8 @@ struct PerfTest::Side {
   CompletionQueue* scq = nullptr;
   CompletionQueue* rcq = nullptr;
   QueuePair* qp = nullptr;
-  mpr_wqe_ud peer{};  // transport ud: the other side's address
+  SharedReceiveQueue* srq = nullptr;  // use_srq: the server's RECVs
+  mpr_wqe_ud peer{};                  // transport ud: the other side's address
   // rpc_bw, request uc_write: the UC QP requests go by (client) or arrive
   // on (server), and on the client the server's request ring (its first
   // slot's address and the rkey).

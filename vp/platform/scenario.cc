@@ -445,7 +445,7 @@ void ScenarioConfig::check_nic_tables(core::Binder& b) const {
   // What each connection end of a job takes at set-up (PerfTest::end_tables).
   // Other objects (the driver's own) come on top: these sums are a lower bound.
   struct Need {
-    uint64_t mtt = 0, mr = 0, qp = 0, cq = 0;
+    uint64_t mtt = 0, mr = 0, qp = 0, cq = 0, srq = 0;
     std::string biggest;  // the job with the most MTT entries here
     uint64_t biggest_mtt = 0;
   };
@@ -463,6 +463,7 @@ void ScenarioConfig::check_nic_tables(core::Binder& b) const {
       if (ends * t.mtt_entries > n.biggest_mtt)
         n.biggest_mtt = ends * t.mtt_entries, n.biggest = j.name;
     }
+    need[j.server].srq += ends * t.server_srqs;
   }
   for (const auto& [host_name, n] : need) {
     const nic::NicLimits& l = nic_of(host_name).limits;
@@ -478,6 +479,7 @@ void ScenarioConfig::check_nic_tables(core::Binder& b) const {
     over("MRs", n.mr, l.max_mr, "max_mr");
     over("QPs", n.qp, l.max_qp, "max_qp");
     over("CQs", n.cq, l.max_cq, "max_cq");
+    over("SRQs (use_srq: one per server end)", n.srq, l.max_srq, "max_srq");
   }
 }
 
