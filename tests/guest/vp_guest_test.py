@@ -346,6 +346,11 @@ def test_devinfo(r):
         r.check(v["max_srq_wr"] > 0 and v["max_srq_wr"] & (v["max_srq_wr"] + 1) == 0
                 and v["max_srq_wr"] < 65536, f"max_srq_wr {v['max_srq_wr']} is not 2^k - 1")
         r.check(0 < v["max_srq_sge"] <= 63, f"max_srq_sge {v['max_srq_sge']}")
+    # Memory windows and XRC are not built (issue 34's note): the device
+    # must say so, with no window and no MEM_WINDOW* capability flag.
+    r.find("g0", r"^\s+max_mw:\s+0$", "max_mw 0 (no memory windows)")
+    r.check(not r.find("g0", r"MEM_WINDOW|XRC"),
+            "ibv_devinfo -v shows a memory-window or XRC capability the device lacks")
     r.find("g0", r"^\s+port:\s+1$", "port 1")
     r.find("g0", r"^\s+state:\s+PORT_ACTIVE \(4\)$", "port 1 PORT_ACTIVE")
     r.find("g0", r"^\s+link_layer:\s+Ethernet$", "link_layer Ethernet")
