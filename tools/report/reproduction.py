@@ -1154,7 +1154,10 @@ def main():
             link = f"[{rid}](#{rid.lower()})"
             lines.append(f"| {link} | {md(exp)} | {md(row['published'])} | {measured or '-'} | "
                          f"{verdict_text(res)} |")
-            d = [f"### {rid}", "", f"Scenario `{scenario}`, seeds {res['seeds']}, "
+            extra = sorted({r["seed"] for p in res["points"] for r in p.get("runs") or []}
+                           - set(res["seeds"]))
+            d = [f"### {rid}", "", f"Scenario `{scenario}`, seeds {res['seeds']}"
+                 + (f" (more for some points: {extra})" if extra else "") + ", "
                  f"{len(res['points'])} point(s): "
                  + ", ".join(f"`{p['id']}`" for p in res["points"]) + ".", ""]
             # The paper's axes first; the plot of every metric is the
@@ -1186,10 +1189,17 @@ def main():
                 d += ["Published, per metric: " + "; ".join(
                     f"{md(k)}: {md(v)}" for k, v in res["published"].items()), ""]
             seeds = len(res["seeds"])
-            d += [f"All metrics (over {seeds} seed{'' if seeds == 1 else 's'}; mean ± sample "
+            # Points with extra seeds (sweep.extra_seeds) reduce over more:
+            # then every value says over how many.
+            mixed = any(len(v.get("values") or []) not in (0, seeds)
+                        for v in res["metrics"].values())
+            over = ("each point's seeds, given per metric" if mixed else
+                    f"{seeds} seed{'' if seeds == 1 else 's'}")
+            d += [f"All metrics (over {over}; mean ± sample "
                   "standard deviation unless named):", "",
                   "| metric | measured |", "|---|---|"]
-            d += [f"| {md(k)} | {md(measured_value(v))} |" for k, v in res["metrics"].items()]
+            d += [f"| {md(k)} | {md(measured_value(v, seeds=mixed))} |"
+                  for k, v in res["metrics"].items()]
             d.append("")
             if res.get("failed_runs"):
                 d += ["Failed runs: " + "; ".join(md(f) for f in res["failed_runs"]), ""]
